@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `npm run pulumi -- <args>`: the pinned engine (scripts/engine.sh), offline.
+#
+# - no update check, no plugin downloads;
+# - a local file backend in .pulumi-state/ unless PULUMI_BACKEND_URL is set;
+# - the stack passphrase from PULUMI_CONFIG_PASSPHRASE(_FILE) when set, else a
+#   random one generated once for this checkout in .pulumi-state/passphrase;
+# - `--stack NAME` for a Pulumi.NAME.yaml that the backend does not know yet
+#   creates the stack first (like `pulumi stack select --create`).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$("$here/scripts/engine.sh")"
+export PATH="$bin:$PATH"
+export PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export PULUMI_NODEJS_TRANSPILE_ONLY="${PULUMI_NODEJS_TRANSPILE_ONLY:-true}"
+state="${SGLANG_SERVE_STATE_DIR:-$here/.pulumi-state}"
+mkdir -p "$state"
+export PULUMI_HOME="${PULUMI_HOME:-$state/home}"
+export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$state/backend}"
+[[ $PULUMI_BACKEND_URL == file://* ]] && mkdir -p "${PULUMI_BACKEND_URL#file://}"
+if [ -z "${PULUMI_CONFIG_PASSPHRASE:-}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" ]; then
+  if [ ! -s "$state/passphrase" ]; then
+    (umask 077 && head -c 24 /dev/urandom | base64 > "$state/passphrase")
+  fi
+  export PULUMI_CONFIG_PASSPHRASE_FILE="$state/passphrase"
+fi
+
+stack=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[$i]}" in
+    --stack|-s) stack="${args[$((i + 1))]:-}" ;;
+    --stack=*) stack="${args[$i]#--stack=}" ;;
+  esac
+done
+cd "$here"
+if [ -n "$stack" ] && [ -f "Pulumi.$stack.yaml" ] && [ "${args[0]:-}" != "stack" ]; then
+  if ! pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$stack\""; then
+    pulumi stack init "$stack" --non-interactive >&2
+  fi
+fi
+exec pulumi "$@"
