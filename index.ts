@@ -1,4 +1,68 @@
 import * as pulumi from "@pulumi/pulumi";
-class Probe extends pulumi.ComponentResource { constructor(n: string) { super("sglang-serve:index:Probe", n, {}, {}); this.registerOutputs({}); } }
-new Probe("x");
-export const hello = "world";
+import * as random from "@pulumi/random";
+import { Connection } from "./components/connection";
+import { GpuHost } from "./components/gpu-host";
+import { LxcContainer } from "./components/lxc-container";
+import { ReadinessCheck } from "./components/readiness-check";
+import { SglangService } from "./components/sglang-service";
+import { loadStackConfig } from "./components/stack-config";
+
+const pulumiConfig = new pulumi.Config();
+const stack = loadStackConfig(pulumiConfig);
+const { host, container, service, readiness } = stack;
+
+const hostConnection: Connection = {
+    address: host.address,
+    port: host.port,
+    user: host.user,
+    hostKey: host.hostKey,
+    topology: host.topology,
+};
+
+const gpuHost = new GpuHost(host.name, { connection: hostConnection, expectedGpus: host.gpus });
+
+let serviceConnection: pulumi.Input<Connection> = hostConnection;
+let placement: pulumi.Resource = gpuHost;
+let gpuIndices = Array.from({ length: host.gpus.count }, (_, i) => i);
+if (container) {
+    const ct = new LxcContainer(`ct${container.vmid}`, {
+        connection: hostConnection,
+        container,
+        deviceMajors: gpuHost.deviceMajors,
+    });
+    serviceConnection = ct.vmid.apply((vmid) => ({ ...hostConnection, vmid }));
+    placement = ct;
+    // Inside the container the passed-through GPUs are numbered from 0.
+    gpuIndices = container.gpus.map((_, i) => i);
+}
+
+const apiKey: pulumi.Output<string> | undefined =
+    pulumiConfig.getSecret("apiKey") ??
+    (service.generateApiKey
+        ? new random.RandomPassword(`${service.name}-api-key`, { length: 40, special: false }).result
+        : undefined);
+
+const server = new SglangService(
+    service.name,
+    { connection: serviceConnection, service, readiness, apiKey, gpuIndices },
+    { dependsOn: [placement] },
+);
+
+const check = new ReadinessCheck(`${service.name}-ready`, {
+    connection: serviceConnection,
+    unitName: server.unitName,
+    endpoint: server.endpoint,
+    revision: server.revision,
+    apiKey,
+    servedModelName: service.model.servedName,
+    speculativeAlgorithm: service.speculative?.algorithm,
+    readiness,
+});
+
+export const endpoint = server.endpoint;
+export const openaiBaseUrl = pulumi.interpolate`${server.endpoint}/v1`;
+export const unitName = server.unitName;
+export const servedModelName = service.model.servedName;
+export const liveServerArgs = check.liveServerArgs;
+export const specAcceptLength = check.acceptLength;
+export const gpus = gpuHost.gpus;

@@ -6,7 +6,9 @@
 # - the stack passphrase from PULUMI_CONFIG_PASSPHRASE(_FILE) when set, else a
 #   random one generated once for this checkout in .pulumi-state/passphrase;
 # - `--stack NAME` for a Pulumi.NAME.yaml that the backend does not know yet
-#   creates the stack first (like `pulumi stack select --create`).
+#   creates the stack first (like `pulumi stack select --create`);
+# - SGLANG_SERVE_PROJECT_DIR runs another copy of the project (the end-to-end
+#   tests deploy from temporary copies so they never touch this tree).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$("$here/scripts/engine.sh")"
@@ -14,7 +16,8 @@ export PATH="$bin:$PATH"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 export PULUMI_NODEJS_TRANSPILE_ONLY="${PULUMI_NODEJS_TRANSPILE_ONLY:-true}"
-state="${SGLANG_SERVE_STATE_DIR:-$here/.pulumi-state}"
+project="${SGLANG_SERVE_PROJECT_DIR:-$here}"
+state="${SGLANG_SERVE_STATE_DIR:-$project/.pulumi-state}"
 mkdir -p "$state"
 export PULUMI_HOME="${PULUMI_HOME:-$state/home}"
 export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$state/backend}"
@@ -34,7 +37,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --stack=*) stack="${args[$i]#--stack=}" ;;
   esac
 done
-cd "$here"
+cd "$project"
 if [ -n "$stack" ] && [ -f "Pulumi.$stack.yaml" ] && [ "${args[0]:-}" != "stack" ]; then
   if ! pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$stack\""; then
     pulumi stack init "$stack" --non-interactive >&2

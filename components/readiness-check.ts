@@ -1,0 +1,66 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { ReadinessConfig } from "../core/config";
+import { Connection } from "./connection";
+import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+
+export interface ReadinessCheckArgs {
+    connection: pulumi.Input<Connection>;
+    unitName: pulumi.Input<string>;
+    /** http://host:port of the OpenAI-compatible API. */
+    endpoint: pulumi.Input<string>;
+    /** The service's rollout revision: a new revision re-runs the check. */
+    revision: pulumi.Input<string>;
+    apiKey?: pulumi.Input<string>;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    readiness: ReadinessConfig;
+}
+
+class ReadinessProbe extends pulumi.dynamic.Resource {
+    declare readonly ready: pulumi.Output<boolean>;
+    declare readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
+    declare readonly acceptLength: pulumi.Output<number | null>;
+
+    constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+        super(dynamicProvider("readiness-check"), name, props, opts, "sglang-serve", "ReadinessProbe");
+    }
+}
+
+/**
+ * Gates on the server really serving: GET /health = 200 corroborated by the
+ * ready log line, then one short chat completion that must be non-degenerate
+ * and, with speculative decoding, /server_info showing it active. On refresh
+ * it reads the live server args, so a server that is down or runs other args
+ * than declared shows as drift.
+ */
+export class ReadinessCheck extends pulumi.ComponentResource {
+    readonly ready: pulumi.Output<boolean>;
+    readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
+    readonly acceptLength: pulumi.Output<number | null>;
+
+    constructor(name: string, args: ReadinessCheckArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("sglang-serve:index:ReadinessCheck", name, {}, opts);
+        const probe = new ReadinessProbe(
+            `${name}-probe`,
+            {
+                providerVersion: PROVIDER_VERSION,
+                connection: args.connection,
+                unitName: args.unitName,
+                endpoint: args.endpoint,
+                revision: args.revision,
+                apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
+                servedModelName: args.servedModelName,
+                speculativeAlgorithm: args.speculativeAlgorithm,
+                readiness: args.readiness,
+                ready: undefined,
+                liveServerArgs: undefined,
+                acceptLength: undefined,
+            },
+            { parent: this, additionalSecretOutputs: ["apiKey"] },
+        );
+        this.ready = probe.ready;
+        this.liveServerArgs = probe.liveServerArgs;
+        this.acceptLength = probe.acceptLength;
+        this.registerOutputs({ ready: this.ready, liveServerArgs: this.liveServerArgs, acceptLength: this.acceptLength });
+    }
+}

@@ -1,0 +1,98 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { ReadinessConfig, ServiceConfig } from "../core/config";
+import { renderEnvironmentFile, renderUnit, unitName } from "../core/systemd-unit";
+import { renderArgv } from "../core/sglang-args";
+import { flagMap } from "../core/flag-map";
+import { Connection } from "./connection";
+import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+
+export interface SglangServiceArgs {
+    /** Where the unit lives: the container (directly or through `pct exec`). */
+    connection: pulumi.Input<Connection>;
+    /** The declared server. Plain: it comes from validated stack config. */
+    service: ServiceConfig;
+    /** Readiness budget and probe settings used by the rollout's health gate. */
+    readiness: ReadinessConfig;
+    /** The API key, if any (kept secret; written only to the 0600 EnvironmentFile). */
+    apiKey?: pulumi.Input<string>;
+    /** GPU indices the server uses, watched for memory release between stop and start. */
+    gpuIndices: number[];
+}
+
+class SystemdService extends pulumi.dynamic.Resource {
+    declare readonly unitName: pulumi.Output<string>;
+    declare readonly revision: pulumi.Output<string>;
+    declare readonly activeState: pulumi.Output<string>;
+    declare readonly flags: pulumi.Output<Record<string, string>>;
+    declare readonly environment: pulumi.Output<Record<string, string>>;
+    declare readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
+
+    constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+        super(dynamicProvider("sglang-service"), name, props, opts, "sglang-serve", "SystemdService");
+    }
+}
+
+/**
+ * The SGLang server as a systemd unit in the container. Writes the rendered
+ * unit and a 0600 EnvironmentFile for secrets, daemon-reloads, enables, and
+ * restarts only when something that affects the running process changed.
+ * A rollout is stop-first (the GPUs cannot hold two servers), health-gated,
+ * and puts the previous unit back when the new one does not become ready.
+ */
+export class SglangService extends pulumi.ComponentResource {
+    readonly unitName: pulumi.Output<string>;
+    readonly endpoint: pulumi.Output<string>;
+    readonly revision: pulumi.Output<string>;
+    readonly activeState: pulumi.Output<string>;
+    readonly flags: pulumi.Output<Record<string, string>>;
+    readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
+
+    constructor(name: string, args: SglangServiceArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("sglang-serve:index:SglangService", name, {}, opts);
+        const service = args.service;
+        const hasApiKey = args.apiKey !== undefined;
+        const argv = renderArgv(service, { apiKeyFromEnvironment: hasApiKey });
+        const secrets = hasApiKey
+            ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k })))
+            : undefined;
+        const flagged = flagMap(argv);
+        const unit = new SystemdService(
+            `${name}-unit`,
+            {
+                providerVersion: PROVIDER_VERSION,
+                connection: args.connection,
+                unitName: unitName(service.name),
+                unitText: renderUnit(service, { hasSecrets: hasApiKey }),
+                command: flagged.command,
+                flags: flagged.flags,
+                environment: service.environment ?? {},
+                environmentFile: secrets,
+                endpoint: `http://${service.endpointHost}:${service.port}`,
+                apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
+                servedModelName: service.model.servedName,
+                speculativeAlgorithm: service.speculative?.algorithm,
+                gpuIndices: args.gpuIndices,
+                readiness: args.readiness,
+                revision: undefined,
+                activeState: undefined,
+                liveArgs: undefined,
+                restart: undefined,
+            },
+            { parent: this, additionalSecretOutputs: ["environmentFile", "apiKey", "secretsHash"] },
+        );
+        this.unitName = unit.unitName;
+        this.endpoint = pulumi.output(`http://${service.endpointHost}:${service.port}`);
+        this.revision = unit.revision;
+        this.activeState = unit.activeState;
+        this.flags = unit.flags;
+        this.liveArgs = unit.liveArgs;
+        this.registerOutputs({
+            unitName: this.unitName,
+            endpoint: this.endpoint,
+            revision: this.revision,
+            activeState: this.activeState,
+            flags: this.flags,
+            liveArgs: this.liveArgs,
+        });
+    }
+}

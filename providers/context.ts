@@ -1,0 +1,83 @@
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import type { Connection } from "../components/connection";
+import { RemoteHost } from "../remote/remote-host";
+import { getSshPool, SshTarget } from "../remote/ssh";
+
+/** What `configure` stored from the stack config (see components/dynamic-provider.ts). */
+interface ProviderConfig {
+    sshPrivateKey?: string;
+    sshPrivateKeyPassphrase?: string;
+    host?: string;
+}
+
+function providerConfig(): ProviderConfig {
+    return (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ?? {};
+}
+
+function expandHome(p: string): string {
+    return p === "~" || p.startsWith("~/") ? path.join(os.homedir(), p.slice(1)) : p;
+}
+
+/**
+ * The SSH private key: the secret `sglang-serve:sshPrivateKey`, else the file
+ * named by `sglang-serve:host.sshPrivateKeyPath`. Read at run time from the
+ * stack config, so it is never in the state and rotating it needs no update.
+ */
+export function sshPrivateKey(): { key: string; passphrase?: string } {
+    const config = providerConfig();
+    if (config.sshPrivateKey) {
+        return { key: config.sshPrivateKey, passphrase: config.sshPrivateKeyPassphrase };
+    }
+    let keyPath: string | undefined;
+    if (config.host) {
+        try {
+            keyPath = (JSON.parse(config.host) as { sshPrivateKeyPath?: string }).sshPrivateKeyPath;
+        } catch {
+            keyPath = undefined;
+        }
+    }
+    if (!keyPath) {
+        throw new Error(
+            "no SSH private key: set the secret sglang-serve:sshPrivateKey " +
+                "(`npm run pulumi -- config set --secret sglang-serve:sshPrivateKey < ~/.ssh/id_ed25519`) " +
+                "or sglang-serve:host.sshPrivateKeyPath",
+        );
+    }
+    const resolved = expandHome(keyPath);
+    try {
+        return { key: fs.readFileSync(resolved, "utf8"), passphrase: config.sshPrivateKeyPassphrase };
+    } catch (e) {
+        throw new Error(`cannot read the SSH private key at ${resolved} (sglang-serve:host.sshPrivateKeyPath): ${(e as Error).message}`);
+    }
+}
+
+/** Progress and notices from the providers show in `pulumi up`'s output. */
+export function say(message: string): void {
+    console.log(message);
+}
+
+export function sshTarget(connection: Connection): SshTarget {
+    const { key, passphrase } = sshPrivateKey();
+    return {
+        address: connection.address,
+        port: connection.port,
+        user: connection.user,
+        hostKey: connection.hostKey,
+        privateKey: key,
+        passphrase,
+        label: `${connection.user}@${connection.address}:${connection.port}`,
+    };
+}
+
+/** Commands for the box a connection names: the container (direct or through pct exec), or the host. */
+export function remoteFor(connection: Connection): RemoteHost {
+    return new RemoteHost({
+        pool: getSshPool(),
+        target: sshTarget(connection),
+        topology: connection.topology,
+        vmid: connection.vmid,
+        log: say,
+    });
+}

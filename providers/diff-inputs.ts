@@ -1,0 +1,6 @@
+import { isDeepStrictEqual } from "util";
+
+/** The keys whose values differ between olds and news (deep comparison). */
+export function changedKeys<T extends object>(olds: Partial<T>, news: Partial<T>, keys: readonly (keyof T)[]): (keyof T)[] {
+    return keys.filter((k) => !isDeepStrictEqual(olds[k], news[k]));
+}

@@ -1,0 +1,107 @@
+import { spawn } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+
+const repo = path.resolve(__dirname, "..", "..");
+
+/** What the project needs to run, copied (or linked) into a deployment's own folder. */
+const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"];
+const PROJECT_DIRS = ["components", "core", "providers", "remote"];
+
+export interface EngineResult {
+    code: number;
+    stdout: string;
+    stderr: string;
+    /** stdout and stderr, for messages. */
+    output: string;
+}
+
+/**
+ * A copy of the project with its own stack config, state backend and
+ * passphrase, deployed with the real engine through `scripts/pulumi.sh`.
+ * The work tree is never touched.
+ */
+export class Deployment {
+    private constructor(
+        readonly dir: string,
+        readonly stack: string,
+    ) {}
+
+    static async create(stack: string, config: Record<string, unknown>): Promise<Deployment> {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-e2e-${stack}-`));
+        for (const f of PROJECT_FILES) fs.copyFileSync(path.join(repo, f), path.join(dir, f));
+        for (const d of PROJECT_DIRS) fs.symlinkSync(path.join(repo, d), path.join(dir, d));
+        fs.symlinkSync(path.join(repo, "node_modules"), path.join(dir, "node_modules"));
+        const deployment = new Deployment(dir, stack);
+        deployment.writeConfig(config);
+        return deployment;
+    }
+
+    /** Writes Pulumi.<stack>.yaml: `{ "sglang-serve:host": {...}, ... }` as JSON, which is YAML. */
+    writeConfig(config: Record<string, unknown>): void {
+        const file = path.join(this.dir, `Pulumi.${this.stack}.yaml`);
+        let salt = "";
+        if (fs.existsSync(file)) {
+            const m = /^encryptionsalt: .*$/m.exec(fs.readFileSync(file, "utf8"));
+            if (m) salt = `${m[0]}\n`;
+        }
+        fs.writeFileSync(file, `${salt}config: ${JSON.stringify(config)}\n`);
+    }
+
+    run(args: string[], opts: { env?: Record<string, string> } = {}): Promise<EngineResult> {
+        return new Promise((resolve, reject) => {
+            const child = spawn(path.join(repo, "scripts", "pulumi.sh"), [...args, "--stack", this.stack, "--non-interactive"], {
+                env: {
+                    ...process.env,
+                    SGLANG_SERVE_PROJECT_DIR: this.dir,
+                    SGLANG_SERVE_STATE_DIR: path.join(this.dir, ".state"),
+                    PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
+                    PULUMI_CONFIG_PASSPHRASE_FILE: "",
+                    PULUMI_BACKEND_URL: "",
+                    PULUMI_HOME: "",
+                    ...opts.env,
+                },
+                stdio: ["ignore", "pipe", "pipe"],
+            });
+            let stdout = "";
+            let stderr = "";
+            let output = "";
+            child.stdout.on("data", (d: Buffer) => {
+                stdout += d;
+                output += d;
+            });
+            child.stderr.on("data", (d: Buffer) => {
+                stderr += d;
+                output += d;
+            });
+            child.on("error", reject);
+            child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr, output }));
+        });
+    }
+
+    async up(): Promise<EngineResult> {
+        return this.run(["up", "--yes", "--skip-preview", "--diff"]);
+    }
+
+    async preview(...extra: string[]): Promise<EngineResult> {
+        return this.run(["preview", "--diff", ...extra]);
+    }
+
+    async outputs(): Promise<Record<string, unknown>> {
+        const r = await this.run(["stack", "output", "--json"]);
+        if (r.code !== 0) throw new Error(`stack output failed: ${r.output}`);
+        return JSON.parse(r.stdout) as Record<string, unknown>;
+    }
+
+    cleanup(): void {
+        fs.rmSync(this.dir, { recursive: true, force: true });
+    }
+}
+
+/** Fails with the engine's output when the exit code is not the expected one. */
+export function expectExit(result: EngineResult, code: number, what: string): void {
+    if (result.code !== code) {
+        throw new Error(`${what}: expected exit ${code}, got ${result.code}\n${result.output.slice(-6000)}`);
+    }
+}

@@ -1,0 +1,76 @@
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as path from "path";
+import { Deployment, expectExit } from "./deployment";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const yaml = require("js-yaml") as { load(text: string): unknown };
+
+type StackFile = { config: Record<string, Record<string, unknown>> };
+
+function fieldConfig(stack: string): Record<string, Record<string, unknown>> {
+    const text = fs.readFileSync(path.join(__dirname, "..", "..", `Pulumi.${stack}.yaml`), "utf8");
+    return structuredClone((yaml.load(text) as StackFile).config);
+}
+
+describe("preview of the field stacks with the real engine (no host contacted)", function () {
+    this.timeout(180_000);
+    const deployments: Deployment[] = [];
+    after(() => deployments.forEach((d) => d.cleanup()));
+
+    async function preview(stack: string, config: Record<string, unknown>) {
+        const d = await Deployment.create(stack, config);
+        deployments.push(d);
+        return d.preview();
+    }
+
+    it("lists the GpuHost, LxcContainer, SglangService and ReadinessCheck tree for kpro5", async () => {
+        const r = await preview("kpro5", fieldConfig("kpro5"));
+        expectExit(r, 0, "preview kpro5");
+        for (const type of [
+            "sglang-serve:index:GpuHost",
+            "sglang-serve:index:LxcContainer",
+            "sglang-serve:index:SglangService",
+            "sglang-serve:index:ReadinessCheck",
+        ]) {
+            assert.match(r.stdout, new RegExp(type.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")), `${type} missing`);
+        }
+    });
+
+    it("previews ct129 (direct topology) without a container resource", async () => {
+        const r = await preview("ct129", fieldConfig("ct129"));
+        expectExit(r, 0, "preview ct129");
+        assert.match(r.stdout, /sglang-serve:index:SglangService/);
+        assert.doesNotMatch(r.stdout, /sglang-serve:index:LxcContainer/);
+    });
+
+    it("fails naming the key when extra_buffer is removed (SGLang's startup ValueError)", async () => {
+        const config = fieldConfig("kpro5");
+        delete (config["sglang-serve:service"] as Record<string, unknown>).mambaSchedulerStrategy;
+        const r = await preview("kpro5", config);
+        assert.notEqual(r.code, 0);
+        assert.match(r.output, /service\.mambaSchedulerStrategy/);
+        assert.match(r.output, /is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer/);
+    });
+
+    it("fails naming the key when SGLANG_ENABLE_SPEC_V2 is removed", async () => {
+        const config = fieldConfig("kpro5");
+        const service = config["sglang-serve:service"] as { environment: Record<string, string> };
+        delete service.environment.SGLANG_ENABLE_SPEC_V2;
+        const r = await preview("kpro5", config);
+        assert.notEqual(r.code, 0);
+        assert.match(r.output, /SGLANG_ENABLE_SPEC_V2/);
+        assert.match(r.output, /is not compatible with radix cache/);
+    });
+
+    it("fails naming the allowed values when the algorithm is MTP", async () => {
+        const config = fieldConfig("kpro5");
+        (config["sglang-serve:service"] as { speculative: { algorithm: string } }).speculative.algorithm = "MTP";
+        const r = await preview("kpro5", config);
+        assert.notEqual(r.code, 0);
+        assert.match(r.output, /service\.speculative\.algorithm/);
+        for (const allowed of ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]) {
+            assert.match(r.output, new RegExp(`\\b${allowed}\\b`));
+        }
+    });
+});
