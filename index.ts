@@ -38,7 +38,8 @@ if (container) {
 
 const apiKey: pulumi.Output<string> | undefined =
     pulumiConfig.getSecret("apiKey") ??
-    (service.generateApiKey
+    // Generated keys need @pulumi/random's plugin; the real-engine tests set the key in config instead.
+    (pulumiConfig.getBoolean("generateApiKey")
         ? new random.RandomPassword(`${service.name}-api-key`, { length: 40, special: false }).result
         : undefined);
 
@@ -64,5 +65,5 @@ export const openaiBaseUrl = pulumi.interpolate`${server.endpoint}/v1`;
 export const unitName = server.unitName;
 export const servedModelName = service.model.servedName;
 export const liveServerArgs = check.liveServerArgs;
-export const specAcceptLength = check.acceptLength;
+export const speculativeActive = check.speculativeActive;
 export const gpus = gpuHost.gpus;

@@ -19,7 +19,7 @@ export interface ReadinessCheckArgs {
 class ReadinessProbe extends pulumi.dynamic.Resource {
     declare readonly ready: pulumi.Output<boolean>;
     declare readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
-    declare readonly acceptLength: pulumi.Output<number | null>;
+    declare readonly speculativeActive: pulumi.Output<boolean | null>;
 
     constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
         super(dynamicProvider("readiness-check"), name, props, opts, "sglang-serve", "ReadinessProbe");
@@ -36,7 +36,7 @@ class ReadinessProbe extends pulumi.dynamic.Resource {
 export class ReadinessCheck extends pulumi.ComponentResource {
     readonly ready: pulumi.Output<boolean>;
     readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
-    readonly acceptLength: pulumi.Output<number | null>;
+    readonly speculativeActive: pulumi.Output<boolean | null>;
 
     constructor(name: string, args: ReadinessCheckArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:ReadinessCheck", name, {}, opts);
@@ -54,13 +54,13 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 readiness: args.readiness,
                 ready: undefined,
                 liveServerArgs: undefined,
-                acceptLength: undefined,
+                speculativeActive: undefined,
             },
             { parent: this, additionalSecretOutputs: ["apiKey"] },
         );
         this.ready = probe.ready;
         this.liveServerArgs = probe.liveServerArgs;
-        this.acceptLength = probe.acceptLength;
-        this.registerOutputs({ ready: this.ready, liveServerArgs: this.liveServerArgs, acceptLength: this.acceptLength });
+        this.speculativeActive = probe.speculativeActive;
+        this.registerOutputs({ ready: this.ready, liveServerArgs: this.liveServerArgs, speculativeActive: this.speculativeActive });
     }
 }

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { ReadinessConfig, ServiceConfig } from "../core/config";
 import { renderEnvironmentFile, renderUnit, unitName } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
+import { API_KEY_ENV } from "../core/sglang-rules";
 import { flagMap } from "../core/flag-map";
 import { Connection } from "./connection";
 import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
@@ -51,7 +52,7 @@ export class SglangService extends pulumi.ComponentResource {
         super("sglang-serve:index:SglangService", name, {}, opts);
         const service = args.service;
         const hasApiKey = args.apiKey !== undefined;
-        const argv = renderArgv(service, { apiKeyFromEnvironment: hasApiKey });
+        const argv = renderArgv(service, hasApiKey ? { apiKeyEnv: API_KEY_ENV } : {});
         const secrets = hasApiKey
             ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k })))
             : undefined;

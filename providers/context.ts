@@ -76,7 +76,8 @@ export function remoteFor(connection: Connection): RemoteHost {
     return new RemoteHost({
         pool: getSshPool(),
         target: sshTarget(connection),
-        topology: connection.topology,
+        // Host-level resources (GpuHost, LxcContainer) carry no vmid: their commands run on the host itself.
+        topology: connection.vmid === undefined ? "direct" : connection.topology,
         vmid: connection.vmid,
         log: say,
     });

@@ -39,6 +39,7 @@ const FACTS_SCRIPT = [
 
 async function readFacts(connection: Connection) {
     const remote = remoteFor({ ...connection, vmid: undefined });
+    // In the direct topology the "host" is the container itself: nvidia-smi works there too.
     const result = await remote.run(["sh", "-c", FACTS_SCRIPT]);
     if (result.code !== 0) {
         throw new Error(

@@ -1,0 +1,192 @@
+import type * as pulumi from "@pulumi/pulumi";
+import type { Connection } from "../components/connection";
+import type { ContainerConfig } from "../core/config";
+import type { DeviceMajors } from "../core/gpu-facts";
+import {
+    parsePctConfig,
+    passthroughDiff,
+    passthroughFromConfig,
+    Passthrough,
+    PctConfig,
+    pctSetArgs,
+    pctView,
+    PctView,
+    renderPctConfig,
+    withGpuPassthrough,
+} from "../core/pct-config";
+import { shQuote } from "../core/shell";
+import type { RemoteHost } from "../remote/remote-host";
+import { remoteFor, say } from "./context";
+import { changedKeys } from "./diff-inputs";
+
+interface ContainerInputs {
+    providerVersion: string;
+    connection: Connection;
+    container: ContainerConfig;
+    deviceMajors: DeviceMajors;
+    vmid: number;
+    /** Shown by the preview: which declared changes need a container restart. Set by check. */
+    restart?: string;
+}
+
+interface ContainerOutputs extends ContainerInputs {
+    status: string;
+    settings: PctView;
+    passthrough: Passthrough;
+    /** Changes applied to the config that take effect at the container's next start. */
+    pendingRestart: string[];
+}
+
+const SEP = "----sglang-serve----";
+
+interface LiveContainer {
+    conf: PctConfig;
+    status: string;
+}
+
+function configPath(vmid: number): string {
+    return `/etc/pve/lxc/${vmid}.conf`;
+}
+
+/** `pct config` and `pct status` in one command; null when the container does not exist. */
+async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveContainer | null> {
+    const id = shQuote(String(vmid));
+    const r = await remote.run(["sh", "-c", `pct config ${id} --current || exit 3; echo ${SEP}; pct status ${id}`]);
+    if (r.code === 3 || /does not exist/.test(r.stderr)) return null;
+    if (r.code !== 0) throw new Error(`pct config ${vmid} failed on ${remote.describe()} (exit ${r.code}): ${r.stderr.trim()}`);
+    const [config, status] = r.stdout.split(`${SEP}\n`);
+    return { conf: parsePctConfig(config ?? ""), status: (status ?? "").replace(/^status:\s*/, "").trim() };
+}
+
+function restartNeeds(inputs: ContainerInputs, live: PctConfig): string[] {
+    const plan = pctSetArgs(inputs.container, live);
+    const needs = plan.changes.filter((c) => c.needsRestart).map((c) => c.field);
+    const passthrough = passthroughDiff(live, inputs.container.gpus, inputs.deviceMajors);
+    if (passthrough.missing.length > 0 || passthrough.extra.length > 0) needs.push("container.gpus (passthrough lines)");
+    return needs;
+}
+
+function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart: string[]): ContainerOutputs {
+    return {
+        ...inputs,
+        restart: "no",
+        status: live.status,
+        settings: pctView(live.conf),
+        passthrough: passthroughFromConfig(live.conf),
+        pendingRestart,
+    };
+}
+
+/**
+ * Brings the container to the declared settings in place: `pct set` for the
+ * options Proxmox knows, a config edit for the GPU passthrough lines (raw
+ * `lxc.*` keys). The container is never restarted by the stack: changes that
+ * need a restart are reported and take effect at its next start.
+ */
+async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
+    const remote = remoteFor({ ...inputs.connection, vmid: undefined });
+    const vmid = inputs.container.vmid;
+    const live = await readContainer(remote, vmid);
+    if (!live) {
+        throw new Error(
+            `container ${vmid} does not exist on ${inputs.connection.address}; sglang-serve adopts an existing ` +
+                `container (create it with pct create, then set sglang-serve:container.adopt: true)`,
+        );
+    }
+    const needs = restartNeeds(inputs, live.conf);
+    const plan = pctSetArgs(inputs.container, live.conf);
+    if (plan.argv) {
+        say(`[ct${vmid}] ${plan.argv.join(" ")}`);
+        await remote.runChecked(plan.argv);
+    }
+    const passthrough = passthroughDiff(live.conf, inputs.container.gpus, inputs.deviceMajors);
+    if (passthrough.missing.length > 0 || passthrough.extra.length > 0) {
+        // pct set cannot write raw lxc.* keys: edit the config file, keeping everything else (snapshots too).
+        const fresh = await readContainer(remote, vmid);
+        const conf = withGpuPassthrough(fresh!.conf, inputs.container.gpus, inputs.deviceMajors);
+        say(`[ct${vmid}] writing GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} into ${configPath(vmid)}`);
+        await remote.writeFile(configPath(vmid), renderPctConfig(conf), 0o640);
+    }
+    if (needs.length > 0 && live.status === "running") {
+        say(`[ct${vmid}] takes effect at the container's next restart (not restarted by the stack): ${needs.join(", ")}`);
+    }
+    const after = await readContainer(remote, vmid);
+    return outputsOf(inputs, after!, live.status === "running" ? needs : []);
+}
+
+export const provider: pulumi.dynamic.ResourceProvider<ContainerInputs, ContainerOutputs> = {
+    async check(olds, news) {
+        const fields: string[] = [];
+        const o = olds.container ?? ({} as Partial<ContainerConfig>);
+        const n = news.container;
+        if (olds.container && o.hostname !== n.hostname) fields.push("container.hostname");
+        if (olds.container && JSON.stringify(o.features) !== JSON.stringify(n.features)) fields.push("container.features");
+        if (olds.container && JSON.stringify(o.gpus) !== JSON.stringify(n.gpus)) fields.push("container.gpus");
+        const restart = fields.length > 0 ? `needed for: ${fields.join(", ")} (not done by the stack)` : "no";
+        return { inputs: { ...news, restart } };
+    },
+    async diff(_id, olds, news) {
+        if (olds.vmid !== news.vmid) {
+            // Another vmid is another container: never reuse this one's resource for it.
+            return { changes: true, replaces: ["vmid"], deleteBeforeReplace: false };
+        }
+        const changed = changedKeys(olds, news, ["providerVersion", "connection", "container", "deviceMajors"]);
+        let drift = false;
+        if (olds.settings && olds.passthrough) {
+            const liveGpus = olds.passthrough.gpus;
+            drift = JSON.stringify(liveGpus) !== JSON.stringify([...news.container.gpus].sort((a, b) => a - b));
+            const s = olds.settings;
+            const c = news.container;
+            drift ||=
+                (c.cores !== undefined && s.cores !== c.cores) ||
+                (c.memoryMiB !== undefined && s.memoryMiB !== c.memoryMiB) ||
+                (c.swapMiB !== undefined && s.swapMiB !== c.swapMiB) ||
+                (c.onboot !== undefined && (s.onboot ?? false) !== c.onboot) ||
+                s.hostname !== c.hostname;
+        }
+        return { changes: changed.length > 0 || drift, replaces: [] };
+    },
+    async create(inputs) {
+        if (!inputs.container.adopt) {
+            throw new Error(
+                `sglang-serve:container.adopt is false, but creating containers is not supported: ` +
+                    `create container ${inputs.container.vmid} with pct create and set adopt: true`,
+            );
+        }
+        const outs = await converge(inputs);
+        return { id: `${inputs.connection.address}/lxc/${inputs.container.vmid}`, outs };
+    },
+    async read(id, props) {
+        if (!props) throw new Error(`${id}: no state to read from`);
+        const remote = remoteFor({ ...props.connection, vmid: undefined });
+        const live = await readContainer(remote, props.container.vmid);
+        if (!live) return { id: "", props: undefined as unknown as ContainerOutputs };
+        const outs = outputsOf(props, live, props.pendingRestart ?? []);
+        // Inputs as the box has them, so `preview --refresh` shows box -> declared for the declared fields.
+        const view = outs.settings;
+        const container: ContainerConfig = { ...props.container, gpus: outs.passthrough.gpus };
+        if (props.container.cores !== undefined && view.cores !== undefined) container.cores = view.cores;
+        if (props.container.memoryMiB !== undefined && view.memoryMiB !== undefined) container.memoryMiB = view.memoryMiB;
+        if (props.container.swapMiB !== undefined && view.swapMiB !== undefined) container.swapMiB = view.swapMiB;
+        if (props.container.onboot !== undefined) container.onboot = view.onboot ?? false;
+        if (view.hostname !== undefined) container.hostname = view.hostname;
+        const { status: _s, settings: _v, passthrough: _p, pendingRestart: _r, ...inputs } = outs;
+        return { id, props: outs, inputs: { ...inputs, container } as ContainerInputs };
+    },
+    async update(_id, _olds, news) {
+        return { outs: await converge(news) };
+    },
+    async delete(_id, props) {
+        const vmid = props.container.vmid;
+        if (!props.container.allowDelete) {
+            throw new Error(
+                `refusing to delete container ${vmid}: the model weights live there. ` +
+                    "Set sglang-serve:container.allowDelete: true to delete it with the stack.",
+            );
+        }
+        const remote = remoteFor({ ...props.connection, vmid: undefined });
+        say(`[ct${vmid}] stopping and destroying container ${vmid} (container.allowDelete is true)`);
+        await remote.run(["pct", "stop", String(vmid)]);
+        await remote.runChecked(["pct", "destroy", String(vmid)]);
+    },
+};

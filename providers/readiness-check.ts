@@ -1,0 +1,107 @@
+import type * as pulumi from "@pulumi/pulumi";
+import type { Connection } from "../components/connection";
+import { describeFailure } from "../core/readiness";
+import type { ReadinessConfig } from "../core/config";
+import { remoteFor, say } from "./context";
+import { changedKeys } from "./diff-inputs";
+import { verifyServing } from "./rollout-gate";
+import { journalPosition, waitUntilReady } from "../remote/readiness-gate";
+
+interface ReadinessInputs {
+    providerVersion: string;
+    connection: Connection;
+    unitName: string;
+    endpoint: string;
+    revision: string;
+    apiKey?: string;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    readiness: ReadinessConfig;
+}
+
+interface ReadinessOutputs extends ReadinessInputs {
+    /** GET /health answered 200 at the last check. */
+    ready: boolean;
+    /** /server_info normalized to the fields the stack owns (SGLang's defaults filled in). */
+    liveServerArgs: Record<string, unknown> | null;
+    /** With speculative decoding: /server_info shows it active. Null without speculation. */
+    speculativeActive: boolean | null;
+}
+
+/**
+ * Waits (within the startup budget) until the server serves, then runs the
+ * chat and speculative checks. The service's rollout already gated on the
+ * same checks, so on a healthy box this returns within a poll or two.
+ */
+async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
+    const remote = remoteFor(inputs.connection);
+    const gate = await waitUntilReady({
+        remote,
+        unit: inputs.unitName,
+        endpoint: inputs.endpoint,
+        apiKey: inputs.apiKey,
+        startupTimeoutMs: inputs.readiness.startupTimeoutSeconds * 1000,
+        pollIntervalMs: inputs.readiness.pollIntervalSeconds * 1000,
+        probeTimeoutMs: inputs.readiness.probeTimeoutSeconds * 1000,
+        since: await journalPosition(remote, inputs.unitName),
+        onProgress: say,
+        expectedSpeculative: inputs.speculativeAlgorithm,
+        chatCheck: inputs.readiness.chatCheck,
+        servedModelName: inputs.servedModelName,
+    });
+    if (!gate.ok) {
+        throw new Error(
+            `${inputs.unitName} at ${inputs.endpoint} is not serving: ${describeFailure(gate.cause)}\n  Last journal lines:\n    ` +
+                gate.lastJournalLines.slice(-20).join("\n    "),
+        );
+    }
+    const serving = await verifyServing(inputs);
+    return {
+        ...inputs,
+        ready: true,
+        liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
+        speculativeActive: serving.speculativeActive,
+    };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
+    async diff(_id, olds, news) {
+        const changed = changedKeys(olds, news, [
+            "providerVersion",
+            "connection",
+            "unitName",
+            "endpoint",
+            "revision",
+            "servedModelName",
+            "speculativeAlgorithm",
+            "readiness",
+        ]);
+        const apiKeyChanged = (olds.apiKey ?? "") !== (news.apiKey ?? "");
+        const notServing = olds.ready === false || olds.speculativeActive === false;
+        return { changes: changed.length > 0 || apiKeyChanged || notServing, replaces: [] };
+    },
+    async create(inputs) {
+        const outs = await check(inputs);
+        say(`[${inputs.unitName}] ready at ${inputs.endpoint}`);
+        return { id: `${inputs.endpoint}#${inputs.unitName}`, outs };
+    },
+    async read(id, props) {
+        if (!props) throw new Error(`${id}: no state to read from`);
+        const serving = await verifyServing(props);
+        return {
+            id,
+            props: {
+                ...props,
+                ready: serving.healthy,
+                liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
+                speculativeActive: serving.speculativeActive,
+            },
+        };
+    },
+    async update(_id, _olds, news) {
+        return { outs: await check(news) };
+    },
+    async delete() {
+        // A check owns nothing on the box.
+    },
+};

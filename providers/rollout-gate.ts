@@ -1,0 +1,64 @@
+import type { ReadinessConfig } from "../core/config";
+import { checkSpeculativeActive } from "../core/chat-check";
+import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
+import { endpointUrl, httpGetJson } from "../remote/probe";
+import { GateResult, journalPosition, waitUntilReady } from "../remote/readiness-gate";
+import type { RemoteHost } from "../remote/remote-host";
+import { say } from "./context";
+
+export type ReadinessSettings = ReadinessConfig;
+
+/** What the gate needs to know about a server. */
+export interface ServedServer {
+    unitName: string;
+    endpoint: string;
+    apiKey?: string;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    readiness: ReadinessSettings;
+}
+
+/**
+ * Starts the unit and waits until it serves: the journal position is taken
+ * before the start, so even a crash in the first second is read.
+ */
+export async function startAndWait(remote: RemoteHost, server: ServedServer): Promise<GateResult> {
+    const since = await journalPosition(remote, server.unitName);
+    await remote.runChecked(["systemctl", "start", server.unitName]);
+    say(`[${server.unitName}] started; waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)`);
+    return waitUntilReady({
+        remote,
+        unit: server.unitName,
+        endpoint: server.endpoint,
+        apiKey: server.apiKey,
+        startupTimeoutMs: server.readiness.startupTimeoutSeconds * 1000,
+        pollIntervalMs: server.readiness.pollIntervalSeconds * 1000,
+        probeTimeoutMs: server.readiness.probeTimeoutSeconds * 1000,
+        since,
+        onProgress: say,
+        expectedSpeculative: server.speculativeAlgorithm,
+        chatCheck: server.readiness.chatCheck,
+        servedModelName: server.servedModelName,
+    });
+}
+
+export interface Serving {
+    /** GET /health answered 200. */
+    healthy: boolean;
+    liveArgs: LiveServerArgs | null;
+    speculativeActive: boolean | null;
+}
+
+/** A quick look at a running server: /health and /server_info (no waiting). */
+export async function verifyServing(server: ServedServer): Promise<Serving> {
+    const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
+    const health = await httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs });
+    const healthy = "status" in health && health.status === 200;
+    const info = await httpGetJson(endpointUrl(server.endpoint, "/server_info"), { timeoutMs, bearer: server.apiKey });
+    if (!("status" in info) || info.status !== 200) return { healthy, liveArgs: null, speculativeActive: null };
+    const liveArgs = normalizeServerInfo(info.body);
+    const speculativeActive = server.speculativeAlgorithm
+        ? checkSpeculativeActive(info.body, server.speculativeAlgorithm).ok
+        : null;
+    return { healthy, liveArgs, speculativeActive };
+}

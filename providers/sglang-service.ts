@@ -1,0 +1,324 @@
+import { createHash } from "crypto";
+import type * as pulumi from "@pulumi/pulumi";
+import type { Connection } from "../components/connection";
+import { describeFailure } from "../core/readiness";
+import { shQuote } from "../core/shell";
+import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
+import { remoteFor, say } from "./context";
+import { changedKeys } from "./diff-inputs";
+import { ReadinessSettings, startAndWait, verifyServing } from "./rollout-gate";
+import { waitForGpuMemoryReleased } from "../remote/gpu-release";
+import type { RemoteHost } from "../remote/remote-host";
+
+export interface ServiceInputs {
+    providerVersion: string;
+    connection: Connection;
+    unitName: string;
+    unitText: string;
+    command: string[];
+    flags: Record<string, string>;
+    environment: Record<string, string>;
+    /** The EnvironmentFile's text (secret); absent when the server has no secrets. */
+    environmentFile?: string;
+    endpoint: string;
+    apiKey?: string;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    gpuIndices: number[];
+    readiness: ReadinessSettings;
+    /** Shown by the preview: whether and why the server restarts. Set by check. */
+    restart?: string;
+}
+
+export interface ServiceOutputs extends ServiceInputs {
+    /** Changes with every rollout; the ReadinessCheck re-runs on it. */
+    revision: string;
+    activeState: string;
+    enabled: boolean;
+    /** sha256 of the EnvironmentFile on the box (secret): secrets drift without storing them twice. */
+    secretsHash: string;
+    /** The running server's args from /server_info, normalized to the fields the stack owns; null when unreachable. */
+    liveArgs: Record<string, unknown> | null;
+    /** False when the running process does not run what the unit file says (changed, not restarted). */
+    liveMatchesUnit: boolean;
+}
+
+/** Fields whose change means the server process must restart. */
+const PROCESS_FIELDS = ["unitText", "command", "flags", "environment"] as const;
+
+export function sha256(text: string | undefined): string {
+    return text === undefined ? "" : createHash("sha256").update(text).digest("hex");
+}
+
+/** What the box holds now: unit, secrets hash, systemd state, live args. */
+interface LiveService {
+    unit: UnitView | null;
+    secretsHash: string;
+    activeState: string;
+    enabled: boolean;
+    liveArgs: Record<string, unknown> | null;
+    liveMatchesUnit: boolean;
+}
+
+const SEP = "----sglang-serve----";
+
+async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<LiveService> {
+    const paths = unitPaths(inputs.unitName);
+    const u = shQuote(inputs.unitName);
+    const script = [
+        `cat ${shQuote(paths.unit)} 2>/dev/null || echo __absent__`,
+        `echo ${SEP}`,
+        `(sha256sum ${shQuote(paths.environmentFile)} 2>/dev/null || echo none) | cut -d' ' -f1`,
+        `echo ${SEP}`,
+        `systemctl show -p ActiveState ${u} --value 2>/dev/null || echo unknown`,
+        `echo ${SEP}`,
+        `systemctl is-enabled ${u} 2>/dev/null || true`,
+    ].join("; ");
+    const result = (await remote.runChecked(["sh", "-c", script])).stdout;
+    const [unitText, hash, active, enabled] = result.split(`${SEP}\n`).map((s) => s.replace(/\n$/, ""));
+    const unit = unitText === "__absent__" ? null : unitView(unitText + "\n");
+    const activeState = (active ?? "unknown").trim();
+    let liveArgs: Record<string, unknown> | null = null;
+    let liveMatchesUnit = true;
+    if (unit && activeState === "active") {
+        const serving = await verifyServing(inputs);
+        if (serving.liveArgs) {
+            liveArgs = serving.liveArgs as Record<string, unknown>;
+            liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
+        }
+    }
+    return {
+        unit,
+        secretsHash: hash === "none" ? "" : (hash ?? "").trim(),
+        activeState,
+        enabled: (enabled ?? "").trim() === "enabled",
+        liveArgs,
+        liveMatchesUnit,
+    };
+}
+
+function outputsFrom(inputs: ServiceInputs, live: LiveService, revision: string): ServiceOutputs {
+    const fromBox = live.unit
+        ? { unitText: live.unit.text, command: live.unit.command, flags: live.unit.flags, environment: live.unit.environment }
+        : { unitText: "", command: [], flags: {}, environment: {} };
+    return {
+        ...inputs,
+        ...fromBox,
+        restart: "no",
+        revision,
+        activeState: live.activeState,
+        enabled: live.enabled,
+        secretsHash: live.secretsHash,
+        liveArgs: live.liveArgs,
+        liveMatchesUnit: live.liveMatchesUnit,
+    };
+}
+
+/** Whether the box runs exactly what is declared, and if not, why (for messages and the restart decision). */
+function differences(inputs: ServiceInputs, live: LiveService): string[] {
+    const why: string[] = [];
+    if (!live.unit) return ["the unit is not on the box"];
+    if (live.unit.text !== inputs.unitText) {
+        const flags = Object.keys({ ...inputs.flags, ...live.unit.flags }).filter(
+            (k) => inputs.flags[k] !== live.unit!.flags[k],
+        );
+        const env = Object.keys({ ...inputs.environment, ...live.unit.environment }).filter(
+            (k) => inputs.environment[k] !== live.unit!.environment[k],
+        );
+        why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
+    }
+    if (live.secretsHash !== sha256(inputs.environmentFile)) why.push("secrets changed");
+    if (live.activeState !== "active") why.push(`service is ${live.activeState}`);
+    if (!live.liveMatchesUnit) why.push("the running server does not run the unit file's args (changed, not restarted)");
+    return why;
+}
+
+async function writeServiceFiles(remote: RemoteHost, inputs: ServiceInputs): Promise<void> {
+    const paths = unitPaths(inputs.unitName);
+    await remote.runChecked(["mkdir", "-p", "/etc/sglang"]);
+    await remote.writeFile(paths.unit, inputs.unitText, 0o644);
+    if (inputs.environmentFile !== undefined) {
+        await remote.writeFile(paths.environmentFile, inputs.environmentFile, 0o600);
+    } else {
+        await remote.runChecked(["rm", "-f", paths.environmentFile]);
+    }
+}
+
+/** Keeps the unit that runs now on the box, to put back if the new one does not come up. */
+async function keepPrevious(remote: RemoteHost, unitName: string): Promise<boolean> {
+    const paths = unitPaths(unitName);
+    const prev = previousPaths(unitName);
+    const script =
+        `[ -f ${shQuote(paths.unit)} ] || exit 3; cp -p ${shQuote(paths.unit)} ${shQuote(prev.unit)}; ` +
+        `if [ -f ${shQuote(paths.environmentFile)} ]; then cp -p ${shQuote(paths.environmentFile)} ${shQuote(prev.environmentFile)}; ` +
+        `else rm -f ${shQuote(prev.environmentFile)}; fi`;
+    const r = await remote.run(["sh", "-c", script]);
+    if (r.code === 3) return false;
+    if (r.code !== 0) throw new Error(`cannot keep the previous unit of ${unitName}: ${r.stderr.trim()}`);
+    return true;
+}
+
+async function restorePrevious(remote: RemoteHost, unitName: string): Promise<void> {
+    const paths = unitPaths(unitName);
+    const prev = previousPaths(unitName);
+    const script =
+        `cp -p ${shQuote(prev.unit)} ${shQuote(paths.unit)}; ` +
+        `if [ -f ${shQuote(prev.environmentFile)} ]; then cp -p ${shQuote(prev.environmentFile)} ${shQuote(paths.environmentFile)}; ` +
+        `else rm -f ${shQuote(paths.environmentFile)}; fi`;
+    await remote.runChecked(["sh", "-c", script]);
+}
+
+/**
+ * Stop-first rollout: the GPUs cannot hold the old and the new server at once.
+ * Stop, wait for GPU memory release, write the new unit (keeping the previous
+ * one), start, gate on readiness. If the gate fails: put the previous unit
+ * back, start it, gate again, and fail with the cause and the journal tail,
+ * recording what really runs so the next `up` tries the change again.
+ */
+async function rollout(id: string, inputs: ServiceInputs, live: LiveService, providerVersionKey: unknown): Promise<ServiceOutputs> {
+    const remote = remoteFor(inputs.connection);
+    const unit = inputs.unitName;
+    const why = differences(inputs, live);
+    say(`[${unit}] rollout: ${why.join("; ")}`);
+    const hadPrevious = live.unit !== null && (await keepPrevious(remote, unit));
+    const previousWorked = hadPrevious && live.activeState === "active";
+
+    await stopAndRelease(remote, inputs, hadPrevious);
+    await writeServiceFiles(remote, inputs);
+    await remote.runChecked(["systemctl", "daemon-reload"]);
+    await remote.runChecked(["systemctl", "enable", unit]);
+    const gate = await startAndWait(remote, inputs);
+    if (gate.ok) {
+        const after = await readLive(remote, inputs);
+        return outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
+    }
+
+    const cause = describeFailure(gate.cause);
+    const journal = gate.lastJournalLines.slice(-20).join("\n    ");
+    let outcome: string;
+    if (hadPrevious) {
+        say(`[${unit}] new config did not become ready (${cause}); putting the previous unit back`);
+        await stopAndRelease(remote, inputs, false);
+        await restorePrevious(remote, unit);
+        await remote.runChecked(["systemctl", "daemon-reload"]);
+        const again = await startAndWait(remote, inputs);
+        outcome = again.ok
+            ? "the previous unit was put back and is ready again"
+            : `the previous unit was put back but did not become ready either: ${describeFailure(again.cause)}` +
+              (previousWorked ? "" : " (it was not running before this rollout)");
+    } else {
+        // Nothing ran before: stop the failing unit so it does not restart-loop on the GPUs.
+        await remote.run(["systemctl", "stop", unit]);
+        outcome = "there was no previous unit; the new one is left stopped for inspection (systemctl cat / journalctl)";
+    }
+    const after = await readLive(remote, inputs);
+    const properties = {
+        ...outputsFrom(inputs, after, sha256(`failed\n${Date.now()}`)),
+        __provider: providerVersionKey,
+    };
+    const error = new Error(
+        `rollout of ${unit} failed: ${cause}; ${outcome}.\n  Last journal lines:\n    ${journal}`,
+    ) as Error & { id: string; properties: unknown; reasons: string[] };
+    error.id = id;
+    error.properties = properties;
+    error.reasons = [cause, outcome];
+    throw error;
+}
+
+/** GPU memory below this counts as released (the driver's own use stays far below). */
+const GPU_FREE_THRESHOLD_MIB = 1024;
+
+/**
+ * Stops the unit and waits (bounded) until nvidia-smi shows the GPU memory
+ * released: the new server cannot start beside the old one. If it is not
+ * released in time, the unit that ran is started again and the rollout fails
+ * before anything was written.
+ */
+async function stopAndRelease(remote: RemoteHost, inputs: ServiceInputs, restartOnTimeout: boolean): Promise<void> {
+    await remote.run(["systemctl", "stop", inputs.unitName]);
+    const released = await waitForGpuMemoryReleased(remote, {
+        gpus: inputs.gpuIndices,
+        thresholdMiB: GPU_FREE_THRESHOLD_MIB,
+        timeoutMs: inputs.readiness.gpuReleaseTimeoutSeconds * 1000,
+        onProgress: say,
+    });
+    if (!released.ok) {
+        if (restartOnTimeout) await remote.run(["systemctl", "start", inputs.unitName]);
+        throw new Error(
+            `[${inputs.unitName}] GPU memory was not released within ${inputs.readiness.gpuReleaseTimeoutSeconds} s ` +
+                `after stopping the server (${released.reason}); nothing was changed` +
+                (restartOnTimeout ? " and the previous server was started again" : ""),
+        );
+    }
+}
+
+async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown): Promise<ServiceOutputs> {
+    const remote = remoteFor(inputs.connection);
+    const live = await readLive(remote, inputs);
+    const why = differences(inputs, live);
+    if (why.length === 0) {
+        if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
+        say(`[${inputs.unitName}] already runs the declared config; not restarted`);
+        return outputsFrom(inputs, { ...live, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
+    }
+    return rollout(id, inputs, live, providerKey);
+}
+
+export const provider: pulumi.dynamic.ResourceProvider<ServiceInputs, ServiceOutputs> = {
+    async check(olds, news) {
+        const changed = changedKeys(olds, news, PROCESS_FIELDS).map(String);
+        const flags = Object.keys({ ...(olds.flags ?? {}), ...(news.flags ?? {}) }).filter(
+            (k) => (olds.flags ?? {})[k] !== (news.flags ?? {})[k],
+        );
+        const env = Object.keys({ ...(olds.environment ?? {}), ...(news.environment ?? {}) }).filter(
+            (k) => (olds.environment ?? {})[k] !== (news.environment ?? {})[k],
+        );
+        const secrets = sha256(olds.environmentFile) !== sha256(news.environmentFile) && olds.unitName !== undefined;
+        let restart = "no";
+        if (olds.unitName === undefined) restart = "yes: new server";
+        else if (changed.length > 0 || secrets) {
+            const what = [...flags, ...env, ...(secrets ? ["secrets"] : [])];
+            restart = `yes: ${what.length ? what.join(", ") : "unit file"} changed`;
+        }
+        return { inputs: { ...news, restart } };
+    },
+    async diff(_id, olds, news) {
+        if (olds.unitName !== news.unitName) {
+            return { changes: true, replaces: ["unitName"], deleteBeforeReplace: true };
+        }
+        const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
+        const drift =
+            olds.activeState !== "active" ||
+            olds.enabled !== true ||
+            olds.liveMatchesUnit === false ||
+            olds.secretsHash !== sha256(news.environmentFile);
+        return { changes: changed.length > 0 || drift, replaces: [] };
+    },
+    async create(inputs) {
+        const id = `${inputs.connection.address}:${inputs.connection.vmid ?? "-"}:${inputs.unitName}`;
+        const outs = await createOrUpdate(id, inputs, (inputs as unknown as { __provider?: unknown }).__provider);
+        return { id, outs };
+    },
+    async read(id, props) {
+        if (!props) throw new Error(`${id}: no state to read from`);
+        const remote = remoteFor(props.connection);
+        const live = await readLive(remote, props);
+        if (!live.unit) return { id: "", props: undefined as unknown as ServiceOutputs };
+        const outs = outputsFrom(props, live, props.revision);
+        // Inputs from the box, so that `preview --refresh` shows box -> declared per field.
+        const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, ...inputs } = outs;
+        return { id, props: outs, inputs: inputs as ServiceInputs };
+    },
+    async update(id, _olds, news) {
+        return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider) };
+    },
+    async delete(_id, props) {
+        const remote = remoteFor(props.connection);
+        const paths = unitPaths(props.unitName);
+        const prev = previousPaths(props.unitName);
+        await remote.run(["systemctl", "disable", "--now", props.unitName]);
+        await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, prev.unit, prev.environmentFile]);
+        await remote.runChecked(["systemctl", "daemon-reload"]);
+        say(`[${props.unitName}] stopped and removed (the model and the container are untouched)`);
+    },
+};

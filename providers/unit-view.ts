@@ -1,0 +1,67 @@
+import { flagMap } from "../core/flag-map";
+import { ArgvFields, LiveServerArgs } from "../core/sglang-args";
+import { ENVIRONMENT_DIRECTORY, serviceFromUnit, UNIT_DIRECTORY } from "../core/systemd-unit";
+
+/** A unit file on the box, as the state and the preview show it. */
+export interface UnitView {
+    text: string;
+    command: string[];
+    flags: Record<string, string>;
+    environment: Record<string, string>;
+    fields: ArgvFields;
+}
+
+export function unitView(text: string): UnitView {
+    const parsed = serviceFromUnit(text);
+    const { command, flags } = flagMap(parsed.argv);
+    return { text, command, flags, environment: parsed.environment, fields: parsed.fields };
+}
+
+/** `sglang-qwen.service` -> `qwen`: the unit and its files are named from the service name. */
+function serviceNameOf(unitName: string): string {
+    return unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
+}
+
+export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
+    return {
+        unit: `${UNIT_DIRECTORY}/${unitName}`,
+        environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
+    };
+}
+
+/** Where a rollout keeps the unit that ran before it (outside the unit directory, so systemd ignores it). */
+export function previousPaths(unitName: string): { unit: string; environmentFile: string } {
+    const name = serviceNameOf(unitName);
+    return {
+        unit: `${ENVIRONMENT_DIRECTORY}/${name}.service.previous`,
+        environmentFile: `${ENVIRONMENT_DIRECTORY}/${name}.env.previous`,
+    };
+}
+
+/**
+ * Fields where the running server (/server_info, normalized) differs from
+ * what the unit file on the box says: the unit changed but the process was
+ * not restarted. Only fields the unit sets are compared, so values SGLang
+ * fills in by default are not reported.
+ */
+export function liveArgsMismatch(unit: UnitView, live: LiveServerArgs): string[] {
+    const f = unit.fields;
+    const pairs: [string, unknown, unknown][] = [
+        ["--model-path", f.modelPath, live.modelPath],
+        ["--served-model-name", f.servedName, live.servedName],
+        ["--tp", f.tensorParallelSize, live.tensorParallelSize],
+        ["--port", f.port, live.port],
+        ["--host", f.listenHost, live.listenHost],
+        ["--mem-fraction-static", f.memFractionStatic, live.memFractionStatic],
+        ["--max-running-requests", f.maxRunningRequests, live.maxRunningRequests],
+        ["--mamba-scheduler-strategy", f.mambaSchedulerStrategy, live.mambaSchedulerStrategy],
+        ["--speculative-algorithm", f.speculative?.algorithm, live.speculative?.algorithm],
+        ["--speculative-num-steps", f.speculative?.numSteps, live.speculative?.numSteps],
+        ["--speculative-eagle-topk", f.speculative?.eagleTopk, live.speculative?.eagleTopk],
+        ["--speculative-num-draft-tokens", f.speculative?.numDraftTokens, live.speculative?.numDraftTokens],
+        ["--speculative-draft-model-path", f.speculative?.draftModelPath, live.speculative?.draftModelPath],
+    ];
+    const mismatched = pairs.filter(([, declared, actual]) => declared !== undefined && declared !== actual).map(([flag]) => flag);
+    if (f.disableRadixCache !== (live.disableRadixCache ?? false)) mismatched.push("--disable-radix-cache");
+    return mismatched;
+}
