@@ -1,0 +1,155 @@
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as path from "path";
+import * as pulumi from "@pulumi/pulumi";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const yaml = require("js-yaml") as { load(text: string): unknown };
+
+interface Registered {
+    type: string;
+    name: string;
+    inputs: Record<string, unknown>;
+    parent?: string;
+}
+
+/** Records every resource; throws on calls the stack does not make. */
+class RecordingMocks implements pulumi.runtime.Mocks {
+    readonly resources: Registered[] = [];
+    private static readonly known = new Set([
+        "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
+        "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
+        "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+        "pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe",
+        "random:index/randomPassword:RandomPassword",
+        "sglang-serve:index:GpuHost",
+        "sglang-serve:index:LxcContainer",
+        "sglang-serve:index:SglangService",
+        "sglang-serve:index:ReadinessCheck",
+    ]);
+
+    newResource(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
+        if (!RecordingMocks.known.has(args.type)) throw new Error(`unexpected resource type ${args.type}`);
+        this.resources.push({ type: args.type, name: args.name, inputs: args.inputs });
+        const state: Record<string, unknown> = { ...args.inputs };
+        if (args.type.endsWith("LxcContainerConfig")) state.vmid = (args.inputs.container as { vmid: number }).vmid;
+        if (args.type.endsWith("RandomPassword")) state.result = "generated-key-0123456789abcdef";
+        return { id: `${args.name}-id`, state };
+    }
+
+    call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
+        throw new Error(`unexpected call ${args.token}`);
+    }
+}
+
+function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
+    return new Promise((resolve) => output.apply((v) => resolve(v)));
+}
+
+function stackConfig(stack: string): Record<string, string> {
+    const file = path.join(__dirname, "..", "..", `Pulumi.${stack}.yaml`);
+    const parsed = yaml.load(fs.readFileSync(file, "utf8")) as { config: Record<string, unknown> };
+    return Object.fromEntries(
+        Object.entries(parsed.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+    );
+}
+
+async function loadProgram(stack: string, extra: Record<string, string> = {}) {
+    const mocks = new RecordingMocks();
+    await pulumi.runtime.setMocks(mocks, "sglang-serve", stack, false);
+    pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra });
+    const programPath = require.resolve("../../index");
+    delete require.cache[programPath];
+    const program = (await import("../../index")) as Record<string, pulumi.Output<unknown>>;
+    return { mocks, program };
+}
+
+describe("the stack program under mocks", () => {
+    it("declares host, container, service and readiness resources for kpro5", async () => {
+        const { mocks, program } = await loadProgram("kpro5");
+        await promiseOf(program.liveServerArgs);
+        const types = mocks.resources.map((r) => r.type);
+        assert.deepEqual(types.sort(), [
+            "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
+            "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
+            "pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe",
+            "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+            "sglang-serve:index:GpuHost",
+            "sglang-serve:index:LxcContainer",
+            "sglang-serve:index:ReadinessCheck",
+            "sglang-serve:index:SglangService",
+        ]);
+    });
+
+    it("renders the unit with exactly the declared SGLang flags", async () => {
+        const { mocks, program } = await loadProgram("kpro5");
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.equal(unit.inputs.unitName, "sglang-qwen.service");
+        assert.deepEqual(unit.inputs.flags, {
+            "--model-path": "/models/Qwen3.6-27B",
+            "--served-model-name": "qwen3.6-27b",
+            "--tp-size": "2",
+            "--speculative-algorithm": "NEXTN",
+            "--speculative-num-steps": "1",
+            "--speculative-eagle-topk": "1",
+            "--speculative-num-draft-tokens": "2",
+            "--mamba-scheduler-strategy": "extra_buffer",
+            "--mem-fraction-static": "0.88",
+            "--host": "0.0.0.0",
+            "--port": "30000",
+        });
+        assert.deepEqual(unit.inputs.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
+    });
+
+    it("runs the service commands inside container 129 through pct exec", async () => {
+        const { mocks, program } = await loadProgram("kpro5");
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.deepEqual(unit.inputs.connection, {
+            address: "10.1.2.5",
+            port: 22,
+            user: "root",
+            hostKey: (JSON.parse(stackConfig("kpro5")["sglang-serve:host"]) as { hostKey: string }).hostKey,
+            topology: "pct-exec",
+            vmid: 129,
+        });
+    });
+
+    it("has no container resource for ct129 (ssh straight into the container)", async () => {
+        const { mocks, program } = await loadProgram("ct129");
+        await promiseOf(program.unitName);
+        assert.equal(mocks.resources.filter((r) => r.type.endsWith("LxcContainerConfig")).length, 0);
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.equal((unit.inputs.connection as { address: string }).address, "10.1.230.172");
+    });
+
+    it("generates an API key with @pulumi/random when asked and keeps it out of the unit text", async () => {
+        const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:generateApiKey": "true" });
+        await promiseOf(program.unitName);
+        assert.ok(mocks.resources.some((r) => r.type === "random:index/randomPassword:RandomPassword"));
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.match(String(unit.inputs.unitText), /--api-key \$\{SGLANG_API_KEY\}/);
+        assert.doesNotMatch(String(unit.inputs.unitText), /generated-key/);
+        // Secret inputs reach the mocks wrapped as { value } with Pulumi's secret signature.
+        const envFile = unit.inputs.environmentFile as { value: string };
+        assert.match(envFile.value, /^SGLANG_API_KEY=generated-key-0123456789abcdef$/m);
+    });
+
+    it("fails with one message naming every bad key", async () => {
+        const bad = stackConfig("kpro5");
+        const service = JSON.parse(bad["sglang-serve:service"]) as Record<string, unknown>;
+        service.port = 70000;
+        (service.speculative as Record<string, unknown>).algorithm = "MTP";
+        bad["sglang-serve:service"] = JSON.stringify(service);
+        await assert.rejects(
+            async () => {
+                await pulumi.runtime.setMocks(new RecordingMocks(), "sglang-serve", "kpro5", false);
+                pulumi.runtime.setAllConfig(bad);
+                delete require.cache[require.resolve("../../index")];
+                await import("../../index");
+            },
+            (e: Error) => /service\.port/.test(e.message) && /service\.speculative\.algorithm/.test(e.message),
+        );
+    });
+});
