@@ -24,6 +24,8 @@ export interface ServedServer {
  */
 export async function startAndWait(remote: RemoteHost, server: ServedServer): Promise<GateResult> {
     const since = await journalPosition(remote, server.unitName);
+    // A unit that hit its start limit (StartLimitBurst) refuses to start until reset.
+    await remote.run(["systemctl", "reset-failed", server.unitName]);
     await remote.runChecked(["systemctl", "start", server.unitName]);
     say(`[${server.unitName}] started; waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)`);
     return waitUntilReady({

@@ -60,7 +60,7 @@ async function loadProgram(stack: string, extra: Record<string, string> = {}) {
     pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra });
     const programPath = require.resolve("../../index");
     delete require.cache[programPath];
-    const program = (await import("../../index")) as Record<string, pulumi.Output<unknown>>;
+    const program = (await import("../../index")) as unknown as Record<string, pulumi.Output<unknown>>;
     return { mocks, program };
 }
 

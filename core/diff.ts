@@ -1,0 +1,83 @@
+/**
+ * Per-field differences between what the code declares and what a box runs,
+ * for drift reports and previews. Secrets are compared but never shown.
+ */
+
+export interface FieldDiff {
+    field: string;
+    declared: unknown;
+    actual: unknown;
+}
+
+/** Shown in place of a secret value. */
+export const SECRET_MASK = "[secret]";
+
+/**
+ * Fields whose values differ, in the declared record's key order followed by
+ * keys only the actual record has. Values are compared structurally (arrays
+ * by element, objects by key). A field named in `secretKeys` (or under one:
+ * `apiKey` masks `apiKey.x`) shows `[secret]` on each side that has a value,
+ * so a preview can say "changed" without saying what to.
+ */
+export function diffFields(
+    declared: Readonly<Record<string, unknown>>,
+    actual: Readonly<Record<string, unknown>>,
+    secretKeys: Iterable<string> = [],
+): FieldDiff[] {
+    const secrets = [...secretKeys];
+    const keys = [...Object.keys(declared), ...Object.keys(actual).filter((k) => !(k in declared))];
+    const diffs: FieldDiff[] = [];
+    for (const field of keys) {
+        if (deepEqual(declared[field], actual[field])) continue;
+        const secret = secrets.some((s) => field === s || field.startsWith(`${s}.`));
+        diffs.push({
+            field,
+            declared: secret ? mask(declared[field]) : declared[field],
+            actual: secret ? mask(actual[field]) : actual[field],
+        });
+    }
+    return diffs;
+}
+
+function mask(value: unknown): unknown {
+    return value === undefined ? undefined : SECRET_MASK;
+}
+
+/**
+ * Nested records flattened to dotted paths (`{a: {b: 1}}` -> `{"a.b": 1}`),
+ * so a diff names the leaf that changed. Arrays stay whole: a changed list
+ * of flags is one field. Undefined leaves are dropped.
+ */
+export function flattenFields(value: Readonly<Record<string, unknown>>, prefix = ""): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value)) {
+        const path = prefix === "" ? key : `${prefix}.${key}`;
+        if (child === undefined) continue;
+        if (isPlainRecord(child) && Object.keys(child).length > 0) Object.assign(out, flattenFields(child, path));
+        else out[path] = child;
+    }
+    return out;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+    if (Object.is(a, b)) return true;
+    if (Array.isArray(a) && Array.isArray(b)) {
+        return a.length === b.length && a.every((item, i) => deepEqual(item, b[i]));
+    }
+    if (isPlainRecord(a) && isPlainRecord(b)) {
+        const ka = Object.keys(a).filter((k) => a[k] !== undefined);
+        const kb = Object.keys(b).filter((k) => b[k] !== undefined);
+        return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
+    }
+    return false;
+}
+
+/** One line per difference, for logs and preview messages: `field: declared -> actual`. */
+export function formatDiffs(diffs: readonly FieldDiff[]): string {
+    const show = (v: unknown) => (v === undefined ? "(unset)" : typeof v === "string" ? v : JSON.stringify(v));
+    return diffs.map((d) => `${d.field}: ${show(d.declared)} -> ${show(d.actual)}`).join("\n");
+}

@@ -1,0 +1,313 @@
+/**
+ * Proxmox LXC container config (`/etc/pve/lxc/<vmid>.conf`): parsed and
+ * rendered without losing anything (comments, repeated `lxc.*` raw keys,
+ * `[snapshot]` and `[pve:pending]` sections), a typed view of the settings
+ * the stack manages, NVIDIA GPU passthrough lines, and the `pct set` options
+ * that bring a container to the declared settings.
+ */
+import type { ContainerConfig } from "./config";
+
+export type PctLine = { kind: "option"; key: string; value: string } | { kind: "comment"; text: string };
+
+export interface PctSection {
+    /** `snapshot-name` or `pve:pending`, without brackets. */
+    name: string;
+    /** The section's lines, kept verbatim (the stack never edits snapshots). */
+    lines: string[];
+}
+
+export interface PctConfig {
+    /** The current config: comments (at the top: the description) and `key: value` lines in order. */
+    main: PctLine[];
+    sections: PctSection[];
+}
+
+export class PctConfigError extends Error {}
+
+const OPTION_LINE = /^([A-Za-z0-9_.-]+):\s?(.*)$/;
+
+export function parsePctConfig(text: string): PctConfig {
+    const main: PctLine[] = [];
+    const sections: PctSection[] = [];
+    text.split("\n").forEach((raw, index) => {
+        const line = raw.replace(/\r$/, "");
+        const header = /^\[([^\]]+)\]\s*$/.exec(line);
+        if (header) {
+            sections.push({ name: header[1], lines: [] });
+            return;
+        }
+        if (sections.length > 0) {
+            if (line.trim() !== "") sections[sections.length - 1].lines.push(line);
+            return;
+        }
+        if (line.trim() === "") return;
+        if (line.startsWith("#")) {
+            main.push({ kind: "comment", text: line.slice(1) });
+            return;
+        }
+        const option = OPTION_LINE.exec(line);
+        if (!option) throw new PctConfigError(`line ${index + 1} is not "key: value": ${JSON.stringify(line)}`);
+        main.push({ kind: "option", key: option[1], value: option[2] });
+    });
+    return { main, sections };
+}
+
+function renderLine(line: PctLine): string {
+    return line.kind === "comment" ? `#${line.text}` : `${line.key}: ${line.value}`;
+}
+
+/** The file text as Proxmox writes it: main lines, then each section after a blank line. */
+export function renderPctConfig(conf: PctConfig): string {
+    const parts = [conf.main.map(renderLine).join("\n")];
+    for (const section of conf.sections) parts.push([`[${section.name}]`, ...section.lines].join("\n"));
+    return `${parts.filter((p) => p !== "").join("\n\n")}\n`;
+}
+
+/** The last value of a (non-repeating) option in the current config. */
+export function pctOption(conf: PctConfig, key: string): string | undefined {
+    let value: string | undefined;
+    for (const line of conf.main) if (line.kind === "option" && line.key === key) value = line.value;
+    return value;
+}
+
+/** Every value of a repeating raw key (`lxc.mount.entry`), in order. */
+export function pctOptions(conf: PctConfig, key: string): string[] {
+    return conf.main.flatMap((line) => (line.kind === "option" && line.key === key ? [line.value] : []));
+}
+
+/** `name=eth0,bridge=vmbr0,ip=...` as ordered pairs. */
+export function parsePropertyString(text: string): [string, string][] {
+    if (text.trim() === "") return [];
+    return text.split(",").map((part) => {
+        const eq = part.indexOf("=");
+        return eq === -1 ? [part, ""] : [part.slice(0, eq), part.slice(eq + 1)];
+    });
+}
+
+export function renderPropertyString(pairs: readonly (readonly [string, string])[]): string {
+    return pairs.map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+function setProperty(pairs: [string, string][], key: string, value: string): void {
+    const existing = pairs.find(([k]) => k === key);
+    if (existing) existing[1] = value;
+    else pairs.push([key, value]);
+}
+
+// ---------------------------------------------------------------------------
+// Typed view
+// ---------------------------------------------------------------------------
+
+export interface PctView {
+    cores?: number;
+    memoryMiB?: number;
+    swapMiB?: number;
+    hostname?: string;
+    onboot?: boolean;
+    /** `features: nesting=1,keyctl=1` as { nesting: "1", keyctl: "1" }. */
+    features: Record<string, string>;
+    /** `net0: name=eth0,...` as { net0: { name: "eth0", ... } }. */
+    networks: Record<string, Record<string, string>>;
+}
+
+function numberOption(conf: PctConfig, key: string): number | undefined {
+    const value = pctOption(conf, key);
+    return value === undefined || !/^\d+$/.test(value) ? undefined : Number(value);
+}
+
+export function pctView(conf: PctConfig): PctView {
+    const onboot = pctOption(conf, "onboot");
+    const networks: Record<string, Record<string, string>> = {};
+    for (const line of conf.main) {
+        if (line.kind === "option" && /^net\d+$/.test(line.key)) networks[line.key] = Object.fromEntries(parsePropertyString(line.value));
+    }
+    const view: PctView = {
+        features: Object.fromEntries(parsePropertyString(pctOption(conf, "features") ?? "")),
+        networks,
+    };
+    const assign = <K extends keyof PctView>(key: K, value: PctView[K] | undefined) => {
+        if (value !== undefined) view[key] = value;
+    };
+    assign("cores", numberOption(conf, "cores"));
+    assign("memoryMiB", numberOption(conf, "memory"));
+    assign("swapMiB", numberOption(conf, "swap"));
+    assign("hostname", pctOption(conf, "hostname"));
+    assign("onboot", onboot === undefined ? undefined : onboot === "1");
+    return view;
+}
+
+// ---------------------------------------------------------------------------
+// GPU passthrough
+// ---------------------------------------------------------------------------
+
+/** Character-device majors from the host's /proc/devices (nvidia is 195; nvidia-uvm varies per boot/driver). */
+export interface NvidiaMajors {
+    nvidia: number;
+    nvidiaUvm: number;
+}
+
+const DEVICE_ALLOW_KEYS = ["lxc.cgroup2.devices.allow", "lxc.cgroup.devices.allow"];
+const MOUNT_KEY = "lxc.mount.entry";
+/** Control devices every CUDA process opens, besides the per-GPU /dev/nvidiaN. */
+const NVIDIA_CONTROL_DEVICES = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"];
+
+function bindMount(device: string): string {
+    return `/dev/${device} dev/${device} none bind,optional,create=file`;
+}
+
+/**
+ * The raw lines that pass host GPUs into the container: allow the NVIDIA
+ * character majors in the container's cgroup (195:* covers /dev/nvidiaN and
+ * /dev/nvidiactl; the uvm major covers nvidia-uvm and nvidia-uvm-tools),
+ * and bind-mount each device node.
+ */
+export function gpuPassthroughLines(gpus: readonly number[], majors: NvidiaMajors): PctLine[] {
+    const option = (key: string, value: string): PctLine => ({ kind: "option", key, value });
+    const devices = [...[...gpus].sort((a, b) => a - b).map((i) => `nvidia${i}`), ...NVIDIA_CONTROL_DEVICES];
+    return [
+        option("lxc.cgroup2.devices.allow", `c ${majors.nvidia}:* rwm`),
+        option("lxc.cgroup2.devices.allow", `c ${majors.nvidiaUvm}:* rwm`),
+        ...devices.map((device) => option(MOUNT_KEY, bindMount(device))),
+    ];
+}
+
+export interface Passthrough {
+    /** GPU indices whose /dev/nvidiaN is bind-mounted. */
+    gpus: number[];
+    /** Character majors allowed with `c <major>:* rwm`. */
+    allowedMajors: number[];
+    /** /dev/nvidia* device nodes bind-mounted, e.g. "nvidiactl". */
+    mountedDevices: string[];
+}
+
+export function passthroughFromConfig(conf: PctConfig): Passthrough {
+    const allowedMajors: number[] = [];
+    for (const key of DEVICE_ALLOW_KEYS) {
+        for (const value of pctOptions(conf, key)) {
+            const m = /^c (\d+):\* [rwm]+$/.exec(value.trim());
+            if (m) allowedMajors.push(Number(m[1]));
+        }
+    }
+    const mountedDevices: string[] = [];
+    for (const value of pctOptions(conf, MOUNT_KEY)) {
+        const m = /^\/dev\/(nvidia[\w-]*)\s/.exec(value.trim());
+        if (m) mountedDevices.push(m[1]);
+    }
+    const gpus = mountedDevices.flatMap((d) => (/^nvidia\d+$/.test(d) ? [Number(d.slice(6))] : [])).sort((a, b) => a - b);
+    return { gpus, allowedMajors, mountedDevices };
+}
+
+/** An NVIDIA passthrough line: a cgroup allow for an NVIDIA major, or a bind mount of /dev/nvidia*. */
+function isNvidiaLine(line: PctLine, majors: NvidiaMajors): boolean {
+    if (line.kind !== "option") return false;
+    if (DEVICE_ALLOW_KEYS.includes(line.key)) {
+        const m = /^c (\d+):/.exec(line.value.trim());
+        return m !== null && [majors.nvidia, majors.nvidiaUvm].includes(Number(m[1]));
+    }
+    return line.key === MOUNT_KEY && /^\/dev\/nvidia/.test(line.value.trim());
+}
+
+/** Passthrough lines to add and to remove so the config passes exactly `gpus`. */
+export function passthroughDiff(conf: PctConfig, gpus: readonly number[], majors: NvidiaMajors): { missing: PctLine[]; extra: PctLine[] } {
+    const key = (l: PctLine) => renderLine(l).replace(/\s+/g, " ").trim();
+    const wanted = gpuPassthroughLines(gpus, majors);
+    const present = conf.main.filter((l) => isNvidiaLine(l, majors));
+    const presentKeys = new Set(present.map(key));
+    const wantedKeys = new Set(wanted.map(key));
+    return {
+        missing: wanted.filter((l) => !presentKeys.has(key(l))),
+        extra: present.filter((l) => !wantedKeys.has(key(l))),
+    };
+}
+
+/** The config with its NVIDIA passthrough lines replaced by those for `gpus` (other raw lines and snapshots untouched). */
+export function withGpuPassthrough(conf: PctConfig, gpus: readonly number[], majors: NvidiaMajors): PctConfig {
+    return {
+        main: [...conf.main.filter((l) => !isNvidiaLine(l, majors)), ...gpuPassthroughLines(gpus, majors)],
+        sections: conf.sections.map((s) => ({ name: s.name, lines: [...s.lines] })),
+    };
+}
+
+// ---------------------------------------------------------------------------
+// pct set
+// ---------------------------------------------------------------------------
+
+export interface PctChange {
+    /** The config key, e.g. `container.memoryMiB`. */
+    field: string;
+    /** The `pct set` option, e.g. `-memory`. */
+    option: string;
+    declared: string;
+    actual: string | undefined;
+    /**
+     * Whether a running container must restart for the change to take effect.
+     * Proxmox applies cores, memory and swap to a running container's cgroup,
+     * onboot only matters at host boot, and network changes are hot-plugged;
+     * hostname and features are kept pending until the next start.
+     */
+    needsRestart: boolean;
+}
+
+export interface PctSetPlan {
+    /** `pct set <vmid> -cores N ...`, or undefined when nothing differs. */
+    argv: string[] | undefined;
+    changes: PctChange[];
+    needsRestart: boolean;
+}
+
+/** Declared features over the live ones: undeclared live features (fuse=1, ...) are kept. */
+function desiredFeatures(declared: NonNullable<ContainerConfig["features"]>, live: string | undefined): string {
+    const pairs = parsePropertyString(live ?? "");
+    for (const [name, on] of Object.entries(declared)) {
+        if (on !== undefined) setProperty(pairs, name, on ? "1" : "0");
+    }
+    return renderPropertyString(pairs);
+}
+
+/** Declared network settings over the live net0: the MAC address, type and firewall flag are kept. */
+function desiredNet0(declared: NonNullable<ContainerConfig["network"]>, live: string | undefined): string {
+    const pairs = parsePropertyString(live ?? "");
+    setProperty(pairs, "name", declared.name);
+    setProperty(pairs, "bridge", declared.bridge);
+    setProperty(pairs, "ip", declared.ip);
+    if (declared.gateway !== undefined) setProperty(pairs, "gw", declared.gateway);
+    return renderPropertyString(pairs);
+}
+
+function sameProperties(a: string, b: string | undefined): boolean {
+    if (b === undefined) return false;
+    const norm = (s: string) => JSON.stringify(Object.fromEntries(parsePropertyString(s).sort(([x], [y]) => x.localeCompare(y))));
+    return norm(a) === norm(b);
+}
+
+/**
+ * The `pct set` options for the declared settings that differ from the live
+ * config (settings the config leaves out are not managed), and whether any
+ * needs a restart. GPU passthrough lines are raw `lxc.*` keys that `pct set`
+ * cannot write: see passthroughDiff / withGpuPassthrough (they need a restart).
+ */
+export function pctSetArgs(desired: ContainerConfig, live: PctConfig): PctSetPlan {
+    const changes: PctChange[] = [];
+    const consider = (field: string, option: string, declared: string | undefined, actual: string | undefined, needsRestart: boolean, same = declared === actual) => {
+        if (declared === undefined || same) return;
+        changes.push({ field, option, declared, actual, needsRestart });
+    };
+    const bool = (b: boolean | undefined) => (b === undefined ? undefined : b ? "1" : "0");
+    consider("container.cores", "-cores", desired.cores?.toString(), pctOption(live, "cores"), false);
+    consider("container.memoryMiB", "-memory", desired.memoryMiB?.toString(), pctOption(live, "memory"), false);
+    consider("container.swapMiB", "-swap", desired.swapMiB?.toString(), pctOption(live, "swap"), false);
+    consider("container.onboot", "-onboot", bool(desired.onboot), pctOption(live, "onboot") ?? "0", false);
+    consider("container.hostname", "-hostname", desired.hostname, pctOption(live, "hostname"), true);
+    if (desired.features) {
+        const liveFeatures = pctOption(live, "features");
+        const want = desiredFeatures(desired.features, liveFeatures);
+        consider("container.features", "-features", want, liveFeatures, true, sameProperties(want, liveFeatures));
+    }
+    if (desired.network) {
+        const liveNet = pctOption(live, "net0");
+        const want = desiredNet0(desired.network, liveNet);
+        consider("container.network", "-net0", want, liveNet, false, sameProperties(want, liveNet));
+    }
+    const argv = changes.length === 0 ? undefined : ["pct", "set", String(desired.vmid), ...changes.flatMap((c) => [c.option, c.declared])];
+    return { argv, changes, needsRestart: changes.some((c) => c.needsRestart) };
+}

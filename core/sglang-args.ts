@@ -1,0 +1,427 @@
+/**
+ * The SGLang server's command line: rendered from the typed service config,
+ * parsed back from a unit on the box, and compared with what a running server
+ * reports in `/server_info`.
+ *
+ * API key: SGLang 0.5.x takes the key only as `--api-key` (ServerArgs.api_key,
+ * plain CLI field, default None; no environment variable reads it: checked in
+ * python/sglang/srt/server_args.py and srt/environ.py). So the unit says
+ * `--api-key ${SGLANG_API_KEY}` and systemd expands it at exec time from the
+ * 0600 EnvironmentFile: the unit file, the Pulumi state and previews never
+ * hold the key. The cost: the expanded key is in the server's argv, readable
+ * in /proc/<pid>/cmdline by users inside the container; the container runs
+ * only this server as root, so that is accepted.
+ */
+import { z } from "zod";
+import type { ServiceConfig } from "./config";
+import { deepEqual, diffFields, FieldDiff, flattenFields } from "./diff";
+import { SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
+
+export type Launcher = "serve" | "launch_server";
+
+export interface ArgvSpeculative {
+    algorithm?: string;
+    draftModelPath?: string;
+    numSteps?: number;
+    eagleTopk?: number;
+    numDraftTokens?: number;
+}
+
+/** Everything a server command line says, as typed fields. Optional fields are absent when the flag is. */
+export interface ArgvFields {
+    launcher: Launcher;
+    /** argv[0]: `<venv>/bin/sglang` for serve, the python for launch_server. */
+    executable: string;
+    modelPath: string;
+    servedName?: string;
+    tensorParallelSize?: number;
+    listenHost?: string;
+    port?: number;
+    memFractionStatic?: number;
+    maxRunningRequests?: number;
+    speculative?: ArgvSpeculative;
+    mambaSchedulerStrategy?: string;
+    disableRadixCache: boolean;
+    /** `--api-key ${NAME}`: the variable systemd expands. */
+    apiKeyEnv?: string;
+    /** True when `--api-key` carries a literal key (a hand edit that leaks it into the unit). */
+    apiKeyInline: boolean;
+    /** Flags the typed config does not own, each one token (`--flag` or `--flag=value`). */
+    extraArgs: string[];
+}
+
+export interface RenderArgvOptions {
+    /** Name of the environment variable holding the API key; renders `--api-key ${NAME}`. Omit for no key. */
+    apiKeyEnv?: string;
+}
+
+export class ArgvError extends Error {}
+
+/** `sglang serve` from 0.5.10 (launch_server is deprecated there), launch_server before, unless the config picks. */
+export function resolveLauncher(service: Pick<ServiceConfig, "launcher" | "sglangVersion">): Launcher {
+    if (service.launcher !== "auto") return service.launcher;
+    return versionAtLeast(service.sglangVersion, SERVE_LAUNCHER_SINCE) ? "serve" : "launch_server";
+}
+
+/** The `sglang` console script installed beside the venv's python. */
+export function serveExecutable(python: string): string {
+    return `${python.slice(0, python.lastIndexOf("/"))}/sglang`;
+}
+
+function asRecord(value: object): Record<string, unknown> {
+    return { ...value } as Record<string, unknown>;
+}
+
+function compact<T extends object>(value: T): T {
+    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** The fields the declared service puts on its command line. */
+export function argvFieldsOf(service: ServiceConfig, opts: RenderArgvOptions = {}): ArgvFields {
+    const launcher = resolveLauncher(service);
+    const spec = service.speculative;
+    return compact<ArgvFields>({
+        launcher,
+        executable: launcher === "serve" ? serveExecutable(service.python) : service.python,
+        modelPath: service.model.path,
+        servedName: service.model.servedName,
+        tensorParallelSize: service.tensorParallelSize,
+        listenHost: service.listenHost,
+        port: service.port,
+        memFractionStatic: service.memFractionStatic,
+        maxRunningRequests: service.maxRunningRequests,
+        speculative: spec
+            ? compact<ArgvSpeculative>({
+                  algorithm: spec.algorithm,
+                  draftModelPath: spec.draftModelPath,
+                  numSteps: spec.numSteps,
+                  eagleTopk: spec.eagleTopk,
+                  numDraftTokens: spec.numDraftTokens,
+              })
+            : undefined,
+        mambaSchedulerStrategy: service.mambaSchedulerStrategy,
+        disableRadixCache: service.disableRadixCache,
+        apiKeyEnv: opts.apiKeyEnv,
+        apiKeyInline: false,
+        extraArgs: [...service.extraArgs],
+    });
+}
+
+/** `${NAME}`: the one `$` form the unit writer leaves for systemd to expand. */
+export function envReference(name: string): string {
+    return `\${${name}}`;
+}
+
+const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+/**
+ * The ExecStart argv, flags in a fixed order, only those the config asks
+ * for (SGLang's defaults are not spelled out; port and tensor parallel size
+ * are always given because the stack probes and sizes by them).
+ */
+export function renderArgv(service: ServiceConfig, opts: RenderArgvOptions = {}): string[] {
+    return argvFromFields(argvFieldsOf(service, opts));
+}
+
+export function argvFromFields(fields: ArgvFields): string[] {
+    const argv = fields.launcher === "serve" ? [fields.executable, "serve"] : [fields.executable, "-m", "sglang.launch_server"];
+    const flag = (name: string, value: string | number | undefined) => {
+        if (value !== undefined) argv.push(name, String(value));
+    };
+    flag("--model-path", fields.modelPath);
+    flag("--served-model-name", fields.servedName);
+    flag("--tp-size", fields.tensorParallelSize);
+    flag("--host", fields.listenHost);
+    flag("--port", fields.port);
+    flag("--mem-fraction-static", fields.memFractionStatic);
+    flag("--max-running-requests", fields.maxRunningRequests);
+    const spec = fields.speculative;
+    if (spec) {
+        flag("--speculative-algorithm", spec.algorithm);
+        flag("--speculative-draft-model-path", spec.draftModelPath);
+        flag("--speculative-num-steps", spec.numSteps);
+        flag("--speculative-eagle-topk", spec.eagleTopk);
+        flag("--speculative-num-draft-tokens", spec.numDraftTokens);
+    }
+    flag("--mamba-scheduler-strategy", fields.mambaSchedulerStrategy);
+    if (fields.disableRadixCache) argv.push("--disable-radix-cache");
+    if (fields.apiKeyEnv !== undefined) flag("--api-key", envReference(fields.apiKeyEnv));
+    argv.push(...fields.extraArgs);
+    return argv;
+}
+
+type ValueKind = "string" | "int" | "float";
+type Setter = (fields: ArgvFields, value: string) => void;
+
+function specOf(fields: ArgvFields): ArgvSpeculative {
+    fields.speculative ??= {};
+    return fields.speculative;
+}
+
+/** Value-taking flags the typed config owns (with argparse aliases), and where their value lands. */
+const VALUE_FLAGS: Record<string, { kind: ValueKind; set: Setter }> = {
+    "--model-path": { kind: "string", set: (f, v) => (f.modelPath = v) },
+    "--model": { kind: "string", set: (f, v) => (f.modelPath = v) },
+    "--served-model-name": { kind: "string", set: (f, v) => (f.servedName = v) },
+    "--tp-size": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
+    "--tp": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
+    "--tensor-parallel-size": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
+    "--host": { kind: "string", set: (f, v) => (f.listenHost = v) },
+    "--port": { kind: "int", set: (f, v) => (f.port = Number(v)) },
+    "--mem-fraction-static": { kind: "float", set: (f, v) => (f.memFractionStatic = Number(v)) },
+    "--max-running-requests": { kind: "int", set: (f, v) => (f.maxRunningRequests = Number(v)) },
+    "--speculative-algorithm": { kind: "string", set: (f, v) => (specOf(f).algorithm = v) },
+    "--speculative-draft-model-path": { kind: "string", set: (f, v) => (specOf(f).draftModelPath = v) },
+    "--speculative-draft-model": { kind: "string", set: (f, v) => (specOf(f).draftModelPath = v) },
+    "--speculative-num-steps": { kind: "int", set: (f, v) => (specOf(f).numSteps = Number(v)) },
+    "--speculative-eagle-topk": { kind: "int", set: (f, v) => (specOf(f).eagleTopk = Number(v)) },
+    "--speculative-num-draft-tokens": { kind: "int", set: (f, v) => (specOf(f).numDraftTokens = Number(v)) },
+    "--mamba-scheduler-strategy": { kind: "string", set: (f, v) => (f.mambaSchedulerStrategy = v) },
+    "--api-key": {
+        kind: "string",
+        set: (f, v) => {
+            const ref = ENV_REFERENCE.exec(v);
+            if (ref) {
+                f.apiKeyEnv = ref[1];
+                f.apiKeyInline = false;
+            } else {
+                delete f.apiKeyEnv;
+                f.apiKeyInline = true;
+            }
+        },
+    },
+};
+
+const SWITCH_FLAGS: Record<string, (fields: ArgvFields) => void> = {
+    "--disable-radix-cache": (f) => (f.disableRadixCache = true),
+};
+
+function checkValue(flag: string, kind: ValueKind, value: string): void {
+    const ok =
+        kind === "string" ||
+        (kind === "int" && /^-?\d+$/.test(value)) ||
+        (kind === "float" && value.trim() !== "" && Number.isFinite(Number(value)));
+    if (!ok) throw new ArgvError(`${flag} needs ${kind === "int" ? "a whole number" : "a number"}, got ${JSON.stringify(value)}`);
+}
+
+/** Launcher and argv position of the first flag, from the command's head. */
+function parseHead(argv: readonly string[]): { launcher: Launcher; next: number } {
+    if (argv[1] === "serve") return { launcher: "serve", next: 2 };
+    if (argv[1] === "-m" && argv[2] === "sglang.launch_server") return { launcher: "launch_server", next: 3 };
+    throw new ArgvError(
+        `not an SGLang server command line (expected "<venv>/sglang serve ..." or "<python> -m sglang.launch_server ..."): ${argv.slice(0, 3).join(" ")}`,
+    );
+}
+
+/**
+ * The typed fields of a server command line (the inverse of renderArgv).
+ * Accepts `--flag value` and `--flag=value`, argparse aliases of owned flags
+ * (`--tp`, `--model`), and `sglang serve`'s positional model path. Flags the
+ * config does not own are kept in extraArgs as single tokens. A repeated flag
+ * keeps the last value, as argparse does. Throws ArgvError on a command that
+ * is not an SGLang server or an owned flag with a bad value.
+ */
+export function parseArgv(argv: readonly string[]): ArgvFields {
+    if (argv.length < 2) throw new ArgvError("empty command line");
+    const head = parseHead(argv);
+    const fields: ArgvFields = {
+        launcher: head.launcher,
+        executable: argv[0],
+        modelPath: "",
+        disableRadixCache: false,
+        apiKeyInline: false,
+        extraArgs: [],
+    };
+    let i = head.next;
+    if (head.launcher === "serve" && i < argv.length && !argv[i].startsWith("-")) {
+        fields.modelPath = argv[i];
+        i++;
+    }
+    while (i < argv.length) {
+        const token = argv[i];
+        i++;
+        if (!token.startsWith("--")) {
+            fields.extraArgs.push(token);
+            continue;
+        }
+        const eq = token.indexOf("=");
+        const flag = eq === -1 ? token : token.slice(0, eq);
+        const inline = eq === -1 ? undefined : token.slice(eq + 1);
+        const valueFlag = VALUE_FLAGS[flag];
+        if (valueFlag) {
+            const value = inline ?? argv[i];
+            if (inline === undefined) i++;
+            if (value === undefined) throw new ArgvError(`${flag} needs a value`);
+            checkValue(flag, valueFlag.kind, value);
+            valueFlag.set(fields, value);
+            continue;
+        }
+        const switchFlag = SWITCH_FLAGS[flag];
+        if (switchFlag) {
+            if (inline !== undefined) throw new ArgvError(`${flag} takes no value, got ${JSON.stringify(inline)}`);
+            switchFlag(fields);
+            continue;
+        }
+        if (inline === undefined && i < argv.length && !argv[i].startsWith("--")) {
+            fields.extraArgs.push(`${flag}=${argv[i]}`);
+            i++;
+        } else {
+            fields.extraArgs.push(token);
+        }
+    }
+    if (fields.modelPath === "") throw new ArgvError("no --model-path in the command line");
+    return fields;
+}
+
+// ---------------------------------------------------------------------------
+// /server_info
+// ---------------------------------------------------------------------------
+
+/** The owned fields as a running server reports them (SGLang's defaults filled in). */
+export interface LiveServerArgs {
+    modelPath?: string;
+    servedName?: string;
+    tensorParallelSize?: number;
+    listenHost?: string;
+    port?: number;
+    memFractionStatic?: number;
+    maxRunningRequests?: number;
+    speculative?: ArgvSpeculative;
+    mambaSchedulerStrategy?: string;
+    disableRadixCache?: boolean;
+    version?: string;
+}
+
+const nullableString = z.string().nullish();
+const nullableNumber = z.number().nullish();
+
+/** The keys of `/server_info` this stack owns; everything else is ignored. */
+const ServerInfoSchema = z.object({
+    model_path: nullableString,
+    served_model_name: nullableString,
+    tp_size: nullableNumber,
+    host: nullableString,
+    port: nullableNumber,
+    mem_fraction_static: nullableNumber,
+    max_running_requests: nullableNumber,
+    speculative_algorithm: nullableString,
+    speculative_draft_model_path: nullableString,
+    speculative_num_steps: nullableNumber,
+    speculative_eagle_topk: nullableNumber,
+    speculative_num_draft_tokens: nullableNumber,
+    mamba_scheduler_strategy: nullableString,
+    disable_radix_cache: z.boolean().nullish(),
+    version: nullableString,
+});
+
+const orUndefined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value);
+
+/**
+ * The owned fields from `/server_info` JSON. NEXTN shows there as EAGLE with
+ * no draft model or the served model itself as the draft: that is mapped back
+ * to NEXTN, so the declared NEXTN is not reported as drift. Accepts the flat
+ * shape SGLang returns and one nested under `server_args`.
+ */
+export function normalizeServerInfo(json: unknown): LiveServerArgs {
+    const source =
+        json !== null && typeof json === "object" && "server_args" in json && typeof json.server_args === "object"
+            ? { ...(json.server_args as object), version: (json as { version?: unknown }).version }
+            : json;
+    const parsed = ServerInfoSchema.safeParse(source);
+    if (!parsed.success) {
+        const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+        throw new ArgvError(`/server_info is not the expected JSON object: ${problems}`);
+    }
+    const info = parsed.data;
+    const modelPath = orUndefined(info.model_path);
+    return compact<LiveServerArgs>({
+        modelPath,
+        servedName: orUndefined(info.served_model_name),
+        tensorParallelSize: orUndefined(info.tp_size),
+        listenHost: orUndefined(info.host),
+        port: orUndefined(info.port),
+        memFractionStatic: orUndefined(info.mem_fraction_static),
+        maxRunningRequests: orUndefined(info.max_running_requests),
+        speculative: liveSpeculative(info, modelPath),
+        mambaSchedulerStrategy: orUndefined(info.mamba_scheduler_strategy),
+        disableRadixCache: orUndefined(info.disable_radix_cache),
+        version: orUndefined(info.version),
+    });
+}
+
+function liveSpeculative(info: z.output<typeof ServerInfoSchema>, modelPath: string | undefined): ArgvSpeculative | undefined {
+    const algorithm = orUndefined(info.speculative_algorithm);
+    if (algorithm === undefined || algorithm === "" || algorithm === "NONE") return undefined;
+    let draft = orUndefined(info.speculative_draft_model_path);
+    let name = algorithm;
+    // SGLang rewrites NEXTN to EAGLE and drafts with the checkpoint's MTP layers.
+    if (algorithm === "EAGLE" && (draft === undefined || draft === modelPath)) {
+        name = "NEXTN";
+        draft = undefined;
+    }
+    return compact<ArgvSpeculative>({
+        algorithm: name,
+        draftModelPath: draft,
+        numSteps: orUndefined(info.speculative_num_steps),
+        eagleTopk: orUndefined(info.speculative_eagle_topk),
+        numDraftTokens: orUndefined(info.speculative_num_draft_tokens),
+    });
+}
+
+/**
+ * Owned fields where the running server differs from the declared service.
+ * Only what the config sets is compared: a value SGLang picked itself (a
+ * mem fraction, 48 max running requests, auto-picked draft steps) is not
+ * drift. A declared `auto` strategy matches auto and no_buffer (what auto
+ * resolves to in 0.5.10/11). Speculation running where none is declared is drift.
+ */
+export function liveArgsDrift(desired: ServiceConfig, live: LiveServerArgs): FieldDiff[] {
+    const declared: Record<string, unknown> = {
+        "service.model.path": desired.model.path,
+        "service.model.servedName": desired.model.servedName,
+        "service.tensorParallelSize": desired.tensorParallelSize,
+        "service.port": desired.port,
+    };
+    const actual: Record<string, unknown> = {
+        "service.model.path": live.modelPath,
+        "service.model.servedName": live.servedName,
+        "service.tensorParallelSize": live.tensorParallelSize,
+        "service.port": live.port,
+    };
+    const compareIfDeclared = (field: string, want: unknown, got: unknown) => {
+        if (want === undefined) return;
+        declared[field] = want;
+        actual[field] = got;
+    };
+    compareIfDeclared("service.listenHost", desired.listenHost, live.listenHost);
+    compareIfDeclared("service.memFractionStatic", desired.memFractionStatic, live.memFractionStatic);
+    compareIfDeclared("service.maxRunningRequests", desired.maxRunningRequests, live.maxRunningRequests);
+    compareIfDeclared("service.disableRadixCache", desired.disableRadixCache || undefined, live.disableRadixCache);
+    const strategy = desired.mambaSchedulerStrategy;
+    const liveStrategy =
+        strategy === "auto" && (live.mambaSchedulerStrategy === "no_buffer" || live.mambaSchedulerStrategy === "auto")
+            ? "auto"
+            : live.mambaSchedulerStrategy;
+    compareIfDeclared("service.mambaSchedulerStrategy", strategy, liveStrategy);
+    const spec = desired.speculative;
+    const liveSpec = live.speculative;
+    declared["service.speculative.algorithm"] = spec?.algorithm;
+    actual["service.speculative.algorithm"] = liveSpec?.algorithm;
+    if (spec) {
+        compareIfDeclared("service.speculative.draftModelPath", spec.draftModelPath, liveSpec?.draftModelPath);
+        compareIfDeclared("service.speculative.numSteps", spec.numSteps, liveSpec?.numSteps);
+        compareIfDeclared("service.speculative.eagleTopk", spec.eagleTopk, liveSpec?.eagleTopk);
+        compareIfDeclared("service.speculative.numDraftTokens", spec.numDraftTokens, liveSpec?.numDraftTokens);
+    }
+    return diffFields(declared, actual);
+}
+
+/**
+ * Differences between two command lines as typed fields (`service.port`,
+ * `extraArgs`, ...), e.g. the declared argv against the one in the unit on
+ * the box. Equal when every field is.
+ */
+export function argvDrift(declared: ArgvFields, actual: ArgvFields): FieldDiff[] {
+    if (deepEqual(declared, actual)) return [];
+    return diffFields(flattenFields(asRecord(declared)), flattenFields(asRecord(actual)));
+}

@@ -1,0 +1,127 @@
+/**
+ * `npm run render -- --stack <name>`: what the stack would write on the box,
+ * without Pulumi and without contacting any host. Reads Pulumi.<name>.yaml,
+ * validates it like the program does, and prints the systemd unit and the
+ * EnvironmentFile with secrets masked. Invalid config: the one formatted
+ * error on stderr, exit 2.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { CONFIG_NAMESPACE, formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
+import { SECRET_MASK } from "../core/diff";
+import { API_KEY_ENV } from "../core/sglang-rules";
+import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
+
+// js-yaml comes with @pulumi/pulumi; only the one function is needed.
+const yaml: { load(text: string): unknown } = require("js-yaml");
+
+/**
+ * Stands in for an encrypted value (`{ secure: ... }`) during validation: the
+ * script has no passphrase, and a secret's shape is checked when Pulumi
+ * decrypts it. Never printed: output masks secrets.
+ */
+const SECRET_STAND_IN = "0123456789abcdef0123456789abcdef";
+
+export interface RenderedStack {
+    config: StackConfig;
+    warnings: string[];
+    unitPath: string;
+    unitText: string;
+    environmentFilePath?: string;
+    /** The EnvironmentFile with secret values masked. */
+    environmentFileMasked?: string;
+}
+
+export class ConfigError extends Error {}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** The `sglang-serve:*` keys of a stack file's `config:` map, prefix removed; secure values become a stand-in. */
+export function rawConfigFromStackYaml(text: string): Record<string, unknown> {
+    const doc = yaml.load(text);
+    const config = isRecord(doc) && isRecord(doc.config) ? doc.config : {};
+    const raw: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(config)) {
+        if (!key.startsWith(`${CONFIG_NAMESPACE}:`)) continue;
+        const name = key.slice(CONFIG_NAMESPACE.length + 1);
+        raw[name] = isRecord(value) && typeof value.secure === "string" ? SECRET_STAND_IN : value;
+    }
+    return raw;
+}
+
+/** Validates a stack file's text and renders the files the stack would write. Throws ConfigError on invalid config. */
+export function renderStack(text: string): RenderedStack {
+    const result = validateStackConfig(rawConfigFromStackYaml(text));
+    if (!result.ok) throw new ConfigError(formatConfigIssues(result.issues));
+    const { config } = result;
+    const hasSecrets = config.apiKey !== undefined;
+    const rendered: RenderedStack = {
+        config,
+        warnings: result.warnings,
+        unitPath: unitPath(config.service.name),
+        unitText: renderUnit(config.service, { hasSecrets, startupTimeoutSeconds: config.readiness.startupTimeoutSeconds }),
+    };
+    if (hasSecrets) {
+        rendered.environmentFilePath = environmentFilePath(config.service.name);
+        // Render with the real renderer, then mask: the layout shown is the one written.
+        rendered.environmentFileMasked = renderEnvironmentFile({ [API_KEY_ENV]: SECRET_STAND_IN }).replace(SECRET_STAND_IN, SECRET_MASK);
+    }
+    return rendered;
+}
+
+function where(config: StackConfig): string {
+    return config.host.topology === "pct-exec" && config.container
+        ? `in container ${config.container.vmid} (${config.container.hostname}) on ${config.host.address}, via pct exec`
+        : `on ${config.host.address}`;
+}
+
+function option(argv: readonly string[], long: string, short?: string): string | undefined {
+    const i = argv.findIndex((a) => a === long || (short !== undefined && a === short));
+    if (i !== -1) return argv[i + 1];
+    return argv.find((a) => a.startsWith(`${long}=`))?.slice(long.length + 1);
+}
+
+/** `--stack NAME` reads Pulumi.NAME.yaml beside package.json; `--file PATH` reads any stack file (tests). */
+function stackFile(argv: readonly string[]): string | undefined {
+    const file = option(argv, "--file");
+    if (file) return file;
+    const stack = option(argv, "--stack", "-s");
+    return stack && /^[A-Za-z0-9_.-]+$/.test(stack) ? path.join(__dirname, "..", `Pulumi.${stack}.yaml`) : undefined;
+}
+
+function main(argv: readonly string[]): number {
+    const file = stackFile(argv);
+    if (!file) {
+        process.stderr.write("usage: npm run render -- --stack <name>   (reads Pulumi.<name>.yaml; or --file <path>)\n");
+        return 2;
+    }
+    if (!fs.existsSync(file)) {
+        process.stderr.write(`no stack file ${file}\n`);
+        return 2;
+    }
+    let rendered: RenderedStack;
+    try {
+        rendered = renderStack(fs.readFileSync(file, "utf8"));
+    } catch (err) {
+        if (err instanceof ConfigError) {
+            process.stderr.write(`${err.message}\n`);
+            return 2;
+        }
+        throw err;
+    }
+    for (const warning of rendered.warnings) process.stderr.write(`warning: ${warning}\n`);
+    const out: string[] = [`### ${rendered.unitPath} (${where(rendered.config)})`, rendered.unitText];
+    if (rendered.environmentFilePath && rendered.environmentFileMasked) {
+        out.push(`### ${rendered.environmentFilePath} (mode 0600, secrets masked)`, rendered.environmentFileMasked);
+    } else {
+        out.push(`### no EnvironmentFile: no secrets configured (set one with \`pulumi config set --secret ${CONFIG_NAMESPACE}:apiKey\`)`, "");
+    }
+    process.stdout.write(out.join("\n"));
+    return 0;
+}
+
+if (require.main === module) {
+    process.exitCode = main(process.argv.slice(2));
+}

@@ -1,0 +1,502 @@
+import assert from "node:assert/strict";
+import {
+    ConfigIssue,
+    formatConfigIssues,
+    hostKeyProblem,
+    PLACEHOLDER_HOST_KEY,
+    STATIC_POOL_RESERVE_GIB,
+    validateStackConfig,
+} from "../../core/config";
+import { HYBRID_LINEAR_ATTENTION_ARCHITECTURES, radixSpeculativeError } from "../../core/sglang-rules";
+import { fieldConfig, FieldRaw, withField } from "./fixtures";
+
+function issuesOf(raw: unknown): ConfigIssue[] {
+    const result = validateStackConfig(raw);
+    assert.equal(result.ok, false, "expected the config to be rejected");
+    return result.ok ? [] : result.issues;
+}
+
+function issueAt(raw: unknown, path: string): ConfigIssue {
+    const issues = issuesOf(raw);
+    const found = issues.find((i) => i.path === path);
+    assert.ok(found, `no issue at ${path}; got: ${issues.map((i) => i.path).join(", ")}`);
+    return found;
+}
+
+function accepted(raw: unknown) {
+    const result = validateStackConfig(raw);
+    assert.ok(result.ok, result.ok ? "" : formatConfigIssues(result.issues));
+    return result;
+}
+
+/** ct129: the same container reached directly. */
+function directConfig(edit: (raw: FieldRaw) => void = () => {}): unknown {
+    return withField((raw) => {
+        raw.host.topology = "direct";
+        raw.host.address = "10.1.230.172";
+        delete (raw as { container?: unknown }).container;
+        edit(raw);
+    });
+}
+
+describe("stack config: the field's working config", () => {
+    it("accepts kpro5 (pct-exec, TP 2, NEXTN one step, extra_buffer + SGLANG_ENABLE_SPEC_V2)", () => {
+        accepted(fieldConfig());
+    });
+
+    it("accepts ct129 (direct, no container section)", () => {
+        accepted(directConfig());
+    });
+
+    it("accepts absent sections passed as undefined, as pulumi.Config.getObject returns them", () => {
+        const raw = directConfig() as Record<string, unknown>;
+        accepted({ ...raw, container: undefined, readiness: undefined, apiKey: undefined, sshPrivateKey: undefined });
+    });
+
+    it("fills in defaults", () => {
+        const { config } = accepted(fieldConfig()) as { config: import("../../core/config").StackConfig };
+        assert.equal(config.host.port, 22);
+        assert.equal(config.host.user, "root");
+        assert.equal(config.service.launcher, "auto");
+        assert.equal(config.service.disableRadixCache, false);
+        assert.deepEqual(config.service.extraArgs, []);
+        assert.equal(config.readiness.startupTimeoutSeconds, 900);
+        assert.equal(config.readiness.pollIntervalSeconds, 1);
+        assert.equal(config.readiness.probeTimeoutSeconds, 30);
+        assert.equal(config.container?.allowDelete, false);
+    });
+
+    it("warns that the placeholder host key must be replaced, without failing preview", () => {
+        const result = accepted(fieldConfig());
+        assert.ok(result.warnings.some((w) => w.includes("placeholder") && w.includes("ssh-keyscan -t ed25519 10.1.2.5")));
+    });
+});
+
+describe("stack config: reporting", () => {
+    it("reports every problem at once, each under its Pulumi key with the value and the fix", () => {
+        const raw = withField((r) => {
+            r.service.port = 70000;
+            r.service.speculative.algorithm = "MTP";
+            (r.service as Record<string, unknown>).bogus = 1;
+            r.service.tensorParallelSize = 1;
+        });
+        const issues = issuesOf(raw);
+        const paths = issues.map((i) => i.path);
+        assert.ok(paths.includes("service.port"));
+        assert.ok(paths.includes("service.speculative.algorithm"));
+        assert.ok(paths.includes("service.bogus"));
+        assert.ok(paths.includes("service.tensorParallelSize"));
+        const message = formatConfigIssues(issues);
+        assert.match(message, /4 problems/);
+        assert.match(message, /sglang-serve:service\.port = 70000\n\s+service\.port must be a port from 1 to 65535/);
+        assert.match(message, /sglang-serve:service\.speculative\.algorithm = "MTP"/);
+    });
+
+    it("never prints a secret's value", () => {
+        const raw = { ...fieldConfig(), apiKey: "short key with spaces" };
+        const message = formatConfigIssues(issuesOf(raw));
+        assert.match(message, /sglang-serve:apiKey = \[secret\]/);
+        assert.doesNotMatch(message, /short key/);
+    });
+
+    it("names unknown keys with a did-you-mean", () => {
+        const raw = withField((r) => {
+            (r.service as Record<string, unknown>).tensorParalelSize = 2;
+        });
+        assert.match(issueAt(raw, "service.tensorParalelSize").message, /did you mean tensorParallelSize\?/);
+    });
+
+    it("names unknown keys in nested sections", () => {
+        const raw = withField((r) => ((r.service.speculative as Record<string, unknown>).numDraftToken = 2));
+        assert.match(issueAt(raw, "service.speculative.numDraftToken").message, /did you mean numDraftTokens\?/);
+    });
+
+    it("names unknown top-level sections", () => {
+        const raw = { ...fieldConfig(), servce: {} };
+        assert.match(issueAt(raw, "servce").message, /did you mean service\?/);
+    });
+
+    it("says a missing required key is required", () => {
+        const raw = withField((r) => {
+            delete (r.service.model as Partial<typeof r.service.model>).path;
+        });
+        assert.match(issueAt(raw, "service.model.path").message, /is required/);
+    });
+});
+
+describe("stack config: speculative decoding on hybrid linear-attention models", () => {
+    const spec = "service.mambaSchedulerStrategy";
+    const env = "service.environment.SGLANG_ENABLE_SPEC_V2";
+
+    it("rejects no_buffer with SGLang's exact startup error and the fix", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.mambaSchedulerStrategy = "no_buffer")),
+            spec,
+        );
+        assert.ok(issue.message.includes(radixSpeculativeError("Qwen3_5ForConditionalGeneration")));
+        assert.ok(
+            issue.message.includes(
+                "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.",
+            ),
+        );
+        assert.match(issue.message, /service\.mambaSchedulerStrategy: extra_buffer/);
+        assert.match(issue.message, /disableRadixCache: true/);
+    });
+
+    it("rejects an unset strategy (auto resolves to no_buffer)", () => {
+        const issue = issueAt(
+            withField((r) => delete (r.service as Partial<typeof r.service>).mambaSchedulerStrategy),
+            spec,
+        );
+        assert.match(issue.message, /unset \(auto = no_buffer\)/);
+    });
+
+    it("rejects extra_buffer without SGLANG_ENABLE_SPEC_V2, naming the environment key", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.environment = {} as typeof r.service.environment)),
+            env,
+        );
+        assert.ok(issue.message.includes(radixSpeculativeError("Qwen3_5ForConditionalGeneration")));
+        assert.equal(issuesOf(withField((r) => (r.service.environment = {} as typeof r.service.environment))).length, 1);
+    });
+
+    it("reports both keys when both are missing", () => {
+        const paths = issuesOf(
+            withField((r) => {
+                r.service.mambaSchedulerStrategy = "auto";
+                r.service.environment = {} as typeof r.service.environment;
+            }),
+        ).map((i) => i.path);
+        assert.deepEqual(paths.sort(), [env, spec].sort());
+    });
+
+    for (const value of ["1", "true", "True"]) {
+        it(`accepts SGLANG_ENABLE_SPEC_V2=${value}`, () => {
+            accepted(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = value)));
+        });
+    }
+
+    it("rejects SGLANG_ENABLE_SPEC_V2=0 as off", () => {
+        issueAt(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "0")), env);
+    });
+
+    it("rejects a SGLANG_ENABLE_SPEC_V2 value SGLang cannot read", () => {
+        assert.match(issueAt(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "on")), env).message, /not a boolean/);
+    });
+
+    it("accepts disableRadixCache instead of extra_buffer + SPEC_V2", () => {
+        accepted(
+            withField((r) => {
+                r.service.mambaSchedulerStrategy = "no_buffer";
+                r.service.environment = {} as typeof r.service.environment;
+                (r.service as Record<string, unknown>).disableRadixCache = true;
+            }),
+        );
+    });
+
+    for (const architecture of HYBRID_LINEAR_ATTENTION_ARCHITECTURES) {
+        it(`applies to ${architecture}`, () => {
+            const issue = issueAt(
+                withField((r) => {
+                    r.service.model.architecture = architecture;
+                    r.service.mambaSchedulerStrategy = "no_buffer";
+                }),
+                spec,
+            );
+            assert.ok(issue.message.includes(`Speculative decoding for ${architecture} is not compatible`));
+        });
+    }
+
+    it("does not apply to a model without linear attention", () => {
+        accepted(
+            withField((r) => {
+                r.service.model.architecture = "LlamaForCausalLM";
+                r.service.mambaSchedulerStrategy = "no_buffer";
+            }),
+        );
+    });
+
+    it("does not apply without speculative decoding", () => {
+        accepted(
+            withField((r) => {
+                delete (r.service as Partial<typeof r.service>).speculative;
+                r.service.mambaSchedulerStrategy = "no_buffer";
+            }),
+        );
+    });
+
+    it("applies from 0.5.10", () => {
+        issueAt(
+            withField((r) => {
+                r.service.sglangVersion = "0.5.10";
+                r.service.mambaSchedulerStrategy = "no_buffer";
+            }),
+            spec,
+        );
+    });
+
+    it("only warns for 0.5.9, which disables the radix cache itself", () => {
+        const result = accepted(
+            withField((r) => {
+                r.service.sglangVersion = "0.5.9";
+                r.service.mambaSchedulerStrategy = "no_buffer";
+                r.service.environment = {} as typeof r.service.environment;
+            }),
+        );
+        assert.ok(result.warnings.some((w) => w.includes("Disabling radix cache since speculative decoding for Qwen3_5ForConditionalGeneration")));
+    });
+});
+
+describe("stack config: speculative algorithm and drafter", () => {
+    const path = "service.speculative.algorithm";
+
+    it("rejects MTP and says to use NEXTN for the model's own MTP head", () => {
+        const issue = issueAt(withField((r) => (r.service.speculative.algorithm = "MTP")), path);
+        assert.match(issue.message, /MTP is not a value: use NEXTN to use the model's own MTP head/);
+        assert.match(issue.message, /EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
+    });
+
+    it("is case-sensitive like SGLang's argparse", () => {
+        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "nextn")), path).message, /case-sensitive: write NEXTN/);
+    });
+
+    it("rejects DFLASH on 0.5.11, which does not have it", () => {
+        const issue = issueAt(
+            withField((r) => {
+                r.service.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter" } as typeof r.service.speculative;
+            }),
+            path,
+        );
+        assert.match(issue.message, /does not offer/);
+    });
+
+    it("lists the allowed values for anything else", () => {
+        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "MEDUSA")), path).message, /use one of EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
+    });
+
+    it("switches to a separate drafter by config alone (EAGLE3 + draftModelPath)", () => {
+        accepted(
+            withField((r) => {
+                r.service.speculative = {
+                    algorithm: "EAGLE3",
+                    draftModelPath: "/models/dflash-drafter",
+                    numSteps: 3,
+                    eagleTopk: 1,
+                    numDraftTokens: 4,
+                } as typeof r.service.speculative;
+            }),
+        );
+    });
+
+    for (const algorithm of ["EAGLE", "EAGLE3", "STANDALONE"]) {
+        it(`requires draftModelPath for ${algorithm}`, () => {
+            const issue = issueAt(withField((r) => (r.service.speculative.algorithm = algorithm)), "service.speculative.draftModelPath");
+            assert.match(issue.message, /is required with algorithm/);
+        });
+    }
+
+    it("rejects draftModelPath with NEXTN (it uses the checkpoint's MTP head)", () => {
+        const issue = issueAt(
+            withField((r) => ((r.service.speculative as Record<string, unknown>).draftModelPath = "/models/drafter")),
+            "service.speculative.draftModelPath",
+        );
+        assert.match(issue.message, /NEXTN drafts with the checkpoint's own MTP head/);
+    });
+
+    it("requires an absolute draftModelPath", () => {
+        issueAt(
+            withField((r) => {
+                r.service.speculative = { algorithm: "EAGLE3", draftModelPath: "models/drafter" } as typeof r.service.speculative;
+            }),
+            "service.speculative.draftModelPath",
+        );
+    });
+});
+
+describe("stack config: speculative steps", () => {
+    it("requires numDraftTokens = numSteps + 1 when eagleTopk is 1", () => {
+        const issue = issueAt(withField((r) => (r.service.speculative.numDraftTokens = 3)), "service.speculative.numDraftTokens");
+        assert.ok(issue.message.startsWith("service.speculative.numDraftTokens is 3 but must be numSteps + 1 = 2 when eagleTopk is 1"));
+        assert.equal(issue.value, 3);
+    });
+
+    it("requires numSteps, eagleTopk and numDraftTokens together", () => {
+        const raw = withField((r) => {
+            r.service.speculative = { algorithm: "NEXTN", numSteps: 3 } as typeof r.service.speculative;
+        });
+        const paths = issuesOf(raw).map((i) => i.path);
+        assert.deepEqual(paths.sort(), ["service.speculative.eagleTopk", "service.speculative.numDraftTokens"]);
+    });
+
+    it("accepts none of them (SGLang picks)", () => {
+        accepted(withField((r) => (r.service.speculative = { algorithm: "NEXTN" } as typeof r.service.speculative)));
+    });
+
+    it("rejects eagleTopk > 1 with SGLANG_ENABLE_SPEC_V2 on", () => {
+        const issue = issueAt(
+            withField((r) => {
+                r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 4, numDraftTokens: 8 } as typeof r.service.speculative;
+            }),
+            "service.speculative.eagleTopk",
+        );
+        assert.match(issue.message, /supports only eagleTopk 1/);
+    });
+});
+
+describe("stack config: GPUs and memory", () => {
+    it("keeps a named reserve for the KV cache and Mamba state", () => {
+        assert.equal(STATIC_POOL_RESERVE_GIB, 2);
+    });
+
+    it("rejects Qwen3.6-27B (52 GB) at TP 1 on a 48 GB card and suggests TP 2", () => {
+        const issue = issueAt(withField((r) => (r.service.tensorParallelSize = 1)), "service.tensorParallelSize");
+        assert.match(issue.message, /does not fit/);
+        assert.match(issue.message, /set tensorParallelSize: 2/);
+    });
+
+    it("accepts it at TP 2 with memFractionStatic 0.88", () => {
+        accepted(fieldConfig());
+    });
+
+    it("rejects a static fraction too small for the weights even at TP 2", () => {
+        const issue = issueAt(withField((r) => (r.service.memFractionStatic = 0.5)), "service.tensorParallelSize");
+        assert.match(issue.message, /memFractionStatic 0\.5/);
+    });
+
+    it("rejects more tensor parallel ranks than GPUs passed to the container", () => {
+        const raw = withField((r) => {
+            r.container.gpus = [0];
+        });
+        assert.match(issueAt(raw, "service.tensorParallelSize").message, /container\.gpus passes 1 GPU/);
+    });
+
+    it("counts the host's GPUs for the direct topology", () => {
+        const raw = directConfig((r) => (r.host.gpus.count = 1));
+        assert.match(issueAt(raw, "service.tensorParallelSize").message, /host\.gpus\.count is 1/);
+    });
+
+    it("rejects passing through a GPU the host does not have", () => {
+        assert.match(issueAt(withField((r) => (r.container.gpus = [0, 2])), "container.gpus[1]").message, /indices 0\.\.1/);
+    });
+});
+
+describe("stack config: values that reach a unit file or a shell", () => {
+    const bad: [string, string, (r: FieldRaw) => void][] = [
+        ["service.model.path", "a relative path", (r) => (r.service.model.path = "models/Qwen")],
+        ["service.model.path", "a space", (r) => (r.service.model.path = "/models/Qwen 3")],
+        ["service.model.path", "a newline", (r) => (r.service.model.path = "/models/Qwen\n[Service]")],
+        ["service.model.path", "a NUL", (r) => (r.service.model.path = "/models/Q\0wen")],
+        ["service.model.path", "a $", (r) => (r.service.model.path = "/models/$HOME")],
+        ["service.python", "a ;", (r) => (r.service.python = "/opt/venv/bin/python3;rm")],
+        ["service.model.servedName", "a space", (r) => (r.service.model.servedName = "qwen 27b")],
+        ["service.environment.SGLANG_FOO", "a quote", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = 'a"b')],
+        ["service.environment.SGLANG_FOO", "a newline", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "a\nb")],
+        ["service.environment.SGLANG_FOO", "a $ expansion", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "${X}")],
+        ["service.environment.1BAD", "a name starting with a digit", (r) => ((r.service.environment as Record<string, string>)["1BAD"] = "x")],
+        ["service.name", "upper case", (r) => (r.service.name = "Qwen")],
+        ["service.name", "a slash", (r) => (r.service.name = "qwen/../x")],
+        ["container.hostname", "a space", (r) => (r.container.hostname = "llm two")],
+        ["host.address", "an octet over 255", (r) => (r.host.address = "10.1.2.500")],
+        ["host.address", "a ;", (r) => (r.host.address = "kpro5;id")],
+        ["service.endpointHost", "a URL", (r) => (r.service.endpointHost = "http://10.1.230.172")],
+        ["service.port", "port 0", (r) => (r.service.port = 0)],
+        ["service.port", "port 65536", (r) => (r.service.port = 65536)],
+        ["service.port", "a fraction", (r) => (r.service.port = 30000.5)],
+        ["host.port", "a string", (r) => ((r.host as Record<string, unknown>).port = "22")],
+        ["service.sglangVersion", "a suffix", (r) => (r.service.sglangVersion = "0.5.11rc1")],
+    ];
+    for (const [path, label, edit] of bad) {
+        it(`rejects ${path} with ${label}`, () => {
+            issueAt(withField(edit), path);
+        });
+    }
+
+    it("rejects the API key in the plain environment, pointing at the secret", () => {
+        const issue = issueAt(
+            withField((r) => ((r.service.environment as Record<string, string>).SGLANG_API_KEY = "abcdefabcdefabcdef")),
+            "service.environment.SGLANG_API_KEY",
+        );
+        assert.match(issue.message, /pulumi config set --secret sglang-serve:apiKey/);
+        assert.equal(issue.value, "[secret]");
+    });
+
+    it("accepts values with % = , : that the unit escapes", () => {
+        accepted(
+            withField((r) => {
+                (r.service.environment as Record<string, string>).PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True,max_split_size_mb=512";
+                (r.service.environment as Record<string, string>).SGLANG_PCT = "50%";
+            }),
+        );
+    });
+});
+
+describe("stack config: extraArgs", () => {
+    const extra = (args: string[]) => withField((r) => ((r.service as Record<string, unknown>).extraArgs = args));
+
+    it("accepts flags the typed config does not own", () => {
+        accepted(extra(["--enable-metrics", "--context-length=32768"]));
+    });
+
+    it("requires each entry to start with --", () => {
+        issueAt(extra(["-v"]), "service.extraArgs[0]");
+        issueAt(extra(["--context-length", "32768"]), "service.extraArgs[1]");
+    });
+
+    it("rejects a flag the typed config owns and names the field to use", () => {
+        assert.match(issueAt(extra(["--tp-size=2"]), "service.extraArgs[0]").message, /use service\.tensorParallelSize instead/);
+        assert.match(issueAt(extra(["--api-key=x"]), "service.extraArgs[0]").message, /sglang-serve:apiKey/);
+        assert.match(issueAt(extra(["--speculative-algorithm=EAGLE"]), "service.extraArgs[0]").message, /service\.speculative\.algorithm/);
+    });
+
+    it("rejects an abbreviation argparse would expand to an owned flag", () => {
+        assert.match(issueAt(extra(["--mem-frac=0.5"]), "service.extraArgs[0]").message, /abbreviation of --mem-fraction-static/);
+    });
+
+    it("rejects a repeated flag", () => {
+        issueAt(extra(["--enable-metrics", "--enable-metrics"]), "service.extraArgs[1]");
+    });
+
+    it("rejects values that could break out of the unit", () => {
+        issueAt(extra(["--chat-template=a b"]), "service.extraArgs[0]");
+        issueAt(extra(["--chat-template=$(id)"]), "service.extraArgs[0]");
+        issueAt(extra(["--x=\n"]), "service.extraArgs[0]");
+    });
+});
+
+describe("stack config: host, container, readiness", () => {
+    it("requires a container for pct-exec", () => {
+        const raw = withField((r) => delete (r as { container?: unknown }).container);
+        assert.match(issueAt(raw, "container").message, /required when host\.topology is pct-exec/);
+    });
+
+    it("forbids a container for direct", () => {
+        const raw = withField((r) => (r.host.topology = "direct"));
+        assert.match(issueAt(raw, "container").message, /must be absent when host\.topology is direct/);
+    });
+
+    it("requires a well-formed pinned host key", () => {
+        issueAt(withField((r) => (r.host.hostKey = "10.1.2.5 ssh-ed25519 AAAA")), "host.hostKey");
+        assert.match(hostKeyProblem("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLVJFUExBQ0UtV0lUSC1LRVlTQ0FO") ?? "", /blob holds ssh-ed25519/);
+        assert.equal(hostKeyProblem(PLACEHOLDER_HOST_KEY), undefined);
+    });
+
+    it("rejects both an SSH key path and the SSH key secret", () => {
+        issueAt({ ...fieldConfig(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
+    });
+
+    it("rejects a probe timeout within SGLang's own health-check timeout", () => {
+        const raw = { ...fieldConfig(), readiness: { probeTimeoutSeconds: 20 } };
+        assert.match(issueAt(raw, "readiness.probeTimeoutSeconds").message, /SGLANG_HEALTH_CHECK_TIMEOUT \(20 s\)/);
+        accepted({ ...fieldConfig(), readiness: { probeTimeoutSeconds: 25 } });
+    });
+
+    it("rejects listening on loopback when the stack reaches the server elsewhere", () => {
+        const raw = withField((r) => delete (r.service as Partial<typeof r.service>).listenHost);
+        assert.match(issueAt(raw, "service.listenHost").message, /unreachable at endpointHost 10\.1\.230\.172/);
+    });
+
+    it("warns for SGLang versions the rules were not checked against", () => {
+        const result = accepted(withField((r) => (r.service.sglangVersion = "0.6.0")));
+        assert.ok(result.warnings.some((w) => w.includes("checked for 0.5.9 to 0.5.11")));
+    });
+});

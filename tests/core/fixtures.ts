@@ -1,0 +1,182 @@
+/**
+ * Shared test material for the core tests: the field's working config as raw
+ * stack config, generators of valid service configs for property tests, and
+ * `systemd-analyze verify` in a throwaway root.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import fc from "fast-check";
+import { PLACEHOLDER_HOST_KEY, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config";
+import { OWNED_FLAGS } from "../../core/sglang-rules";
+
+/** kpro5 as the field runs it: Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2. */
+export function fieldConfig() {
+    return {
+        host: {
+            name: "kpro5",
+            address: "10.1.2.5",
+            hostKey: PLACEHOLDER_HOST_KEY,
+            topology: "pct-exec",
+            sshPrivateKeyPath: "~/.ssh/id_ed25519",
+            gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 },
+        },
+        container: { vmid: 129, hostname: "llm-two", adopt: true, gpus: [0, 1] },
+        service: {
+            name: "qwen",
+            sglangVersion: "0.5.11",
+            python: "/opt/sglang/venv/bin/python3",
+            model: {
+                path: "/models/Qwen3.6-27B",
+                architecture: "Qwen3_5ForConditionalGeneration",
+                weightsGB: 52,
+                servedName: "qwen3.6-27b",
+            },
+            tensorParallelSize: 2,
+            speculative: { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 } as SpeculativeConfig,
+            mambaSchedulerStrategy: "extra_buffer",
+            memFractionStatic: 0.88,
+            listenHost: "0.0.0.0",
+            port: 30000,
+            endpointHost: "10.1.230.172",
+            environment: { SGLANG_ENABLE_SPEC_V2: "1" },
+        },
+    };
+}
+
+/** The field config with `edit` applied to a deep copy (tests mutate freely). */
+export type FieldRaw = ReturnType<typeof fieldConfig>;
+
+export function withField(edit: (raw: FieldRaw) => void): FieldRaw {
+    const raw = fieldConfig();
+    edit(raw);
+    return raw;
+}
+
+export function fieldService(): ServiceConfig {
+    return ServiceSchema.parse(fieldConfig().service);
+}
+
+// ---------------------------------------------------------------------------
+// Generators (shape-valid service configs, with hostile-but-valid characters)
+// ---------------------------------------------------------------------------
+
+const segment = fc.stringMatching(/^[A-Za-z0-9_@+-][A-Za-z0-9._@+-]{0,8}$/);
+export const absolutePath = fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.join("/")}`);
+/** Values allowed in env values and --flag=values: `%`, `=`, `,`, `:` need escaping or care in units. */
+const safeValue = fc.stringMatching(/^[A-Za-z0-9._/@+,=:%-]{0,16}$/);
+const ownedFlags = Object.keys(OWNED_FLAGS);
+const extraFlag = fc
+    .stringMatching(/^[a-z0-9][a-z0-9-]{0,12}$/)
+    .map((name) => `--extra-${name}`)
+    .filter((flag) => !ownedFlags.some((owned) => owned.startsWith(flag)));
+const extraArg = fc.tuple(extraFlag, fc.option(safeValue, { nil: undefined })).map(([flag, value]) => (value === undefined ? flag : `${flag}=${value}`));
+const extraArgs = fc.uniqueArray(extraArg, { maxLength: 4, selector: (arg) => arg.split("=")[0] });
+const envName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/).filter((n) => n !== "SGLANG_API_KEY");
+const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join("."));
+
+const speculative = fc.oneof(
+    fc.record({
+        algorithm: fc.constant("NEXTN"),
+        steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+    }),
+    fc.record({
+        algorithm: fc.constantFrom("EAGLE", "EAGLE3", "STANDALONE"),
+        steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+        draftModelPath: absolutePath,
+    }),
+    fc.record({ algorithm: fc.constant("NGRAM"), steps: fc.constant(undefined) }),
+).map((s) => ({
+    algorithm: s.algorithm,
+    ...("draftModelPath" in s ? { draftModelPath: s.draftModelPath } : {}),
+    ...(s.steps === undefined ? {} : { numSteps: s.steps, eagleTopk: 1, numDraftTokens: s.steps + 1 }),
+}));
+
+/** Raw (input-shaped) service sections; parse them with ServiceSchema to get a ServiceConfig. */
+export const rawService = fc.record(
+    {
+        name: fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/),
+        sglangVersion: fc.constantFrom("0.5.9", "0.5.10", "0.5.11"),
+        python: absolutePath,
+        launcher: fc.constantFrom("auto", "serve", "launch_server"),
+        model: fc.record({
+            path: absolutePath,
+            architecture: fc.constantFrom("Qwen3_5ForConditionalGeneration", "LlamaForCausalLM", "Qwen3NextForCausalLM"),
+            weightsGB: fc.integer({ min: 1, max: 400 }),
+            servedName: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,20}$/),
+        }),
+        tensorParallelSize: fc.integer({ min: 1, max: 8 }),
+        speculative,
+        mambaSchedulerStrategy: fc.constantFrom("auto", "no_buffer", "extra_buffer"),
+        disableRadixCache: fc.boolean(),
+        memFractionStatic: fc.double({ min: 0.05, max: 0.95, noNaN: true }),
+        maxRunningRequests: fc.integer({ min: 1, max: 512 }),
+        listenHost: fc.oneof(ipv4, fc.constant("0.0.0.0")),
+        port: fc.integer({ min: 1, max: 65535 }),
+        endpointHost: ipv4,
+        extraArgs,
+        environment: fc.dictionary(envName, safeValue, { maxKeys: 4 }),
+    },
+    { requiredKeys: ["name", "sglangVersion", "python", "model", "endpointHost"] },
+);
+
+export const serviceConfig: fc.Arbitrary<ServiceConfig> = rawService.map((raw) => ServiceSchema.parse(raw));
+
+// ---------------------------------------------------------------------------
+// systemd-analyze verify
+// ---------------------------------------------------------------------------
+
+/** Targets the unit names; stubs are enough for verify to resolve the dependency graph. */
+const STUB_TARGETS = ["sysinit.target", "basic.target", "multi-user.target", "network-online.target", "network.target", "shutdown.target"];
+
+export interface VerifyResult {
+    status: number | null;
+    output: string;
+}
+
+/**
+ * Throwaway roots for `systemd-analyze verify --root`: stub targets, and
+ * executable stubs at the unit's absolute ExecStart paths, so verify checks
+ * the unit itself without the host's units or binaries. Each verify gets a
+ * fresh root (generated paths may clash: `/x` a file in one, a folder in another).
+ */
+export class SystemdRoot {
+    readonly dir: string;
+
+    constructor() {
+        this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-unit-"));
+    }
+
+    /** Writes the unit (and stub executables) into a fresh root and runs verify on it. */
+    verify(unitFileName: string, unitText: string, executables: readonly string[]): VerifyResult {
+        const root = fs.mkdtempSync(path.join(this.dir, "root-"));
+        try {
+            const lib = path.join(root, "usr/lib/systemd/system");
+            fs.mkdirSync(lib, { recursive: true });
+            for (const target of STUB_TARGETS) fs.writeFileSync(path.join(lib, target), `[Unit]\nDescription=stub ${target}\n`);
+            for (const exe of executables) {
+                const stub = path.join(root, exe);
+                fs.mkdirSync(path.dirname(stub), { recursive: true });
+                fs.writeFileSync(stub, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+            }
+            const units = path.join(root, "etc/systemd/system");
+            fs.mkdirSync(units, { recursive: true });
+            fs.writeFileSync(path.join(units, unitFileName), unitText);
+            const run = spawnSync("systemd-analyze", ["verify", `--root=${root}`, `/etc/systemd/system/${unitFileName}`], {
+                encoding: "utf8",
+                timeout: 20000,
+            });
+            if (run.error) {
+                throw new Error(`systemd-analyze could not run (${run.error.message}); install systemd (CI does), these tests do not skip`);
+            }
+            return { status: run.status, output: `${run.stdout}${run.stderr}` };
+        } finally {
+            fs.rmSync(root, { recursive: true, force: true });
+        }
+    }
+
+    dispose(): void {
+        fs.rmSync(this.dir, { recursive: true, force: true });
+    }
+}
