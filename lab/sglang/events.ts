@@ -1,0 +1,57 @@
+// What the simulated servers did, for tests and benchmarks: one JSON object a
+// line in lab.json's eventsFile.
+import * as fs from "fs";
+
+export type SimulatorEventKind =
+  | "launched"
+  | "argparse-error"
+  | "startup-failed"
+  | "http-up"
+  | "ready"
+  | "crashed"
+  | "died"
+  | "scheduler-died"
+  | "stopped";
+
+export interface SimulatorEvent {
+  /** ISO time and epoch milliseconds. */
+  time: string;
+  epochMs: number;
+  event: SimulatorEventKind;
+  pid: number;
+  host?: string;
+  port?: number;
+  /** e.g. the exception line for startup-failed / crashed. */
+  detail?: string;
+  /** INVOCATION_ID when started by the lab's systemd. */
+  invocationId?: string;
+}
+
+export function appendEvent(file: string, e: Omit<SimulatorEvent, "time" | "epochMs" | "pid">): void {
+  const now = Date.now();
+  const full: SimulatorEvent = { time: new Date(now).toISOString(), epochMs: now, pid: process.pid, invocationId: process.env.INVOCATION_ID, ...e };
+  try {
+    fs.appendFileSync(file, JSON.stringify(full) + "\n");
+  } catch {
+    // the lab is being torn down
+  }
+}
+
+export function readEvents(file: string): SimulatorEvent[] {
+  let text = "";
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as SimulatorEvent];
+      } catch {
+        return [];
+      }
+    });
+}

@@ -1,0 +1,310 @@
+// The SGLang 0.5.11 server simulator: argparse, ServerArgs resolution, the
+// startup log in SGLang's order and format (time compressed), simulated GPU
+// memory, the HTTP API, and the faults of lab.json's faultsFile.
+import * as fs from "fs";
+import * as path from "path";
+import { markExited, processStartTicks, writeHolding } from "../gpu/gpu-state";
+import { currentLab, LabInfo } from "../lab-info";
+import { ArgValue, parseServerArgs } from "./argparse";
+import { appendEvent } from "./events";
+import { Faults, faultsForArgv, readFaults } from "./faults";
+import { ApiState, createApi } from "./http-api";
+import { Entry, schedulerException, serverArgsError, SITE } from "./python-errors";
+import { HYBRID_ARCHITECTURES, ModelConfig, pyRepr, resolveServerArgs } from "./server-args";
+import { FLAGS } from "./server-flags";
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const p2 = (n: number) => String(n).padStart(2, "0");
+const gb = (x: number) => x.toFixed(2);
+
+function stamp(): string {
+  const d = new Date();
+  return `${d.getFullYear()}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
+}
+
+function readModel(modelPath: string): ModelConfig | null {
+  try {
+    const cfg = JSON.parse(fs.readFileSync(path.join(modelPath, "config.json"), "utf8")) as Record<string, unknown>;
+    const text = (cfg.text_config as Record<string, unknown> | undefined) ?? cfg;
+    let weightBytes = 0;
+    try {
+      const idx = JSON.parse(fs.readFileSync(path.join(modelPath, "model.safetensors.index.json"), "utf8")) as { metadata?: { total_size?: number } };
+      weightBytes = Number(idx.metadata?.total_size ?? 0);
+    } catch {
+      weightBytes = 0;
+    }
+    return {
+      architecture: ((cfg.architectures as string[] | undefined) ?? ["LlamaForCausalLM"])[0]!,
+      maxPositionEmbeddings: Number(text.max_position_embeddings ?? cfg.max_position_embeddings ?? 32768),
+      weightBytes,
+      hasMtp: Number(text.mtp_num_hidden_layers ?? cfg.mtp_num_hidden_layers ?? 0) > 0,
+    };
+  } catch {
+    return null;
+  }
+}
+
+function visibleGpuCount(): number {
+  try {
+    return fs.readdirSync("/dev").filter((d) => /^nvidia\d+$/.test(d)).length;
+  } catch {
+    return 0;
+  }
+}
+
+class Simulator {
+  private readonly info: LabInfo;
+  private faults: Faults;
+  private startupMs: number;
+  private releaseDelay: number;
+  private infoLevel = true;
+  private gpus: number[] = [];
+  private args: Record<string, ArgValue> = {};
+  private api?: ApiState;
+  private finished = false;
+
+  constructor(private readonly entry: Entry) {
+    this.info = currentLab();
+    this.faults = readFaults(this.info.faultsFile);
+    this.startupMs = (this.faults.startupSeconds ?? this.info.simulator.startupSeconds) * 1000;
+    this.releaseDelay = this.faults.gpuReleaseDelaySeconds ?? this.info.simulator.gpuReleaseDelaySeconds;
+  }
+
+  private phase(fraction: number): Promise<void> {
+    return sleep(this.startupMs * fraction);
+  }
+
+  private main(msg: string, level: "INFO" | "WARNING" | "ERROR" = "INFO"): void {
+    if (level === "INFO" && !this.infoLevel) return;
+    process.stderr.write(`[${stamp()}] ${msg}\n`);
+  }
+
+  private rank(r: number, msg: string, level: "INFO" | "ERROR" = "INFO"): void {
+    if (level === "INFO" && !this.infoLevel) return;
+    process.stderr.write(`[${stamp()} TP${r}] ${msg}\n`);
+  }
+
+  private ranks(msg: (r: number) => string): void {
+    for (let r = 0; r < Number(this.args.tp_size); r++) this.rank(r, msg(r));
+  }
+
+  private hold(perGpuGiB: number): void {
+    const perGpuMiB: Record<string, number> = {};
+    for (const g of this.gpus) perGpuMiB[String(g)] = Math.round(perGpuGiB * 1024 + 512);
+    writeHolding(this.info.gpuStateDir, {
+      pid: process.pid,
+      startTicks: processStartTicks(process.pid),
+      processName: process.env.SGLANG_LAB_ARGV0 ?? "python3",
+      perGpuMiB,
+      releaseDelaySeconds: this.releaseDelay,
+    });
+  }
+
+  private die(event: "crashed" | "died" | "startup-failed", detail: string, how: "sigkill" | number): never {
+    this.finished = true;
+    markExited(this.info.gpuStateDir, process.pid, this.releaseDelay);
+    appendEvent(this.info.eventsFile, { event, detail, host: String(this.args.host ?? ""), port: Number(this.args.port ?? 0) });
+    if (how === "sigkill") process.kill(process.pid, "SIGKILL");
+    process.exit(how as number);
+  }
+
+  /** A scheduler rank dies: its traceback, then the main process kills the tree (SIGKILL). */
+  private crash(exc: string, where: "load" | "pool" | "dist" | "run"): never {
+    this.rank(0, `Scheduler hit an exception: ${schedulerException(exc, where)}`, "ERROR");
+    this.main("Received sigquit from a child process. It usually means the child failed.", "ERROR");
+    return this.die("crashed", exc.split("\n")[0]!, "sigkill");
+  }
+
+  async run(argv: string[]): Promise<void> {
+    this.faults = faultsForArgv(this.faults, argv);
+    this.startupMs = (this.faults.startupSeconds ?? this.info.simulator.startupSeconds) * 1000;
+    this.releaseDelay = this.faults.gpuReleaseDelaySeconds ?? this.info.simulator.gpuReleaseDelaySeconds;
+    appendEvent(this.info.eventsFile, { event: "launched", detail: [process.env.SGLANG_LAB_ARGV0 ?? "python3", ...argv].join(" ") });
+    process.on("SIGTERM", () => this.onSignal("SIGTERM"));
+    process.on("SIGINT", () => this.onSignal("SIGINT"));
+    if (this.faults.crashAfterSeconds !== undefined) {
+      setTimeout(() => {
+        if (!this.finished) this.crash("RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1", "run");
+      }, this.faults.crashAfterSeconds * 1000);
+    }
+    // Python imports (torch, transformers, sglang): the first second or so.
+    await this.phase(0.1);
+    if (this.entry === "launch_server") {
+      process.stderr.write(`${SITE}/sglang/launch_server.py:24: UserWarning: 'python -m sglang.launch_server' is deprecated and will be removed in a future release. Please use 'sglang serve' instead.\n  warnings.warn(\n`);
+    }
+    await this.phase(0.2);
+    const prog = this.entry === "serve" ? "sglang serve" : "launch_server.py";
+    const parsed = parseServerArgs(prog, argv, this.entry === "serve");
+    if (!parsed.ok) {
+      process.stdout.write(parsed.stdout);
+      process.stderr.write(parsed.stderr);
+      this.finished = true;
+      appendEvent(this.info.eventsFile, { event: "argparse-error", detail: parsed.stderr.trim().split("\n").pop() });
+      process.exit(parsed.code);
+    }
+    this.args = parsed.values;
+    this.infoLevel = !["warning", "error", "critical"].includes(String(this.args.log_level).toLowerCase());
+    process.stderr.write("`torch_dtype` is deprecated! Use `dtype` instead!\n");
+    const modelPath = String(this.args.model_path);
+    const model = readModel(modelPath);
+    if (!model) {
+      const exc = `OSError: Incorrect path_or_model_id: '${modelPath}'. Please provide either the path to a local folder or the repo_id of a model on the Hub.`;
+      process.stderr.write(serverArgsError(this.entry, "model-config", exc));
+      return this.die("startup-failed", exc, 1);
+    }
+    const res = resolveServerArgs(this.args, model, process.env);
+    this.args = res.args;
+    for (const [level, msg] of res.log) this.main(msg, level);
+    if (res.exception) {
+      process.stderr.write(serverArgsError(this.entry, "speculative", res.exception));
+      return this.die("startup-failed", res.exception, 1);
+    }
+    const a = this.args;
+    this.main(`server_args=ServerArgs(${FLAGS.map((f) => `${f.dest}=${pyRepr(a[f.dest] ?? null, f.kind === "float")}`).join(", ")})`);
+    const tp = Number(a.tp_size);
+    const base = Number(a.base_gpu_id);
+    const visible = visibleGpuCount();
+    this.gpus = Array.from({ length: Math.min(tp, Math.max(0, visible - base)) }, (_, i) => base + i);
+
+    // Distributed init.
+    this.ranks(() => "Init torch distributed begin.");
+    await this.phase(0.05);
+    if (visible === 0) this.crash("RuntimeError: No CUDA GPUs are available", "dist");
+    if (base + tp > visible) this.crash("RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.", "dist");
+    const spec = this.info.gpus.find((g) => g.index === base) ?? this.info.gpus[0]!;
+    const total = spec.memoryMiB / 1024;
+    const ctx = 0.59;
+    this.hold(ctx);
+    this.ranks(() => `Init torch distributed ends. elapsed=0.41 s, mem usage=${gb(ctx)} GB`);
+
+    // Weights.
+    const wpg = model.weightBytes / tp / 2 ** 30;
+    this.ranks(() => `Load weight begin. avail mem=${gb(total - ctx)} GB`);
+    await this.phase(0.25);
+    if (wpg + ctx > total) {
+      const free = total - ctx - Math.min(wpg, total - ctx - 0.5);
+      this.crash(
+        `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU 0 has a total capacity of ${gb(total - 0.52)} GiB of which ${gb(free)} GiB is free. Including non-PyTorch memory, this process has ${gb(total - free)} GiB memory in use. Of the allocated memory ${gb(total - free - 0.3)} GiB is allocated by PyTorch, and 20.42 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)`,
+        "load",
+      );
+    }
+    if (HYBRID_ARCHITECTURES.includes(model.architecture)) this.ranks(() => "using attn output gate!");
+    let used = ctx + wpg;
+    this.hold(used);
+    this.ranks(() => `Load weight end. elapsed=${gb((this.startupMs * 0.2) / 1000)} s, type=${model.architecture}, avail mem=${gb(total - used)} GB, mem usage=${gb(wpg)} GB.`);
+    if (res.requestedAlgorithm) {
+      const draft = 0.7;
+      this.ranks(() => `Load weight begin. avail mem=${gb(total - used)} GB`);
+      await this.phase(0.03);
+      used += draft;
+      this.hold(used);
+      this.ranks(() => `Load weight end. elapsed=0.31 s, type=${model.architecture.replace(/ForConditionalGeneration|ForCausalLM/, "")}MTP, avail mem=${gb(total - used)} GB, mem usage=${gb(draft)} GB.`);
+    }
+
+    // Memory pools: what mem_fraction_static leaves for the KV cache and the Mamba state.
+    await this.phase(0.05);
+    const mf = Number(a.mem_fraction_static);
+    const availAfterPools = total * (1 - mf) + 0.8;
+    const usedAfterPools = total - availAfterPools;
+    const mamba = 1.96 + 0.04;
+    const kv = usedAfterPools - used - mamba;
+    if (kv < 0.5) this.crash("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", "pool");
+    const tokens = Math.floor((kv * 2 ** 30) / 32768);
+    used = usedAfterPools;
+    this.hold(used);
+    this.ranks(() => `Mamba Cache is allocated. max_mamba_cache_size: ${Number(a.max_running_requests ?? 48) * 2}, conv_state size: 0.04GB, ssm_state size: 1.96GB `);
+    this.ranks(() => `KV Cache is allocated. #tokens: ${tokens}, K size: ${gb(kv / 2)} GB, V size: ${gb(kv / 2)} GB`);
+    this.ranks(() => `Memory pool end. avail mem=${gb(availAfterPools)} GB`);
+
+    // CUDA graphs.
+    let availEnd = availAfterPools;
+    if (!a.disable_cuda_graph) {
+      this.ranks(() => `Capture cuda graph begin. This can take up to several minutes. avail mem=${gb(availAfterPools)} GB`);
+      await this.phase(0.15);
+      availEnd = availAfterPools - 0.4;
+      used += 0.4;
+      this.hold(used);
+      this.ranks(() => `Capture cuda graph end. Time elapsed: ${gb((this.startupMs * 0.15) / 1000)} s. mem usage=0.40 GB. avail mem=${gb(availEnd)} GB.`);
+    }
+    this.rank(
+      0,
+      `max_total_num_tokens=${tokens}, chunked_prefill_size=${a.chunked_prefill_size}, max_prefill_tokens=${a.max_prefill_tokens}, max_running_requests=${a.max_running_requests ?? 4096}, context_len=${a.context_length}, available_gpu_mem=${gb(availEnd)} GB`,
+    );
+
+    // uvicorn.
+    await this.phase(0.05);
+    const draftTokens = Number(a.speculative_num_draft_tokens ?? 0);
+    this.api = {
+      ready: false,
+      schedulerAlive: true,
+      degenerate: this.faults.degenerateOutput === true,
+      healthTimeoutMs: (this.faults.healthCheckTimeoutSeconds ?? 0) * 1000,
+      args: a,
+      architecture: model.architecture,
+      maxTotalTokens: tokens,
+      specAcceptLength: res.requestedAlgorithm ? Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100 : null,
+      counters: { prompt: 0, generation: 0, requests: 0 },
+      accessLog: (l) => this.main(l),
+    };
+    const server = createApi(this.api);
+    const host = String(a.host);
+    const port = Number(a.port);
+    await new Promise<void>((resolve) => {
+      server.once("error", (e: NodeJS.ErrnoException) => {
+        const why = e.code === "EADDRINUSE" ? "address already in use" : e.code === "EADDRNOTAVAIL" ? "cannot assign requested address" : e.message;
+        const errno = e.code === "EADDRINUSE" ? 98 : e.code === "EADDRNOTAVAIL" ? 99 : 1;
+        this.main(`ERROR:    [Errno ${errno}] error while attempting to bind on address ('${host}', ${port}): ${why}`, "ERROR");
+        this.die("startup-failed", `bind ${host}:${port}: ${why}`, 1);
+      });
+      server.listen(port, host, () => resolve());
+    });
+    this.main(`INFO:     Started server process [${process.pid}]`);
+    this.main("INFO:     Waiting for application startup.");
+    this.main("INFO:     Application startup complete.");
+    this.main(`INFO:     Uvicorn running on http://${host}:${port} (Press CTRL+C to quit)`);
+    appendEvent(this.info.eventsFile, { event: "http-up", host, port });
+    if (this.faults.neverReady) return;
+
+    // Warmup: one request through the whole stack.
+    await this.phase(0.1);
+    this.rank(0, "Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ");
+    this.main(`INFO:     127.0.0.1:${40000 + (process.pid % 20000)} - "POST /generate HTTP/1.1" 200 OK`);
+    this.api.ready = true;
+    this.main("The server is fired up and ready to roll!");
+    appendEvent(this.info.eventsFile, { event: "ready", host, port });
+    if (this.faults.dieAfterReadySeconds !== undefined) {
+      setTimeout(() => this.die("died", "killed (SIGKILL) after ready", "sigkill"), this.faults.dieAfterReadySeconds * 1000);
+    }
+    if (this.faults.schedulerDeathAfterReadySeconds !== undefined) {
+      setTimeout(() => {
+        if (!this.api) return;
+        this.api.schedulerAlive = false;
+        const exc = "RuntimeError: CUDA error: an illegal memory access was encountered";
+        this.rank(0, `Scheduler hit an exception: ${schedulerException(exc, "run")}`, "ERROR");
+        appendEvent(this.info.eventsFile, { event: "scheduler-died", detail: exc, host, port });
+      }, this.faults.schedulerDeathAfterReadySeconds * 1000);
+    }
+  }
+
+  private onSignal(sig: "SIGTERM" | "SIGINT"): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.api) {
+      this.main("INFO:     Shutting down");
+      this.main("INFO:     Waiting for application shutdown.");
+      this.main("INFO:     Application shutdown complete.");
+      this.main(`INFO:     Finished server process [${process.pid}]`);
+    }
+    markExited(this.info.gpuStateDir, process.pid, this.releaseDelay);
+    appendEvent(this.info.eventsFile, { event: "stopped", detail: sig, host: String(this.args.host ?? ""), port: Number(this.args.port ?? 0) });
+    process.removeAllListeners(sig);
+    process.kill(process.pid, sig);
+  }
+}
+
+export function runSimulator(entry: Entry, argv: string[]): void {
+  new Simulator(entry).run(argv).catch((e: Error) => {
+    process.stderr.write(`Traceback (most recent call last):\n  File "<lab>", line 1, in <module>\nRuntimeError: lab simulator failure: ${e.stack ?? e.message}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { labDown, labExec, labStatus, labUp } from "../../lab/control";
+import { canConnect } from "../../lab/sshd";
+
+// A lab of its own (other addresses, other directory): up, idempotent up, down, nothing left.
+describe("lab lifecycle", function () {
+  this.timeout(90_000);
+  const host = "127.0.104.5";
+  const container = "127.0.103.29";
+  let dir: string;
+
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-lab-lifecycle-"));
+  });
+
+  after(async () => {
+    await labDown(dir).catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("comes up, stays up on a second up, and leaves no process, mount or namespace after down", async () => {
+    const info = await labUp({ labDir: dir, hostAddress: host, containerAddress: container, startupSeconds: 1 });
+    const up = labStatus(dir);
+    assert.equal(up.up, true);
+    assert.ok(up.processes.length >= 4, `holders, sshds and init: ${up.processes.join(",")}`);
+    const namespaces = new Set(up.processes.map((p) => fs.readlinkSync(`/proc/${p}/ns/mnt`)));
+    assert.equal(namespaces.size, 2, "one mount namespace per machine");
+    assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own namespace");
+
+    // A running server and an open session inside, to be cleaned up too.
+    await labExec("container", `cat > /etc/systemd/system/sglang-life.service`, {
+      labDir: dir,
+      input: `[Service]\nExecStart=/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --tp 2 --port 30200 --host ${container}\n`,
+    });
+    assert.equal((await labExec("container", "systemctl daemon-reload && systemctl start sglang-life", { labDir: dir })).code, 0);
+
+    const pidsFile = path.join(dir, "state", "pids.json");
+    const before = fs.readFileSync(pidsFile, "utf8");
+    const again = await labUp({ labDir: dir, hostAddress: host, containerAddress: container });
+    assert.equal(again.host.hostKey, info.host.hostKey);
+    assert.equal(fs.readFileSync(pidsFile, "utf8"), before, "the second up started nothing new");
+    assert.ok(((JSON.parse(before) as { supervisor?: number }).supervisor ?? 0) > 0);
+
+    await labDown(dir);
+    const down = labStatus(dir);
+    assert.equal(down.up, false);
+    assert.deepEqual(down.processes, []);
+    const left = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e)).filter((p) => {
+      try {
+        return namespaces.has(fs.readlinkSync(`/proc/${p}/ns/mnt`));
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(left, [], "no process left in the lab's namespaces");
+    assert.ok(!fs.readFileSync("/proc/self/mountinfo", "utf8").includes(dir), "no mount of the lab directory in the outer namespace");
+    assert.equal(await canConnect(host, info.host.sshPort), false);
+    assert.equal(await canConnect(container, info.container.sshPort), false);
+    assert.equal(await canConnect(container, 30200), false);
+
+    await labDown(dir);
+    assert.equal(labStatus(dir).up, false, "down again is a no-op");
+  });
+});
