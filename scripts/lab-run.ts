@@ -1,0 +1,99 @@
+/**
+ * `npm run lab`: the whole flow on this machine. Brings the lab up if needed,
+ * writes the `lab` stack's config (kpro5's server settings pointed at the
+ * lab, with an API key generated once), runs `pulumi up --stack lab` with the
+ * real engine, and ends with the OpenAI endpoint and a sample curl.
+ *
+ *   npm run lab                 up (the main command)
+ *   npm run lab -- <subcommand> the lab itself: up | down | status | exec <host|container> <command...>
+ */
+import { spawnSync } from "child_process";
+import { randomBytes } from "crypto";
+import * as fs from "fs";
+import * as path from "path";
+import { labListening, labUp, readLabInfo, writeLabStackConfig } from "../lab/control";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const yaml = require("js-yaml") as { load(text: string): unknown };
+
+const repo = path.resolve(__dirname, "..");
+const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
+const stackFile = path.join(repo, "Pulumi.lab.yaml");
+
+function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}) {
+    const r = spawnSync(pulumiSh, args, {
+        cwd: repo,
+        stdio: [opts.input === undefined ? "inherit" : "pipe", opts.capture ? "pipe" : "inherit", "inherit"],
+        input: opts.input,
+        encoding: "utf8",
+    });
+    return { code: r.status ?? 1, stdout: r.stdout ?? "" };
+}
+
+/** What must survive regenerating Pulumi.lab.yaml: the salt the state's secrets use, and the API key. */
+function keptFromStackFile(): { salt?: string; apiKey?: unknown } {
+    if (!fs.existsSync(stackFile)) return {};
+    const doc = (yaml.load(fs.readFileSync(stackFile, "utf8")) ?? {}) as { encryptionsalt?: string; config?: Record<string, unknown> };
+    return { salt: doc.encryptionsalt, apiKey: doc.config?.["sglang-serve:apiKey"] };
+}
+
+async function main(): Promise<number> {
+    const listening = await labListening().catch(() => ({ host: false, container: false }));
+    if (!listening.host || !listening.container) {
+        console.log("lab: starting the simulated Proxmox host and container 129 on loopback ...");
+        await labUp();
+    }
+    const info = readLabInfo();
+    const kept = keptFromStackFile();
+    writeLabStackConfig();
+    if (kept.salt || kept.apiKey) {
+        // Re-add what the generated file does not know, as the YAML Pulumi wrote it.
+        let text = fs.readFileSync(stackFile, "utf8");
+        if (kept.salt) text = text.replace(/^config:/m, `encryptionsalt: ${kept.salt}\nconfig:`);
+        if (kept.apiKey) text += `  sglang-serve:apiKey:\n    secure: ${(kept.apiKey as { secure: string }).secure}\n`;
+        fs.writeFileSync(stackFile, text);
+    }
+    if (!kept.apiKey) {
+        const key = randomBytes(24).toString("hex");
+        // The key goes through stdin, never a command line.
+        const set = pulumi(["config", "set", "--secret", "sglang-serve:apiKey", "--stack", "lab"], { input: key });
+        if (set.code !== 0) return set.code;
+    }
+
+    console.log(`lab: pulumi up --stack lab (host ${info.host.address}, container ${info.container.address} through pct exec)`);
+    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"]);
+    if (up.code !== 0) return up.code;
+
+    const outputs = JSON.parse(pulumi(["stack", "output", "--json", "--stack", "lab"], { capture: true }).stdout) as {
+        openaiBaseUrl: string;
+        servedModelName: string;
+    };
+    console.log(`
+The server is ready.
+  OpenAI endpoint: ${outputs.openaiBaseUrl}
+  model:           ${outputs.servedModelName}
+  API key:         npm run -s pulumi -- config get sglang-serve:apiKey --stack lab
+
+  curl -s ${outputs.openaiBaseUrl}/chat/completions \\
+    -H "Authorization: Bearer $(npm run -s pulumi -- config get sglang-serve:apiKey --stack lab)" \\
+    -H 'Content-Type: application/json' \\
+    -d '{"model": "${outputs.servedModelName}", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'
+`);
+    return 0;
+}
+
+if (process.argv.length > 2) {
+    // A lab subcommand: hand over to the lab's own CLI.
+    const r = spawnSync(process.execPath, [require.resolve("ts-node/dist/bin"), "--transpile-only", path.join(repo, "lab", "cli.ts"), ...process.argv.slice(2)], {
+        stdio: "inherit",
+    });
+    process.exit(r.status ?? 1);
+} else {
+    main().then(
+        (code) => process.exit(code),
+        (e: Error) => {
+            console.error(`lab: ${e.message}`);
+            process.exit(1);
+        },
+    );
+}

@@ -1,0 +1,253 @@
+import * as assert from "node:assert/strict";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { clearFaults, labDown, labExec, labUp, readLabInfo, setFaults } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { Deployment, EngineResult, expectExit } from "./deployment";
+import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { httpGetJson } from "../../remote/probe";
+
+const UNIT = "sglang-qwen.service";
+const API_KEY = "e2e-lab-api-key-0123456789abcdef";
+
+/** A lab of its own on other loopback addresses than the default one, so a developer's lab can keep running. */
+async function startLab(prefix: string, net: number): Promise<{ labDir: string; info: LabInfo }> {
+    const labDir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-${prefix}-lab-`));
+    process.env.SGLANG_LAB_DIR = labDir;
+    await labUp({ labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
+    return { labDir, info: readLabInfo(labDir) };
+}
+
+async function onBox(labDir: string, machine: "host" | "container", command: string): Promise<string> {
+    const r = await labExec(machine, command, { labDir, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new Error(`lab ${machine}: ${command} -> exit ${r.code}: ${r.stderr}`);
+    return r.stdout.trim();
+}
+
+async function mainPid(labDir: string): Promise<string> {
+    return onBox(labDir, "container", `systemctl show -p MainPID --value ${UNIT}`);
+}
+
+async function liveServerInfo(info: LabInfo): Promise<Record<string, unknown>> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
+    assert.ok("status" in r && r.status === 200, `server_info: ${JSON.stringify(r).slice(0, 300)}`);
+    return r.body as Record<string, unknown>;
+}
+
+async function healthStatus(info: LabInfo): Promise<number | string> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
+    return "status" in r ? r.status : r.error;
+}
+
+function service(config: StackConfigFile): Record<string, unknown> {
+    return config["sglang-serve:service"];
+}
+
+/** The property lines of a preview that change something (`~`, `+`, `-` with `=>`), for "exactly that flag" checks. */
+function changedLines(output: string): string[] {
+    return output.split("\n").filter((l) => /=>/.test(l));
+}
+
+async function driftCheck(d: Deployment): Promise<EngineResult> {
+    return d.run(["refresh", "--preview-only", "--expect-no-changes", "--diff"]);
+}
+
+describe("deploying to the lab with the real engine, kpro5 topology (pct exec through the host)", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+    let d: Deployment;
+    let config: StackConfigFile;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("deploy", 113));
+        config = labStackConfig(info, "pct-exec", API_KEY);
+        // Manage the container's cores so a `pct set` by hand is drift that `up` repairs.
+        const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
+        assert.ok(cores, "the lab container has a cores setting");
+        config["sglang-serve:container"].cores = Number(cores[1]);
+        d = await Deployment.create("lab", config);
+    });
+    after(async () => {
+        d?.cleanup();
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("a fresh up brings the server to ready and exports endpoint, unit name and live args", async () => {
+        const containerConfigBefore = await onBox(labDir, "host", "pct config 129");
+        const r = await d.up();
+        expectExit(r, 0, "up");
+        const outputs = await d.outputs();
+        assert.equal(outputs.endpoint, `http://${info.container.address}:30000`);
+        assert.equal(outputs.unitName, UNIT);
+        const live = outputs.liveServerArgs as { speculative?: { algorithm?: string }; tensorParallelSize?: number };
+        assert.equal(live.speculative?.algorithm, "NEXTN");
+        assert.equal(live.tensorParallelSize, 2);
+        assert.equal(await healthStatus(info), 200);
+        assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        // Adopted, not recreated or restarted: the container's config is as it was.
+        assert.equal(await onBox(labDir, "host", "pct status 129"), "status: running");
+        assert.equal(await onBox(labDir, "host", "pct config 129"), containerConfigBefore);
+    });
+
+    it("keeps the API key out of the unit file and writes it to a 0600 environment file", async () => {
+        const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
+        assert.doesNotMatch(unit, new RegExp(API_KEY));
+        assert.match(unit, /--api-key \$\{SGLANG_API_KEY\}/);
+        assert.equal(await onBox(labDir, "container", "stat -c %a /etc/sglang/qwen.env"), "600");
+        const state = fs.readFileSync(path.join(d.dir, ".state", "backend", ".pulumi", "stacks", "sglang-serve", "lab.json"), "utf8");
+        assert.doesNotMatch(state, new RegExp(API_KEY), "the API key is in the state in plaintext");
+    });
+
+    it("a second up changes nothing and does not restart the server", async () => {
+        const before = await mainPid(labDir);
+        const r = await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]);
+        expectExit(r, 0, "second up");
+        assert.equal(await mainPid(labDir), before);
+    });
+
+    it("one changed flag: the preview shows exactly that flag and a restart, and up restarts to ready", async () => {
+        service(config).memFractionStatic = 0.85;
+        d.writeConfig(config);
+        const preview = await d.preview();
+        expectExit(preview, 0, "preview");
+        const changed = changedLines(preview.stdout);
+        assert.ok(changed.some((l) => /--mem-fraction-static\s*:\s*"0\.88" => "0\.85"/.test(l)), changed.join("\n"));
+        assert.ok(changed.some((l) => /restart\s*:\s*"no" => "yes: --mem-fraction-static changed"/.test(l)), changed.join("\n"));
+        const otherFlags = changed.filter((l) => /--[a-z]/.test(l) && !/mem-fraction-static/.test(l) && !/unitText/.test(l));
+        assert.deepEqual(otherFlags, []);
+
+        const before = await mainPid(labDir);
+        expectExit(await d.up(), 0, "up with the changed flag");
+        assert.notEqual(await mainPid(labDir), before);
+        assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
+        assert.equal(await healthStatus(info), 200);
+    });
+
+    it("a change that crashes at startup fails the up, puts the previous config back and stays pending", async () => {
+        setFaults({ crashAfterSeconds: 1, whenArgs: ["--mem-fraction-static", "0.8"] }, labDir);
+        try {
+            service(config).memFractionStatic = 0.8;
+            d.writeConfig(config);
+            const r = await d.up();
+            assert.notEqual(r.code, 0, "up should fail");
+            assert.match(r.output, /RuntimeError/);
+            assert.match(r.output, /previous unit was put back and is ready again/);
+            assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
+            assert.equal(await healthStatus(info), 200);
+            const pending = await d.preview("--expect-no-changes");
+            expectExit(pending, 7, "preview after the failed rollout (change still pending)");
+        } finally {
+            clearFaults(labDir);
+            service(config).memFractionStatic = 0.85;
+            d.writeConfig(config);
+        }
+    });
+
+    it("a server that never becomes ready fails at the deadline and is rolled back", async () => {
+        setFaults({ neverReady: true, whenArgs: ["--mem-fraction-static", "0.8"] }, labDir);
+        const readiness = config["sglang-serve:readiness"];
+        try {
+            service(config).memFractionStatic = 0.8;
+            readiness.startupTimeoutSeconds = 30;
+            d.writeConfig(config);
+            const r = await d.up();
+            assert.notEqual(r.code, 0, "up should fail");
+            assert.match(r.output, /not ready within|deadline|budget/i);
+            assert.match(r.output, /previous unit was put back and is ready again/);
+            assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
+        } finally {
+            clearFaults(labDir);
+            service(config).memFractionStatic = 0.85;
+            readiness.startupTimeoutSeconds = 900;
+            d.writeConfig(config);
+        }
+        expectExit(await d.up(), 0, "up back to the declared config");
+    });
+
+    it("drift: a hand-edited unit is reported naming the flag, and up repairs it", async () => {
+        expectExit(await driftCheck(d), 0, "no drift before the edit");
+        await onBox(labDir, "container", `sed -i 's/--mem-fraction-static 0.85/--mem-fraction-static 0.9/' /etc/systemd/system/${UNIT}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh after a hand edit");
+        assert.match(drift.stdout, /--mem-fraction-static/);
+        const preview = await d.preview("--refresh", "--expect-no-changes");
+        expectExit(preview, 7, "preview --refresh after a hand edit");
+        expectExit(await d.up(), 0, "up repairs the edit");
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a unit changed and reloaded but the process not restarted (file and live args differ)", async () => {
+        await onBox(
+            labDir,
+            "container",
+            `sed -i 's/--mem-fraction-static 0.85/--mem-fraction-static 0.9/' /etc/systemd/system/${UNIT} && systemctl daemon-reload`,
+        );
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /liveMatchesUnit/);
+        expectExit(await d.up(), 0, "up");
+        assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a stopped service is reported, and up starts it again", async () => {
+        await onBox(labDir, "container", `systemctl stop ${UNIT}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /activeState\s*:\s*"active" => "inactive"/);
+        expectExit(await d.up(), 0, "up");
+        assert.equal(await healthStatus(info), 200);
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a container setting changed with pct set is reported, and up sets it back", async () => {
+        const declared = config["sglang-serve:container"].cores as number;
+        await onBox(labDir, "host", `pct set 129 -cores ${declared + 4}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /cores\s*:\s*\d+ => \d+/);
+        expectExit(await d.up(), 0, "up");
+        assert.match(await onBox(labDir, "host", "pct config 129"), new RegExp(`^cores: ${declared}$`, "m"));
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a GPU gone from the host is reported", async () => {
+        await onBox(labDir, "host", "mv /dev/nvidia1 /dev/nvidia1.gone");
+        try {
+            const drift = await driftCheck(d);
+            expectExit(drift, 7, "refresh");
+            assert.match(drift.stdout, /gpus/);
+        } finally {
+            await onBox(labDir, "host", "mv /dev/nvidia1.gone /dev/nvidia1");
+        }
+        expectExit(await driftCheck(d), 0, "no drift once the GPU is back");
+    });
+});
+
+describe("deploying to the lab with the real engine, ct129 topology (ssh straight into the container)", function () {
+    this.timeout(600_000);
+    let labDir: string;
+    let info: LabInfo;
+    let d: Deployment;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("direct", 114));
+        d = await Deployment.create("lab", labStackConfig(info, "direct", API_KEY));
+    });
+    after(async () => {
+        d?.cleanup();
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("brings the server to ready, then a second up changes nothing", async () => {
+        expectExit(await d.up(), 0, "up");
+        assert.equal(await healthStatus(info), 200);
+        const before = await mainPid(labDir);
+        expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up");
+        assert.equal(await mainPid(labDir), before);
+    });
+});
