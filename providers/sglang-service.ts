@@ -221,7 +221,7 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
     ) as Error & { id: string; properties: unknown; reasons: string[] };
     error.id = id;
     error.properties = properties;
-    error.reasons = [cause, outcome];
+    error.reasons = [`rollout of ${unit} failed: ${cause}`, outcome, `last journal lines:\n    ${journal}`];
     throw error;
 }
 

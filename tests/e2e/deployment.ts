@@ -3,6 +3,9 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const yaml = require("js-yaml") as { load(text: string): unknown };
+
 const repo = path.resolve(__dirname, "..", "..");
 
 /** What the project needs to run, copied (or linked) into a deployment's own folder. */
@@ -38,18 +41,31 @@ export class Deployment {
         return deployment;
     }
 
-    /** Writes Pulumi.<stack>.yaml: `{ "sglang-serve:host": {...}, ... }` as JSON, which is YAML. */
+    /**
+     * Writes Pulumi.<stack>.yaml: `{ "sglang-serve:host": {...}, ... }` as
+     * JSON, which is YAML. The salt and the secrets set with setSecret are kept.
+     */
     writeConfig(config: Record<string, unknown>): void {
         const file = path.join(this.dir, `Pulumi.${this.stack}.yaml`);
         let salt = "";
+        const secure: Record<string, unknown> = {};
         if (fs.existsSync(file)) {
-            const m = /^encryptionsalt: .*$/m.exec(fs.readFileSync(file, "utf8"));
-            if (m) salt = `${m[0]}\n`;
+            const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as { encryptionsalt?: string; config?: Record<string, unknown> };
+            if (doc.encryptionsalt) salt = `encryptionsalt: ${doc.encryptionsalt}\n`;
+            for (const [k, v] of Object.entries(doc.config ?? {})) {
+                if (v !== null && typeof v === "object" && "secure" in v) secure[k] = v;
+            }
         }
-        fs.writeFileSync(file, `${salt}config: ${JSON.stringify(config)}\n`);
+        fs.writeFileSync(file, `${salt}config: ${JSON.stringify({ ...config, ...secure })}\n`);
     }
 
-    run(args: string[], opts: { env?: Record<string, string> } = {}): Promise<EngineResult> {
+    /** `pulumi config set --secret KEY` with the value on stdin (never on a command line). */
+    async setSecret(key: string, value: string): Promise<void> {
+        const r = await this.run(["config", "set", "--secret", key], { input: value });
+        if (r.code !== 0) throw new Error(`config set --secret ${key} failed: ${r.output}`);
+    }
+
+    run(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<EngineResult> {
         return new Promise((resolve, reject) => {
             const child = spawn(path.join(repo, "scripts", "pulumi.sh"), [...args, "--stack", this.stack, "--non-interactive"], {
                 env: {
@@ -62,16 +78,17 @@ export class Deployment {
                     PULUMI_HOME: "",
                     ...opts.env,
                 },
-                stdio: ["ignore", "pipe", "pipe"],
+                stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
             });
+            if (opts.input !== undefined) child.stdin!.end(opts.input);
             let stdout = "";
             let stderr = "";
             let output = "";
-            child.stdout.on("data", (d: Buffer) => {
+            child.stdout!.on("data", (d: Buffer) => {
                 stdout += d;
                 output += d;
             });
-            child.stderr.on("data", (d: Buffer) => {
+            child.stderr!.on("data", (d: Buffer) => {
                 stderr += d;
                 output += d;
             });

@@ -25,7 +25,7 @@ export function kpro5Config(): StackConfigFile {
  * `pct-exec` goes through the simulated Proxmox host (kpro5 topology);
  * `direct` ssh-es straight into the container (ct129 topology).
  */
-export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct", apiKey?: string): StackConfigFile {
+export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"): StackConfigFile {
     const config = kpro5Config();
     const host = config["sglang-serve:host"];
     const machine = topology === "pct-exec" ? lab.host : lab.container;
@@ -39,6 +39,5 @@ export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"
     });
     if (topology === "direct") delete config["sglang-serve:container"];
     Object.assign(config["sglang-serve:service"], { listenHost: lab.container.address, endpointHost: lab.container.address });
-    if (apiKey) (config as Record<string, unknown>)["sglang-serve:apiKey"] = apiKey;
     return config;
 }
