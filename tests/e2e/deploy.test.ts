@@ -171,10 +171,23 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
 
     it("drift: a hand-edited unit is reported naming the flag, and up repairs it", async () => {
         expectExit(await driftCheck(d), 0, "no drift before the edit");
+        const clean = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+        expectExit(clean, 0, "npm run drift before the edit");
+        assert.equal((JSON.parse(clean.stdout) as { drift: boolean }).drift, false);
+
         await onBox(labDir, "container", `sed -i 's/--mem-fraction-static 0.85/--mem-fraction-static 0.9/' /etc/systemd/system/${UNIT}`);
         const drift = await driftCheck(d);
         expectExit(drift, 7, "refresh after a hand edit");
         assert.match(drift.stdout, /--mem-fraction-static/);
+        const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+        expectExit(report, 7, "npm run drift after a hand edit");
+        const changes = (JSON.parse(report.stdout) as { changes: { field: string; declared: unknown; actual: unknown }[] }).changes;
+        const flag = changes.find((c) => c.field === "flags.--mem-fraction-static");
+        assert.ok(flag, JSON.stringify(changes));
+        assert.deepEqual([flag.declared, flag.actual], ["0.85", "0.9"]);
+        const table = await d.npmScript("drift", ["--stack", "lab"]);
+        expectExit(table, 7, "npm run drift (table)");
+        assert.match(table.stdout, /flags\.--mem-fraction-static/);
         const preview = await d.preview("--refresh", "--expect-no-changes");
         expectExit(preview, 7, "preview --refresh after a hand edit");
         expectExit(await d.up(), 0, "up repairs the edit");

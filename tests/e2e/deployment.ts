@@ -65,36 +65,29 @@ export class Deployment {
         if (r.code !== 0) throw new Error(`config set --secret ${key} failed: ${r.output}`);
     }
 
+    /** The environment under which scripts/pulumi.sh (and the npm scripts over it) act on this deployment. */
+    env(): NodeJS.ProcessEnv {
+        return {
+            ...process.env,
+            SGLANG_SERVE_PROJECT_DIR: this.dir,
+            SGLANG_SERVE_STATE_DIR: path.join(this.dir, ".state"),
+            PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
+            PULUMI_CONFIG_PASSPHRASE_FILE: "",
+            PULUMI_BACKEND_URL: "",
+            PULUMI_HOME: "",
+        };
+    }
+
     run(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<EngineResult> {
-        return new Promise((resolve, reject) => {
-            const child = spawn(path.join(repo, "scripts", "pulumi.sh"), [...args, "--stack", this.stack, "--non-interactive"], {
-                env: {
-                    ...process.env,
-                    SGLANG_SERVE_PROJECT_DIR: this.dir,
-                    SGLANG_SERVE_STATE_DIR: path.join(this.dir, ".state"),
-                    PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
-                    PULUMI_CONFIG_PASSPHRASE_FILE: "",
-                    PULUMI_BACKEND_URL: "",
-                    PULUMI_HOME: "",
-                    ...opts.env,
-                },
-                stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-            });
-            if (opts.input !== undefined) child.stdin!.end(opts.input);
-            let stdout = "";
-            let stderr = "";
-            let output = "";
-            child.stdout!.on("data", (d: Buffer) => {
-                stdout += d;
-                output += d;
-            });
-            child.stderr!.on("data", (d: Buffer) => {
-                stderr += d;
-                output += d;
-            });
-            child.on("error", reject);
-            child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr, output }));
+        return runProcess(path.join(repo, "scripts", "pulumi.sh"), [...args, "--stack", this.stack, "--non-interactive"], {
+            env: { ...this.env(), ...opts.env },
+            input: opts.input,
         });
+    }
+
+    /** `npm run -s <script> -- <args>` from the repository, acting on this deployment (what the workflows call). */
+    npmScript(script: string, args: string[]): Promise<EngineResult> {
+        return runProcess("npm", ["run", "-s", script, "--", ...args], { env: this.env(), cwd: repo });
     }
 
     async up(): Promise<EngineResult> {
@@ -114,6 +107,34 @@ export class Deployment {
     cleanup(): void {
         fs.rmSync(this.dir, { recursive: true, force: true });
     }
+}
+
+function runProcess(
+    command: string,
+    args: string[],
+    opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string },
+): Promise<EngineResult> {
+    return new Promise((resolve, reject) => {
+        const child = spawn(command, args, {
+            env: opts.env,
+            cwd: opts.cwd,
+            stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+        });
+        if (opts.input !== undefined) child.stdin!.end(opts.input);
+        let stdout = "";
+        let stderr = "";
+        let output = "";
+        child.stdout!.on("data", (d: Buffer) => {
+            stdout += d;
+            output += d;
+        });
+        child.stderr!.on("data", (d: Buffer) => {
+            stderr += d;
+            output += d;
+        });
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr, output }));
+    });
 }
 
 /** Fails with the engine's output when the exit code is not the expected one. */
