@@ -1,9 +1,15 @@
 import * as pulumi from "@pulumi/pulumi";
 import { formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
 
+/** Stands in for a secret's value in validation, which only checks that it is set. */
+const SECRET_PRESENT = "(secret)";
+
 /** The raw sections of a stack's config, as Pulumi holds them (secrets left out). */
 export function readRawStackConfig(config: pulumi.Config): Record<string, unknown> {
+    // Secrets are validated for presence only here: their values stay inside Outputs.
+    const hasSshKey = pulumi.runtime.getConfig(`${config.name}:sshPrivateKey`) !== undefined;
     return {
+        sshPrivateKey: hasSshKey ? SECRET_PRESENT : undefined,
         host: config.getObject("host"),
         container: config.getObject("container"),
         service: config.getObject("service"),
