@@ -2,7 +2,7 @@ import type { ReadinessConfig } from "../core/config";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, httpGetJson } from "../remote/probe";
-import { GateResult, journalPosition, waitUntilReady } from "../remote/readiness-gate";
+import { GateResult, JournalPosition, journalPosition, waitUntilReady } from "../remote/readiness-gate";
 import type { RemoteHost } from "../remote/remote-host";
 import { say } from "./context";
 
@@ -19,16 +19,17 @@ export interface ServedServer {
 }
 
 /**
- * Starts the unit and waits until it serves: the journal position is taken
- * before the start, so even a crash in the first second is read.
+ * Waits until the server serves (health, ready line, chat and speculative
+ * checks), reading the journal from `since` on.
  */
-export async function startAndWait(remote: RemoteHost, server: ServedServer): Promise<GateResult> {
-    const since = await journalPosition(remote, server.unitName);
-    // A unit that hit its start limit (StartLimitBurst) refuses to start until reset.
-    await remote.run(["systemctl", "reset-failed", server.unitName]);
-    await remote.runChecked(["systemctl", "start", server.unitName]);
-    say(`[${server.unitName}] started; waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)`);
+export function waitServing(
+    remote: RemoteHost,
+    server: ServedServer,
+    since: JournalPosition,
+    opts: { healthOnlyGracePolls?: number } = {},
+): Promise<GateResult> {
     return waitUntilReady({
+        healthOnlyGracePolls: opts.healthOnlyGracePolls,
         remote,
         unit: server.unitName,
         endpoint: server.endpoint,
@@ -42,6 +43,19 @@ export async function startAndWait(remote: RemoteHost, server: ServedServer): Pr
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,
     });
+}
+
+/**
+ * Starts the unit and waits until it serves: the journal position is taken
+ * before the start, so even a crash in the first second is read.
+ */
+export async function startAndWait(remote: RemoteHost, server: ServedServer): Promise<GateResult> {
+    const since = await journalPosition(remote, server.unitName);
+    // A unit that hit its start limit (StartLimitBurst) refuses to start until reset.
+    await remote.run(["systemctl", "reset-failed", server.unitName]);
+    await remote.runChecked(["systemctl", "start", server.unitName]);
+    say(`[${server.unitName}] started; waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)`);
+    return waitServing(remote, server, since);
 }
 
 export interface Serving {
