@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
  * Bump when this shim changes, so `diff` reports it and the new shim reaches
  * the state (refresh and destroy run the shim stored in state).
  */
-export const PROVIDER_VERSION = "sglang-serve/1";
+export const PROVIDER_VERSION = "sglang-serve/2";
 
 export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "readiness-check";
 
@@ -24,8 +24,15 @@ export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "re
 export function dynamicProvider(kind: ProviderKind): pulumi.dynamic.ResourceProvider {
     const load = (): pulumi.dynamic.ResourceProvider => {
         const path = require("path");
-        // The engine starts the dynamic provider in the project directory.
-        const root: string = process.env.SGLANG_SERVE_ROOT || process.cwd();
+        // The engine starts the dynamic provider in the program's directory; the
+        // project root is the nearest directory above it with a Pulumi.yaml.
+        const fs = require("fs");
+        let root: string = process.env.SGLANG_SERVE_ROOT || process.cwd();
+        while (!fs.existsSync(path.join(root, "Pulumi.yaml")) && path.dirname(root) !== root) root = path.dirname(root);
+        // Compiled by scripts/build-program.js before every engine run (fast start);
+        // the TypeScript source through ts-node otherwise (tests, hand runs).
+        const compiled = path.join(root, ".build", "providers", `${kind}.js`);
+        if (fs.existsSync(compiled)) return require(compiled).provider;
         if (!require.extensions[".ts"]) {
             require(path.join(root, "node_modules", "ts-node")).register({
                 transpileOnly: true,

@@ -38,6 +38,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 cd "$project"
+# The program and providers as JavaScript (see Pulumi.yaml).
+node "$here/scripts/build-program.js" "$project"
 if [ -n "$stack" ] && [ -f "Pulumi.$stack.yaml" ] && [ "${args[0]:-}" != "stack" ]; then
   if ! pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$stack\""; then
     pulumi stack init "$stack" --non-interactive >&2
