@@ -1,0 +1,84 @@
+import { labExec } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { validateStackConfig, formatConfigIssues, ServiceConfig } from "../../core/config";
+import { ENVIRONMENT_DIRECTORY, renderEnvironmentFile, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
+import { httpGetJson } from "../../remote/probe";
+import { labStackConfig, StackConfigFile } from "../../tests/e2e/lab-stack";
+
+/**
+ * The fleet lab's GPUs: two of them, large enough for 16 servers of the
+ * stack's model at TP 2 side by side (the simulator reserves
+ * --mem-fraction-static of each GPU per server; nvidia-smi shows the sum).
+ * 16 x 0.055 x 768 GiB = 676 GiB of 768 GiB; each server's static pool
+ * (42 GiB) holds its 24.2 GiB of weights per GPU plus the KV cache.
+ */
+export const FLEET_GPU = { name: "NVIDIA Bench-Fleet 768GB", memoryMiB: 786432 };
+export const FLEET_MEM_FRACTION = 0.055;
+export const FLEET_BASE_PORT = 30000;
+
+export interface FleetMember {
+    name: string;
+    port: number;
+}
+
+export function fleetMembers(n: number): FleetMember[] {
+    return Array.from({ length: n }, (_, i) => ({ name: `f${i}`, port: FLEET_BASE_PORT + i }));
+}
+
+/** A one-service stack config for the fleet lab: the lab stack's, with the fleet GPUs and the member's name and port. */
+export function fleetStackConfig(info: LabInfo, member: FleetMember): StackConfigFile {
+    const config = labStackConfig(info, "pct-exec");
+    Object.assign(config["sglang-serve:host"].gpus as Record<string, unknown>, { name: FLEET_GPU.name, memoryMiB: FLEET_GPU.memoryMiB });
+    Object.assign(config["sglang-serve:service"], { name: member.name, port: member.port, memFractionStatic: FLEET_MEM_FRACTION });
+    return config;
+}
+
+/** The config of the fleet program (bench/fleet/index.ts): the first member's stack config plus the list. */
+export function fleetProgramConfig(info: LabInfo, members: FleetMember[]): StackConfigFile {
+    const config = fleetStackConfig(info, members[0]!);
+    return { ...config, "sglang-serve:fleet": members as unknown as Record<string, unknown> };
+}
+
+function validatedService(config: StackConfigFile): ServiceConfig {
+    const strip = (k: string) => config[`sglang-serve:${k}`];
+    const r = validateStackConfig({ host: strip("host"), container: strip("container"), service: strip("service"), readiness: strip("readiness") });
+    if (!r.ok) throw new Error(`fleet config: ${formatConfigIssues(r.issues)}`);
+    return r.config.service;
+}
+
+/**
+ * Puts the members' units on the box and starts them, written exactly as the
+ * stack renders them (components/sglang-service.ts: renderUnit with secrets,
+ * the API key in a 0600 EnvironmentFile), so that `up` adopts them as
+ * "already runs the declared config" instead of rolling them out one by one.
+ * (A rollout stops and waits for the GPUs to be free of every compute
+ * process: with other servers on the same GPUs that never happens, so the
+ * stack as it is cannot roll out a fleet that shares GPUs; see the report.)
+ */
+export async function preplaceFleet(labDir: string, info: LabInfo, members: FleetMember[], apiKey: string): Promise<void> {
+    const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+    const lines = ["set -e", `mkdir -p ${ENVIRONMENT_DIRECTORY}`];
+    for (const m of members) {
+        const service = validatedService(fleetStackConfig(info, m));
+        const unit = unitName(service.name);
+        lines.push(
+            `echo ${b64(renderUnit(service, { hasSecrets: true }))} | base64 -d > ${UNIT_DIRECTORY}/${unit}`,
+            `chmod 0644 ${UNIT_DIRECTORY}/${unit}`,
+            `(umask 077; echo ${b64(renderEnvironmentFile({ SGLANG_API_KEY: apiKey }))} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.env)`,
+            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${service.name}.env`,
+        );
+    }
+    lines.push("systemctl daemon-reload");
+    for (const m of members) lines.push(`systemctl enable ${unitName(m.name)}`, `systemctl start ${unitName(m.name)}`);
+    const r = await labExec("container", "sh -s", { labDir, input: lines.join("\n") + "\n", timeoutMs: 120_000 });
+    if (r.code !== 0) throw new Error(`placing the fleet's units failed (exit ${r.code}): ${r.stderr.slice(-2000)}`);
+    const deadline = Date.now() + 120_000;
+    for (const m of members) {
+        for (;;) {
+            const h = await httpGetJson(`http://${info.container.address}:${m.port}/health`, { timeoutMs: 5000 });
+            if ("status" in h && h.status === 200) break;
+            if (Date.now() > deadline) throw new Error(`fleet server ${m.name} on port ${m.port} not ready: ${JSON.stringify(h).slice(0, 300)}`);
+            await new Promise((res) => setTimeout(res, 250));
+        }
+    }
+}
