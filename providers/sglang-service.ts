@@ -5,7 +5,7 @@ import { describeFailure } from "../core/readiness";
 import { shQuote } from "../core/shell";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { remoteFor, say } from "./context";
-import { changedKeys } from "./diff-inputs";
+import { changedKeys, changedNames } from "./diff-inputs";
 import { ReadinessSettings, startAndWait, verifyServing } from "./rollout-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
@@ -62,6 +62,15 @@ interface LiveService {
 
 const SEP = "----sglang-serve----";
 
+/** A unit edited beyond parsing is still drift to report and repair, not a failed refresh. */
+function readableUnit(text: string): UnitView {
+    try {
+        return unitView(text);
+    } catch (e) {
+        return { text, command: [`(unreadable unit: ${(e as Error).message})`], flags: {}, environment: {} };
+    }
+}
+
 async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<LiveService> {
     const paths = unitPaths(inputs.unitName);
     const u = shQuote(inputs.unitName);
@@ -76,7 +85,7 @@ async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<Live
     ].join("; ");
     const result = (await remote.runChecked(["sh", "-c", script])).stdout;
     const [unitText, hash, active, enabled] = result.split(`${SEP}\n`).map((s) => s.replace(/\n$/, ""));
-    const unit = unitText === "__absent__" ? null : unitView(unitText + "\n");
+    const unit = unitText === "__absent__" ? null : readableUnit(unitText + "\n");
     const activeState = (active ?? "unknown").trim();
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
@@ -119,12 +128,8 @@ function differences(inputs: ServiceInputs, live: LiveService): string[] {
     const why: string[] = [];
     if (!live.unit) return ["the unit is not on the box"];
     if (live.unit.text !== inputs.unitText) {
-        const flags = Object.keys({ ...inputs.flags, ...live.unit.flags }).filter(
-            (k) => inputs.flags[k] !== live.unit!.flags[k],
-        );
-        const env = Object.keys({ ...inputs.environment, ...live.unit.environment }).filter(
-            (k) => inputs.environment[k] !== live.unit!.environment[k],
-        );
+        const flags = changedNames(inputs.flags, live.unit.flags);
+        const env = changedNames(inputs.environment, live.unit.environment);
         why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
     }
     if (live.secretsHash !== sha256(inputs.environmentFile)) why.push("secrets changed");
@@ -267,12 +272,8 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: un
 export const provider: pulumi.dynamic.ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async check(olds, news) {
         const changed = changedKeys(olds, news, PROCESS_FIELDS).map(String);
-        const flags = Object.keys({ ...(olds.flags ?? {}), ...(news.flags ?? {}) }).filter(
-            (k) => (olds.flags ?? {})[k] !== (news.flags ?? {})[k],
-        );
-        const env = Object.keys({ ...(olds.environment ?? {}), ...(news.environment ?? {}) }).filter(
-            (k) => (olds.environment ?? {})[k] !== (news.environment ?? {})[k],
-        );
+        const flags = changedNames(olds.flags, news.flags);
+        const env = changedNames(olds.environment, news.environment);
         const secrets = sha256(olds.environmentFile) !== sha256(news.environmentFile) && olds.unitName !== undefined;
         let restart = "no";
         if (olds.unitName === undefined) restart = "yes: new server";

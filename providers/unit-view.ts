@@ -8,7 +8,8 @@ export interface UnitView {
     command: string[];
     flags: Record<string, string>;
     environment: Record<string, string>;
-    fields: ArgvFields;
+    /** Absent when the unit on the box cannot be parsed (edited beyond the format). */
+    fields?: ArgvFields;
 }
 
 export function unitView(text: string): UnitView {
@@ -46,6 +47,7 @@ export function previousPaths(unitName: string): { unit: string; environmentFile
  */
 export function liveArgsMismatch(unit: UnitView, live: LiveServerArgs): string[] {
     const f = unit.fields;
+    if (!f) return ["(the unit file cannot be read back)"];
     const pairs: [string, unknown, unknown][] = [
         ["--model-path", f.modelPath, live.modelPath],
         ["--served-model-name", f.servedName, live.servedName],
