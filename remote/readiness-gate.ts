@@ -158,6 +158,9 @@ export async function readJournalTail(remote: RemoteRunner, unit: string, n: num
   return lines.filter((l) => l !== "-- No entries --");
 }
 
+/** Poll interval once the server is close to ready (see the loop in waitUntilReady). */
+const NEAR_READY_POLL_MS = 250;
+
 const CHAT_PROMPT = "Answer in one short sentence: what is the capital of France?";
 
 /** Wait until the server is ready and generating, or failed. Never throws for server problems: they are results. */
@@ -242,7 +245,12 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
       lastPhase = d.phase;
       lastProgressAt = now();
     }
-    await sleep(Math.max(0, pollIntervalMs - (now() - pollStart)));
+    // Once the HTTP server is up (warmup under way) or the ready line was seen,
+    // readiness is moments away: poll faster so it is noticed within a quarter
+    // second, without polling the long weight-loading phase more often.
+    const nearReady = d.phase === "starting HTTP server" || d.phase === "warming up" || state.readyLineSeen;
+    const interval = nearReady ? Math.min(pollIntervalMs, NEAR_READY_POLL_MS) : pollIntervalMs;
+    await sleep(Math.max(0, interval - (now() - pollStart)));
   }
   say(formatProgress(ready));
 
