@@ -40,8 +40,19 @@ done
 cd "$project"
 # The program and providers as JavaScript (see Pulumi.yaml).
 node "$here/scripts/build-program.js" "$project"
+stack_known() {
+  # A file backend's stack is a file: look before asking the CLI (saves ~0.2 s a command).
+  if [[ $PULUMI_BACKEND_URL == file://* ]]; then
+    local dir="${PULUMI_BACKEND_URL#file://}/.pulumi/stacks" name
+    name="$(sed -n 's/^name: *//p' Pulumi.yaml | head -n 1)"
+    for f in "$dir/$name/$1.json" "$dir/$name/$1.json.gz" "$dir/$1.json" "$dir/$1.json.gz"; do
+      [ -f "$f" ] && return 0
+    done
+  fi
+  pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$1\""
+}
 if [ -n "$stack" ] && [ -f "Pulumi.$stack.yaml" ] && [ "${args[0]:-}" != "stack" ]; then
-  if ! pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$stack\""; then
+  if ! stack_known "$stack"; then
     pulumi stack init "$stack" --non-interactive >&2
   fi
 fi
