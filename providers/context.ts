@@ -53,6 +53,15 @@ export function sshPrivateKey(): { key: string; passphrase?: string } {
     }
 }
 
+/**
+ * Replaces each secret's value with [secret]. Journal lines go into progress
+ * and error messages, and SGLang's startup line `server_args=ServerArgs(...)`
+ * echoes the api_key.
+ */
+export function redact(text: string, secrets: readonly (string | undefined)[]): string {
+    return secrets.reduce<string>((t, secret) => (secret && secret.length >= 4 ? t.split(secret).join("[secret]") : t), text);
+}
+
 /** Progress and notices from the providers show in `pulumi up`'s output. */
 export function say(message: string): void {
     console.log(message);

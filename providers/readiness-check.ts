@@ -2,7 +2,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import type { ReadinessConfig } from "../core/config";
-import { remoteFor, say } from "./context";
+import { redact, remoteFor, say } from "./context";
 import { changedKeys } from "./diff-inputs";
 import { verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
@@ -41,8 +41,11 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
     const gate = await waitServing(remote, inputs, since, { healthOnlyGracePolls: 0 });
     if (!gate.ok) {
         throw new Error(
-            `${inputs.unitName} at ${inputs.endpoint} is not serving: ${describeFailure(gate.cause)}\n  Last journal lines:\n    ` +
-                gate.lastJournalLines.slice(-20).join("\n    "),
+            redact(
+                `${inputs.unitName} at ${inputs.endpoint} is not serving: ${describeFailure(gate.cause)}\n  Last journal lines:\n    ` +
+                    gate.lastJournalLines.slice(-20).join("\n    "),
+                [inputs.apiKey],
+            ),
         );
     }
     const serving = await verifyServing(inputs);

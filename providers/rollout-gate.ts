@@ -4,7 +4,7 @@ import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, httpGetJson } from "../remote/probe";
 import { GateResult, JournalPosition, journalPosition, waitUntilReady } from "../remote/readiness-gate";
 import type { RemoteHost } from "../remote/remote-host";
-import { say } from "./context";
+import { redact, say } from "./context";
 
 export type ReadinessSettings = ReadinessConfig;
 
@@ -38,7 +38,7 @@ export function waitServing(
         pollIntervalMs: server.readiness.pollIntervalSeconds * 1000,
         probeTimeoutMs: server.readiness.probeTimeoutSeconds * 1000,
         since,
-        onProgress: say,
+        onProgress: (message) => say(redact(message, [server.apiKey])),
         expectedSpeculative: server.speculativeAlgorithm,
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,

@@ -4,7 +4,7 @@ import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import { shQuote } from "../core/shell";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
-import { remoteFor, say } from "./context";
+import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
 import { ReadinessSettings, startAndWait, verifyServing } from "./rollout-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
@@ -198,8 +198,9 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
         return outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
     }
 
-    const cause = describeFailure(gate.cause);
-    const journal = gate.lastJournalLines.slice(-20).join("\n    ");
+    const secret = (text: string) => redact(text, [inputs.apiKey]);
+    const cause = secret(describeFailure(gate.cause));
+    const journal = secret(gate.lastJournalLines.slice(-20).join("\n    "));
     let outcome: string;
     if (hadPrevious) {
         say(`[${unit}] new config did not become ready (${cause}); putting the previous unit back`);
@@ -209,7 +210,7 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
         const again = await startAndWait(remote, inputs);
         outcome = again.ok
             ? "the previous unit was put back and is ready again"
-            : `the previous unit was put back but did not become ready either: ${describeFailure(again.cause)}` +
+            : `the previous unit was put back but did not become ready either: ${secret(describeFailure(again.cause))}` +
               (previousWorked ? "" : " (it was not running before this rollout)");
     } else {
         // Nothing ran before: stop the failing unit so it does not restart-loop on the GPUs.

@@ -136,6 +136,9 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
             const r = await d.up();
             assert.notEqual(r.code, 0, "up should fail");
             assert.match(r.output, /Scheduler hit an exception|RuntimeError/);
+            // The journal tail in the error echoes SGLang's server_args, api_key included: it must be masked.
+            assert.match(r.output, /Last journal lines|last journal lines/);
+            assert.equal(r.output.indexOf(API_KEY), -1, "the API key leaked into the up output");
             assert.match(r.output, /previous unit was put back and is ready again/);
             assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
             assert.equal(await healthStatus(info), 200);
