@@ -103,6 +103,11 @@ export class FakeBox implements RemoteRunner {
       child.on("close", (code) =>
         resolve({ code: code ?? 255, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
       );
+      // A command that exits before reading its stdin closes the pipe: EPIPE
+      // on our write is the command's business (as over ssh), not an error here.
+      child.stdin.on("error", (e: NodeJS.ErrnoException) => {
+        if (e.code !== "EPIPE") reject(e);
+      });
       child.stdin.end(opts.stdin ?? "");
     });
   }
