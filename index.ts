@@ -1,5 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
+import * as pulumi from "./components/pulumi";
 import { Connection } from "./components/connection";
 import { GpuHost } from "./components/gpu-host";
 import { LxcContainer } from "./components/lxc-container";
@@ -36,11 +35,17 @@ if (container) {
     gpuIndices = container.gpus.map((_, i) => i);
 }
 
+/** @pulumi/random, loaded only when a key is generated: its index loads all of @pulumi/pulumi (~0.3 s). */
+function randomProvider(): typeof import("@pulumi/random") {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require("@pulumi/random");
+}
+
 const apiKey: pulumi.Output<string> | undefined =
     pulumiConfig.getSecret("apiKey") ??
     // Generated keys need @pulumi/random's plugin; the real-engine tests set the key in config instead.
     (pulumiConfig.getBoolean("generateApiKey")
-        ? new random.RandomPassword(`${service.name}-api-key`, { length: 40, special: false }).result
+        ? new (randomProvider().RandomPassword)(`${service.name}-api-key`, { length: 40, special: false }).result
         : undefined);
 
 const server = new SglangService(

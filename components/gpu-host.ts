@@ -1,6 +1,6 @@
-import * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "./pulumi";
 import { Connection } from "./connection";
-import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 import type { DeviceMajors, GpuFact } from "../core/gpu-facts";
 
 export type { DeviceMajors, GpuFact };
@@ -12,7 +12,7 @@ export interface GpuHostArgs {
     expectedGpus: pulumi.Input<{ count: number; name?: string; memoryMiB: number }>;
 }
 
-class GpuHostFacts extends pulumi.dynamic.Resource {
+class GpuHostFacts extends DynamicResource {
     declare readonly gpus: pulumi.Output<GpuFact[]>;
     declare readonly driverVersion: pulumi.Output<string>;
     declare readonly deviceMajors: pulumi.Output<DeviceMajors>;
@@ -20,7 +20,8 @@ class GpuHostFacts extends pulumi.dynamic.Resource {
 
     constructor(name: string, args: GpuHostArgs, opts: pulumi.CustomResourceOptions) {
         super(
-            dynamicProvider("gpu-host"),
+            "gpu-host",
+            "GpuHostFacts",
             name,
             {
                 providerVersion: PROVIDER_VERSION,
@@ -32,8 +33,6 @@ class GpuHostFacts extends pulumi.dynamic.Resource {
                 proxmoxVersion: undefined,
             },
             opts,
-            "sglang-serve",
-            "GpuHostFacts",
         );
     }
 }

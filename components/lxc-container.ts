@@ -1,7 +1,7 @@
-import * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "./pulumi";
 import type { ContainerConfig } from "../core/config";
 import { Connection } from "./connection";
-import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 import { DeviceMajors } from "./gpu-host";
 
 export interface LxcContainerArgs {
@@ -17,14 +17,15 @@ export interface LxcContainerArgs {
     deviceMajors: pulumi.Input<DeviceMajors>;
 }
 
-class LxcContainerConfig extends pulumi.dynamic.Resource {
+class LxcContainerConfig extends DynamicResource {
     declare readonly vmid: pulumi.Output<number>;
     declare readonly status: pulumi.Output<string>;
     declare readonly settings: pulumi.Output<Record<string, unknown>>;
 
     constructor(name: string, args: LxcContainerArgs, opts: pulumi.CustomResourceOptions) {
         super(
-            dynamicProvider("lxc-container"),
+            "lxc-container",
+            "LxcContainerConfig",
             name,
             {
                 providerVersion: PROVIDER_VERSION,
@@ -37,8 +38,6 @@ class LxcContainerConfig extends pulumi.dynamic.Resource {
                 restart: undefined,
             },
             opts,
-            "sglang-serve",
-            "LxcContainerConfig",
         );
     }
 }

@@ -1,7 +1,7 @@
-import * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "./pulumi";
 import type { ReadinessConfig } from "../core/config";
 import { Connection } from "./connection";
-import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 
 export interface ReadinessCheckArgs {
     connection: pulumi.Input<Connection>;
@@ -16,13 +16,13 @@ export interface ReadinessCheckArgs {
     readiness: ReadinessConfig;
 }
 
-class ReadinessProbe extends pulumi.dynamic.Resource {
+class ReadinessProbe extends DynamicResource {
     declare readonly ready: pulumi.Output<boolean>;
     declare readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
     declare readonly speculativeActive: pulumi.Output<boolean | null>;
 
     constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-        super(dynamicProvider("readiness-check"), name, props, opts, "sglang-serve", "ReadinessProbe");
+        super("readiness-check", "ReadinessProbe", name, props, opts);
     }
 }
 

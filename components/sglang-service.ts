@@ -1,11 +1,11 @@
-import * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "./pulumi";
 import type { ReadinessConfig, ServiceConfig } from "../core/config";
 import { renderEnvironmentFile, renderUnit, unitName } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { flagMap } from "../core/flag-map";
 import { Connection } from "./connection";
-import { dynamicProvider, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 
 export interface SglangServiceArgs {
     /** Where the unit lives: the container (directly or through `pct exec`). */
@@ -20,7 +20,7 @@ export interface SglangServiceArgs {
     gpuIndices: number[];
 }
 
-class SystemdService extends pulumi.dynamic.Resource {
+class SystemdService extends DynamicResource {
     declare readonly unitName: pulumi.Output<string>;
     declare readonly revision: pulumi.Output<string>;
     declare readonly activeState: pulumi.Output<string>;
@@ -29,7 +29,7 @@ class SystemdService extends pulumi.dynamic.Resource {
     declare readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
 
     constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-        super(dynamicProvider("sglang-service"), name, props, opts, "sglang-serve", "SystemdService");
+        super("sglang-service", "SystemdService", name, props, opts);
     }
 }
 

@@ -1,4 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "./pulumi";
 import { formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
 
 /** Stands in for a secret's value in validation, which only checks that it is set. */
@@ -7,7 +7,7 @@ const SECRET_PRESENT = "(secret)";
 /** The raw sections of a stack's config, as Pulumi holds them (secrets left out). */
 export function readRawStackConfig(config: pulumi.Config): Record<string, unknown> {
     // Secrets are validated for presence only here: their values stay inside Outputs.
-    const hasSshKey = pulumi.runtime.getConfig(`${config.name}:sshPrivateKey`) !== undefined;
+    const hasSshKey = pulumi.getConfig(`${config.name}:sshPrivateKey`) !== undefined;
     return {
         sshPrivateKey: hasSshKey ? SECRET_PRESENT : undefined,
         host: config.getObject("host"),

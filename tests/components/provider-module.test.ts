@@ -1,0 +1,54 @@
+import * as assert from "node:assert/strict";
+import * as path from "node:path";
+import { providerModuleSource } from "../../components/dynamic-provider";
+
+/** Loads the module text the way a dynamic-provider host does (requireFromString): fresh scope, real require. */
+function loadModule(text: string): { handler(): Record<string, (...args: unknown[]) => Promise<unknown>> } {
+    const module = { exports: {} as Record<string, unknown> };
+    new Function("module", "exports", "require", text)(module, module.exports, require);
+    return module.exports as never;
+}
+
+describe("the dynamic-provider module stored in state", () => {
+    const root = path.resolve(__dirname, "../..");
+    let savedRoot: string | undefined;
+    before(() => {
+        savedRoot = process.env.SGLANG_SERVE_ROOT;
+        process.env.SGLANG_SERVE_ROOT = root;
+    });
+    after(() => {
+        if (savedRoot === undefined) delete process.env.SGLANG_SERVE_ROOT;
+        else process.env.SGLANG_SERVE_ROOT = savedRoot;
+    });
+
+    it("forwards to the project's implementation of its kind", async () => {
+        const provider = loadModule(providerModuleSource("gpu-host")).handler();
+        const expected = { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 };
+        const gpus = [0, 1].map((index) => ({ index, name: "NVIDIA RTX A6000", memoryMiB: 49140, uuid: `GPU-${index}` }));
+        const olds = { providerVersion: "v", connection: { address: "10.1.2.5" }, expectedGpus: expected, gpus };
+        const same = (await provider.diff("id", olds, { ...olds, gpus: undefined })) as { changes: boolean };
+        assert.equal(same.changes, false);
+        const fewer = (await provider.diff("id", olds, { ...olds, expectedGpus: { ...expected, count: 1 } })) as { changes: boolean };
+        assert.equal(fewer.changes, true);
+    });
+
+    it("keeps credentials from configure in memory only, under the key the providers read", async () => {
+        const provider = loadModule(providerModuleSource("readiness-check")).handler();
+        const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY", "sglang-serve:host": "{}" };
+        const g = globalThis as { __sglangServeProviderConfig?: unknown };
+        const saved = g.__sglangServeProviderConfig;
+        try {
+            await provider.configure({ config: { get: (k: string) => config[k] } });
+            assert.deepEqual(g.__sglangServeProviderConfig, { sshPrivateKey: "KEY", sshPrivateKeyPassphrase: undefined, host: "{}" });
+        } finally {
+            g.__sglangServeProviderConfig = saved;
+        }
+    });
+
+    it("is the same text for a kind and names it", () => {
+        const text = providerModuleSource("sglang-service");
+        assert.equal(text, providerModuleSource("sglang-service"));
+        assert.match(text, /const kind = "sglang-service";/);
+        assert.notEqual(text, providerModuleSource("gpu-host"));
+    });
+});
