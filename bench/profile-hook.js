@@ -19,7 +19,7 @@ if (LOG && !globalThis[LOADED] && require("worker_threads").isMainThread) {
   const argv = process.argv.join(" ");
   const role = /cmd[\\/]run/.test(argv)
     ? "program"
-    : /dynamic-provider/.test(argv)
+    : /dynamic-provider|providers[\\/]host[\\/]main/.test(argv)
       ? "provider"
       : /build-program/.test(argv)
         ? "build"

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "async_hooks";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -6,14 +7,37 @@ import { RemoteHost } from "../remote/remote-host";
 import { getSshPool, SshTarget } from "../remote/ssh";
 
 /** What `configure` stored from the stack config (see components/dynamic-provider.ts). */
-interface ProviderConfig {
+export interface ProviderConfig {
     sshPrivateKey?: string;
     sshPrivateKeyPassphrase?: string;
     host?: string;
 }
 
+/**
+ * One engine connection to a provider host that serves several
+ * (providers/host): its stack's config and where its progress lines go. The
+ * host runs every call of that connection inside the scope.
+ */
+export interface ProviderScope {
+    config: ProviderConfig;
+    say(message: string): void;
+}
+
+const SCOPE_KEY = Symbol.for("sglang-serve.providerScope");
+
+/** The scope store, shared through globalThis by every copy of this module in the process. */
+export function providerScopes(): AsyncLocalStorage<ProviderScope> {
+    const g = globalThis as unknown as Record<symbol, AsyncLocalStorage<ProviderScope> | undefined>;
+    return (g[SCOPE_KEY] ??= new AsyncLocalStorage<ProviderScope>());
+}
+
+/** The config of the engine connection being served: its scope's, else what `configure` stored (one connection per process). */
 function providerConfig(): ProviderConfig {
-    return (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ?? {};
+    return (
+        providerScopes().getStore()?.config ??
+        (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ??
+        {}
+    );
 }
 
 function expandHome(p: string): string {
@@ -64,7 +88,15 @@ export function redact(text: string, secrets: readonly (string | undefined)[]): 
 
 /** Progress and notices from the providers show in `pulumi up`'s output. */
 export function say(message: string): void {
-    console.log(message);
+    const scope = providerScopes().getStore();
+    if (scope) scope.say(message);
+    else console.log(message);
+}
+
+/** `say` for the engine connection being served now, for callbacks that may run outside its scope. */
+function sayHere(): (message: string) => void {
+    const scope = providerScopes().getStore();
+    return scope ? (m) => scope.say(m) : say;
 }
 
 export function sshTarget(connection: Connection): SshTarget {
@@ -88,6 +120,6 @@ export function remoteFor(connection: Connection): RemoteHost {
         // Host-level resources (GpuHost, LxcContainer) carry no vmid: their commands run on the host itself.
         topology: connection.vmid === undefined ? "direct" : connection.topology,
         vmid: connection.vmid,
-        log: say,
+        log: sayHere(),
     });
 }

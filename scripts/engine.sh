@@ -21,7 +21,7 @@ if existing="$(command -v pulumi 2>/dev/null)"; then
   fi
 fi
 
-key="$(cat "$tools/go.mod" "$tools/go.sum" "$tools"/langhost/*.go | sha256sum | cut -c1-16)"
+key="$(cat "$tools/go.mod" "$tools/go.sum" "$tools"/langhost/*.go "$tools"/providerlauncher/*.go | sha256sum | cut -c1-16)"
 cache="${SGLANG_SERVE_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve/engine}/$version-$key"
 bin="$cache/bin"
 if [ -x "$bin/pulumi" ] && [ -x "$bin/pulumi-language-nodejs" ] && [ -x "$bin/pulumi-resource-pulumi-nodejs" ]; then
@@ -39,14 +39,10 @@ start=$SECONDS
   go build -trimpath -tags osusergo,grpcnotrace -ldflags "$ldflags" -o "$bin.tmp/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
   echo "engine: pulumi built ($((SECONDS - start)) s)" >&2
   go build -trimpath -ldflags "-s -w -X main.version=${version#v}" -o "$bin.tmp/pulumi-language-nodejs" ./langhost
+  # The dynamic-provider plugin the engine starts in the project directory:
+  # the warm provider host for sglang-serve, the SDK's provider otherwise.
+  go build -trimpath -ldflags "-s -w" -o "$bin.tmp/pulumi-resource-pulumi-nodejs" ./providerlauncher
 )
-# The launcher the official distribution ships beside the CLI: the engine starts
-# it in the project directory for dynamic providers.
-cat > "$bin.tmp/pulumi-resource-pulumi-nodejs" <<'LAUNCHER'
-#!/bin/sh
-exec node "$(node -e "process.stdout.write(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))")" "$@"
-LAUNCHER
-chmod +x "$bin.tmp/pulumi-resource-pulumi-nodejs"
 [ "$("$bin.tmp/pulumi" version)" = "$version" ] || { echo "engine: built pulumi does not report $version" >&2; exit 1; }
 rm -rf "$bin" && mv "$bin.tmp" "$bin"
 echo "engine: ready in $((SECONDS - start)) s" >&2
