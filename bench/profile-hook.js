@@ -86,9 +86,9 @@ if (LOG && !globalThis[LOADED] && require("worker_threads").isMainThread) {
                 : function (call, callback) {
                     const s = performance.now();
                     const startT = performance.timeOrigin + s;
-                    const done = (err, value) => {
+                    const done = (err, value, ...rest) => {
                       write({ ev: "rpc", method: name, start: startT, ms: performance.now() - s, error: err ? String(err.message || err).slice(0, 200) : undefined });
-                      return callback(err, value);
+                      return callback(err, value, ...rest);
                     };
                     return fn.call(implementation, call, done);
                   };

@@ -25,6 +25,7 @@ import { Snapshot } from "../bench/lib/snapshot";
 import { countSshd, SshCounts } from "../bench/lib/sshd";
 import { nowMs, summarize, Summary } from "../bench/lib/stats";
 import { buildProfile, Profile } from "../bench/lib/profile";
+import { stopHosts } from "../providers/host/control";
 import { fleetMembers, fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../bench/lib/fleet";
 
 const repo = path.resolve(__dirname, "..");
@@ -132,39 +133,59 @@ function newSimEvents(labDir: string, before: number): SimulatorEvent[] {
 // ---------------------------------------------------------------------------
 // Phases
 
+/**
+ * The stack three ways: with the warm provider host (the default; the host
+ * already up from the run before), with a cold one (stopped before each run,
+ * so the run starts it and opens the SSH connection), and with a provider
+ * process per run (SGLANG_SERVE_PROVIDER_HOST=process).
+ */
 async function phasePreview(d: Deployment, floor: Project, floorJs: Project, info: LabInfo): Promise<void> {
-    log(`preview --refresh: stack vs empty-program floors (TypeScript, the target's floor, and JavaScript), ${RUNS} runs each, interleaved (1 warm-up each)`);
-    const ms: Record<string, number[]> = { stack: [], floor: [], floorJs: [] };
-    const ratios: number[] = [];
-    const ratiosJs: number[] = [];
-    const ssh: Array<{ host: SshCounts; container: SshCounts }> = [];
-    const projects: Record<string, Project> = { stack: d, floor, floorJs };
+    log(`preview --refresh: stack (warm provider host, cold host, a provider process per run) vs empty-program floors (TypeScript, the target's floor, and JavaScript), ${RUNS} runs each, interleaved (1 warm-up each)`);
+    type Which = "stack" | "stackCold" | "stackProcess" | "floor" | "floorJs";
+    const all: Which[] = ["stack", "stackCold", "stackProcess", "floor", "floorJs"];
+    const ms = Object.fromEntries(all.map((k) => [k, [] as number[]])) as Record<Which, number[]>;
+    const ratios: Record<string, number[]> = { stack: [], stackCold: [], stackProcess: [], floorJs: [] };
+    const ssh: Record<string, Array<{ host: SshCounts; container: SshCounts }>> = { stack: [], stackCold: [], stackProcess: [] };
+    const projects: Record<Which, Project> = { stack: d, stackCold: d, stackProcess: d, floor, floorJs };
     for (let i = -1; i < RUNS; i++) {
-        // Rotate which goes first, so a load spike does not always hit the same one.
-        const order = ["stack", "floor", "floorJs"];
-        for (let k = 0; k < ((i % 3) + 3) % 3; k++) order.push(order.shift()!);
-        const wall: Record<string, number> = {};
+        // Rotate which goes first, so a load spike does not always hit the same one. The warm
+        // stack run always follows another stack run of this round or the last, so its host is up.
+        const order: Which[] = ["stackCold", "stack", "stackProcess", "floor", "floorJs"];
+        for (let k = 0; k < ((i % 5) + 5) % 5; k++) order.push(order.shift()!);
+        const wall: Partial<Record<Which, number>> = {};
         for (const which of order) {
+            if (which === "stackCold") await stopHosts({ root: d.dir });
+            const stack = which.startsWith("stack");
             const r = expectCode(
-                await runEngine(projects[which]!, ["preview", "--refresh", "--expect-no-changes"], which === "stack" ? { tail: sshTail(info) } : {}),
+                await runEngine(projects[which], ["preview", "--refresh", "--expect-no-changes"], {
+                    ...(stack ? { tail: sshTail(info) } : {}),
+                    ...(which === "stackProcess" ? { env: { SGLANG_SERVE_PROVIDER_HOST: "process" } } : {}),
+                }),
                 0,
                 `${which} preview --refresh (no-op)`,
             );
             wall[which] = r.wallMs;
-            if (which === "stack" && i >= 0) ssh.push(sshOf(r, info));
+            if (stack && i >= 0) ssh[which]!.push(sshOf(r, info));
         }
         if (i < 0) continue;
-        for (const k of Object.keys(ms)) ms[k]!.push(wall[k]! / 1000);
-        ratios.push(wall.stack! / wall.floor!);
-        ratiosJs.push(wall.stack! / wall.floorJs!);
-        log(`  run ${i + 1}: stack ${(wall.stack! / 1000).toFixed(2)} s, floor ${(wall.floor! / 1000).toFixed(2)} s, JavaScript floor ${(wall.floorJs! / 1000).toFixed(2)} s`);
+        for (const k of all) ms[k].push(wall[k]! / 1000);
+        for (const k of ["stack", "stackCold", "stackProcess"] as const) ratios[k]!.push(wall[k]! / wall.floor!);
+        ratios.floorJs!.push(wall.stack! / wall.floorJs!);
+        const s = (k: Which) => `${(wall[k]! / 1000).toFixed(2)} s`;
+        log(`  run ${i + 1}: stack ${s("stack")} (cold host ${s("stackCold")}, process ${s("stackProcess")}), floor ${s("floor")}, JavaScript floor ${s("floorJs")}`);
     }
-    figure("previewRefresh.stack", "preview --refresh, deployed lab stack (no-op)", "s", ms.stack!);
-    figure("previewRefresh.floor", "preview --refresh, empty TypeScript program (floor)", "s", ms.floor!);
-    figure("previewRefresh.ratio", "  ratio stack / floor (per run)", "x", ratios, "target <= 1.3x");
-    figure("previewRefresh.floorJs", "preview --refresh, empty JavaScript program", "s", ms.floorJs!);
-    figure("previewRefresh.ratioJs", "  ratio stack / JavaScript floor", "x", ratiosJs);
-    sshFigures("previewRefresh", "preview --refresh", ssh);
+    figure("previewRefresh.stack", "preview --refresh, deployed lab stack (no-op)", "s", ms.stack);
+    figure("previewRefresh.floor", "preview --refresh, empty TypeScript program (floor)", "s", ms.floor);
+    figure("previewRefresh.ratio", "  ratio stack / floor (per run)", "x", ratios.stack!, "target <= 1.3x");
+    figure("previewRefresh.floorJs", "preview --refresh, empty JavaScript program", "s", ms.floorJs);
+    figure("previewRefresh.ratioJs", "  ratio stack / JavaScript floor", "x", ratios.floorJs!);
+    sshFigures("previewRefresh", "preview --refresh", ssh.stack!);
+    figure("previewRefresh.stackCold", "preview --refresh, provider host started by the run", "s", ms.stackCold);
+    figure("previewRefresh.ratioCold", "  ratio to floor", "x", ratios.stackCold!);
+    sshFigures("previewRefresh.cold", "preview --refresh (cold host)", ssh.stackCold!);
+    figure("previewRefresh.stackProcess", "preview --refresh, SGLANG_SERVE_PROVIDER_HOST=process", "s", ms.stackProcess);
+    figure("previewRefresh.ratioProcess", "  ratio to floor", "x", ratios.stackProcess!);
+    sshFigures("previewRefresh.process", "preview --refresh (process)", ssh.stackProcess!);
 }
 
 function sshFigures(key: string, label: string, ssh: Array<{ host: SshCounts; container: SshCounts }>): void {
@@ -194,15 +215,17 @@ async function phaseRefresh(d: Deployment, info: LabInfo): Promise<void> {
 
 async function phaseUp(d: Deployment, info: LabInfo, labDir: string): Promise<void> {
     log(`no-op up: up --yes (preview + update, as the deploy workflow runs it) and up --yes --skip-preview, ${RUNS} runs each`);
-    const variants: Array<{ key: string; label: string; args: string[] }> = [
+    const variants: Array<{ key: string; label: string; args: string[]; cold?: boolean }> = [
         { key: "up.noop", label: "up --yes (no-op)", args: ["up", "--yes", "--expect-no-changes"] },
         { key: "up.noopSkipPreview", label: "up --yes --skip-preview (no-op)", args: ["up", "--yes", "--skip-preview", "--expect-no-changes"] },
+        { key: "up.noopCold", label: "up --yes, provider host started by the run (no-op)", args: ["up", "--yes", "--expect-no-changes"], cold: true },
     ];
     const ms: Record<string, number[]> = {};
     const ssh: Record<string, Array<{ host: SshCounts; container: SshCounts }>> = {};
     const launchedBefore = simulatorEvents(labDir).filter((e) => e.event === "launched").length;
     for (let i = 0; i < RUNS; i++) {
         for (const v of i % 2 === 0 ? variants : [...variants].reverse()) {
+            if (v.cold) await stopHosts({ root: d.dir });
             const r = expectCode(await runEngine(d, v.args, { tail: sshTail(info) }), 0, v.label);
             (ms[v.key] ??= []).push(r.wallMs / 1000);
             (ssh[v.key] ??= []).push(sshOf(r, info));
@@ -222,14 +245,20 @@ async function phaseProfile(d: Deployment, floor: Project, info: LabInfo): Promi
     for (const [name, project] of [["stack", d], ["floor", floor]] as const) {
         const hookLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-prof-")), "hook.jsonl");
         fs.writeFileSync(hookLog, "");
+        const hookEnv = {
+            SGLANG_BENCH_PROFILE_LOG: hookLog,
+            NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${path.join(repo, "bench", "profile-hook.js")}`.trim(),
+        };
+        if (name === "stack") {
+            // A provider host hooked too: started by an unmeasured run, then warm for the measured one.
+            await stopHosts({ root: d.dir });
+            expectCode(await runEngine(project, ["preview", "--refresh", "--expect-no-changes"], { env: hookEnv }), 0, "profile warm-up");
+        }
         const r = expectCode(
             await runEngine(project, ["preview", "--refresh", "--expect-no-changes"], {
                 eventLog: true,
                 tail: [hookLog, info.host.sshdLog],
-                env: {
-                    SGLANG_BENCH_PROFILE_LOG: hookLog,
-                    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${path.join(repo, "bench", "profile-hook.js")}`.trim(),
-                },
+                env: hookEnv,
             }),
             0,
             `profiled preview --refresh (${name})`,
@@ -540,6 +569,9 @@ async function main(): Promise<void> {
     const labDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-lab-"));
     const fleetLabDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-fleet-lab-"));
     const cleanup: Array<() => void> = [];
+    // The bench's own provider hosts (their sockets), stopped at the end.
+    const runtimeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-runtime-"));
+    process.env.XDG_RUNTIME_DIR = runtimeDir;
     tree = Snapshot.take(REF);
     useTree(tree.dir);
     cleanup.push(() => tree.remove());
@@ -564,6 +596,8 @@ async function main(): Promise<void> {
                     /* best effort */
                 }
             }
+            await stopHosts().catch(() => undefined);
+            fs.rmSync(runtimeDir, { recursive: true, force: true });
             for (const dir of [labDir, fleetLabDir]) {
                 try {
                     await labDown(dir);

@@ -95,7 +95,13 @@ describe("warm provider host (the dynamic-provider plugin the engine starts)", f
         for (const d of ["components", "core", "providers", "remote", "node_modules"]) fs.symlinkSync(path.join(repo, d), path.join(project, d));
         execFileSync("node", [path.join(repo, "scripts", "build-program.js"), project]);
         runtime = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-e2e-runtime-"));
-        env = { ...process.env, XDG_RUNTIME_DIR: runtime, PULUMI_CONFIG_PASSPHRASE: "engine-run passphrase", SGLANG_SERVE_PROVIDER_HOST: "" };
+        env = {
+            ...process.env,
+            XDG_RUNTIME_DIR: runtime,
+            PULUMI_CONFIG_PASSPHRASE: "engine-run passphrase",
+            SGLANG_SERVE_API_KEY: "a CI step's secret",
+            SGLANG_SERVE_PROVIDER_HOST: "",
+        };
     });
     afterEach(() => procs.splice(0).forEach(killGroup));
     after(() => {
@@ -123,7 +129,7 @@ describe("warm provider host (the dynamic-provider plugin the engine starts)", f
         assert.equal(pidListeningOn(c.port), host);
     });
 
-    it("keeps its socket to the user and the engine run's passphrase out of its environment", async () => {
+    it("keeps its socket to the user and the engine run's passphrase and secrets out of its environment", async () => {
         const a = await launch(bin, project, env);
         procs.push(a.proc);
         const host = pidListeningOn(a.port)!;
@@ -135,6 +141,7 @@ describe("warm provider host (the dynamic-provider plugin the engine starts)", f
         const environ = fs.readFileSync(`/proc/${host}/environ`, "utf8").split("\0");
         assert.ok(environ.some((kv) => kv.startsWith("PATH=")));
         assert.ok(!environ.some((kv) => kv.startsWith("PULUMI_CONFIG_PASSPHRASE")), "no passphrase in the host's environment");
+        assert.ok(!environ.some((kv) => kv.startsWith("SGLANG_SERVE_API_KEY")), "no secret from the engine run's environment");
     });
 
     it("refuses a runtime directory other users can enter, and runs the provider in the plugin process instead", async () => {

@@ -102,15 +102,19 @@ func runtimeDir() (string, error) {
 	return dir, nil
 }
 
-// hostEnv is the environment the long-lived host gets: no passphrases or tokens of the engine run that started it.
+// hostEnv is the environment the long-lived host gets: what Node.js and the
+// providers need, nothing of the engine run that started it (passphrases,
+// tokens, secrets in SGLANG_SERVE_* variables of a CI step).
 func hostEnv() []string {
+	keep := map[string]bool{
+		"PATH": true, "HOME": true, "USER": true, "LANG": true, "TZ": true, "TMPDIR": true, "NODE_OPTIONS": true,
+		"SGLANG_SERVE_ROOT": true, "SGLANG_SERVE_PROVIDER_HOST_IDLE_SECONDS": true,
+		"SGLANG_BENCH_PROFILE_LOG": true, // npm run bench's profile of the host
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		name := kv[:strings.IndexByte(kv, '=')]
-		switch {
-		case name == "PATH", name == "HOME", name == "USER", name == "LANG", name == "TZ", name == "TMPDIR",
-			name == "NODE_OPTIONS", strings.HasPrefix(name, "LC_"), strings.HasPrefix(name, "XDG_"),
-			strings.HasPrefix(name, "SGLANG_SERVE_"), strings.HasPrefix(name, "SGLANG_BENCH_"):
+		if keep[name] || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "XDG_") {
 			env = append(env, kv)
 		}
 	}
