@@ -1,8 +1,10 @@
-import { createHash } from "crypto";
+import { createHash, randomBytes } from "crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import { shQuote } from "../core/shell";
+import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit-read";
+import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
@@ -60,7 +62,6 @@ interface LiveService {
     liveMatchesUnit: boolean;
 }
 
-const SEP = "----sglang-serve----";
 
 /** A unit edited beyond parsing is still drift to report and repair, not a failed refresh. */
 function readableUnit(text: string): UnitView {
@@ -71,22 +72,33 @@ function readableUnit(text: string): UnitView {
     }
 }
 
+/**
+ * The unit reads of the services on one box that arrive together (a refresh
+ * reads every resource in parallel) go out as one command: one `pct exec`
+ * and one `systemctl show` per box, not several per service. Reads with other
+ * credentials or another box are never merged.
+ */
+const unitReads = new Coalescer<{ remote: RemoteHost; unit: UnitReadRequest }, UnitReadResult>(5, async (_key, reqs) => {
+    const units = reqs.map((r) => r.unit);
+    const marker = `sglang-serve-${randomBytes(8).toString("hex")}`;
+    const result = await reqs[0]!.remote.runChecked(["sh", "-c", renderUnitReadScript(units, marker)]);
+    return parseUnitReadOutput(result.stdout, units, marker);
+});
+
+function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
+    const t = remote.target;
+    const credentials = createHash("sha256").update(`${t.privateKey}\0${t.passphrase ?? ""}\0${t.hostKey}`).digest("hex");
+    const paths = unitPaths(unitName);
+    return unitReads.request(`${remote.describe()} ${credentials}`, {
+        remote,
+        unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile },
+    });
+}
+
 async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<LiveService> {
-    const paths = unitPaths(inputs.unitName);
-    const u = shQuote(inputs.unitName);
-    const script = [
-        `cat ${shQuote(paths.unit)} 2>/dev/null || echo __absent__`,
-        `echo ${SEP}`,
-        `(sha256sum ${shQuote(paths.environmentFile)} 2>/dev/null || echo none) | cut -d' ' -f1`,
-        `echo ${SEP}`,
-        `systemctl show -p ActiveState ${u} --value 2>/dev/null || echo unknown`,
-        `echo ${SEP}`,
-        `systemctl is-enabled ${u} 2>/dev/null || true`,
-    ].join("; ");
-    const result = (await remote.runChecked(["sh", "-c", script])).stdout;
-    const [unitText, hash, active, enabled] = result.split(`${SEP}\n`).map((s) => s.replace(/\n$/, ""));
-    const unit = unitText === "__absent__" ? null : readableUnit(unitText + "\n");
-    const activeState = (active ?? "unknown").trim();
+    const read = await readUnit(remote, inputs.unitName);
+    const unit = read.unitText === null ? null : readableUnit(read.unitText);
+    const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
     if (unit && activeState === "active") {
@@ -98,9 +110,9 @@ async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<Live
     }
     return {
         unit,
-        secretsHash: hash === "none" ? "" : (hash ?? "").trim(),
+        secretsHash: read.environmentFileHash,
         activeState,
-        enabled: (enabled ?? "").trim() === "enabled",
+        enabled: read.enabled,
         liveArgs,
         liveMatchesUnit,
     };

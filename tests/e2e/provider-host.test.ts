@@ -129,6 +129,15 @@ describe("warm provider host (the dynamic-provider plugin the engine starts)", f
         assert.equal(pidListeningOn(c.port), host);
     });
 
+    it("starts one host when several engine runs start at once", async () => {
+        await stopHosts({ dir: path.join(runtime, "sglang-serve") });
+        const runs = await Promise.all([1, 2, 3].map(() => launch(bin, project, env)));
+        procs.push(...runs.map((r) => r.proc));
+        const hosts = new Set(runs.map((r) => pidListeningOn(r.port)));
+        assert.equal(hosts.size, 1, `one host for all three runs, got pids ${[...hosts].join(", ")}`);
+        assert.equal((await hostStatuses(path.join(runtime, "sglang-serve")))[0]!.engineConnections, 3);
+    });
+
     it("keeps its socket to the user and the engine run's passphrase and secrets out of its environment", async () => {
         const a = await launch(bin, project, env);
         procs.push(a.proc);

@@ -1,0 +1,83 @@
+// One remote command that reads the state of several systemd units on one box:
+// each unit file, the hash of its EnvironmentFile, and one `systemctl show`
+// for all of them. The services of a box are read together (a refresh reads
+// them in parallel), so a fleet costs one `pct exec` and one systemctl call
+// per box instead of several per service.
+import { shQuote } from "./shell";
+
+export interface UnitReadRequest {
+    unitName: string;
+    unitPath: string;
+    environmentFilePath: string;
+}
+
+export interface UnitReadResult {
+    /** The unit file's text, or null when there is none. */
+    unitText: string | null;
+    /** sha256 hex of the EnvironmentFile, "" when there is none. */
+    environmentFileHash: string;
+    /** systemd's ActiveState ("active", "failed", ...), "unknown" when systemctl gave none. */
+    activeState: string;
+    /** systemd's UnitFileState is "enabled". */
+    enabled: boolean;
+}
+
+const ABSENT = "__absent__";
+
+/** The shell script; `marker` starts every section line and must not occur in the files (a random token). */
+export function renderUnitReadScript(units: readonly UnitReadRequest[], marker: string): string {
+    const lines: string[] = [];
+    units.forEach((u, i) => {
+        // `echo` after the file: a file without a final newline must not run into the next marker.
+        lines.push(`echo '${marker} unit ${i}'`, `{ cat ${shQuote(u.unitPath)} 2>/dev/null && echo; } || echo ${ABSENT}`);
+        lines.push(`echo '${marker} env ${i}'`, `(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null || echo none) | cut -d' ' -f1`);
+    });
+    lines.push(`echo '${marker} show'`);
+    lines.push(`systemctl show -p Id -p ActiveState -p UnitFileState ${units.map((u) => shQuote(u.unitName)).join(" ")} 2>/dev/null || true`);
+    return lines.join("\n");
+}
+
+/** Splits the script's output back into one result per request (in order). Throws on output it did not produce. */
+export function parseUnitReadOutput(output: string, units: readonly UnitReadRequest[], marker: string): UnitReadResult[] {
+    const sections = new Map<string, string>();
+    let current: string | null = null;
+    let body: string[] = [];
+    const close = () => {
+        if (current !== null) sections.set(current, body.join("\n"));
+    };
+    for (const line of output.split("\n")) {
+        if (line.startsWith(`${marker} `)) {
+            close();
+            current = line.slice(marker.length + 1);
+            body = [];
+        } else if (current !== null) body.push(line);
+    }
+    close();
+    const show = sections.get("show");
+    if (show === undefined) throw new Error("unit read: the output has no systemctl section (the script did not run to its end)");
+    // `systemctl show` prints one block of Key=Value lines per unit, separated by blank lines.
+    const byId = new Map<string, Record<string, string>>();
+    for (const block of show.split(/\n\s*\n/)) {
+        const props: Record<string, string> = {};
+        for (const l of block.split("\n")) {
+            const eq = l.indexOf("=");
+            if (eq > 0) props[l.slice(0, eq)] = l.slice(eq + 1);
+        }
+        if (props.Id) byId.set(props.Id, props);
+    }
+    return units.map((u, i) => {
+        const unit = sections.get(`unit ${i}`);
+        const env = sections.get(`env ${i}`);
+        if (unit === undefined || env === undefined) throw new Error(`unit read: no section for ${u.unitName} in the output`);
+        // The section is the file's text exactly: the `echo` after it supplied the newline the split took.
+        const unitText = unit;
+        const hash = env.trim();
+        const props = byId.get(u.unitName);
+        return {
+            unitText: unitText === ABSENT ? null : unitText,
+            environmentFileHash: hash === "none" ? "" : hash,
+            activeState: props?.ActiveState || "unknown",
+            enabled: props?.UnitFileState === "enabled",
+        };
+    });
+}
