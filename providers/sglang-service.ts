@@ -62,7 +62,6 @@ interface LiveService {
     liveMatchesUnit: boolean;
 }
 
-
 /** A unit edited beyond parsing is still drift to report and repair, not a failed refresh. */
 function readableUnit(text: string): UnitView {
     try {
