@@ -1,3 +1,4 @@
+import { PROVIDER_CONFIG_KEYS } from "../core/provider-config";
 import * as pulumi from "./pulumi";
 
 /**
@@ -33,6 +34,7 @@ export function providerModuleSource(kind: ProviderKind): string {
     return `"use strict";
 // sglang-serve dynamic provider (${PROVIDER_VERSION}): forwards to providers/${kind} in the project.
 const kind = ${JSON.stringify(kind)};
+const configKeys = ${JSON.stringify(PROVIDER_CONFIG_KEYS)};
 function load() {
     const path = require("path");
     const fs = require("fs");
@@ -52,11 +54,9 @@ function load() {
 exports.handler = function () {
     return {
         async configure(req) {
-            globalThis.__sglangServeProviderConfig = {
-                sshPrivateKey: req.config.get("sglang-serve:sshPrivateKey"),
-                sshPrivateKeyPassphrase: req.config.get("sglang-serve:sshPrivateKeyPassphrase"),
-                host: req.config.get("sglang-serve:host"),
-            };
+            const config = {};
+            for (const [field, key] of Object.entries(configKeys)) config[field] = req.config.get(key);
+            globalThis.__sglangServeProviderConfig = config;
         },
         async check(olds, news) { const p = load(); return p.check ? p.check(olds, news) : { inputs: news }; },
         async diff(id, olds, news) { const p = load(); return p.diff ? p.diff(id, olds, news) : { changes: true }; },

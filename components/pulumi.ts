@@ -4,7 +4,7 @@
 // index (Node caches by file), so mocks and `instanceof` behave the same.
 export { ComponentResource, CustomResource, Resource } from "@pulumi/pulumi/resource";
 export type { ComponentResourceOptions, CustomResourceOptions } from "@pulumi/pulumi/resource";
-export { Output, all, interpolate, output, secret } from "@pulumi/pulumi/output";
+export { Output, interpolate, output, secret } from "@pulumi/pulumi/output";
 export type { Input, Inputs } from "@pulumi/pulumi/output";
 export { Config } from "@pulumi/pulumi/config";
 export { RunError } from "@pulumi/pulumi/errors";

@@ -3,15 +3,10 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import type { Connection } from "../components/connection";
+import type { ProviderConfig } from "../core/provider-config";
 import { RemoteHost } from "../remote/remote-host";
 import { getSshPool, SshTarget } from "../remote/ssh";
 
-/** What `configure` stored from the stack config (see components/dynamic-provider.ts). */
-export interface ProviderConfig {
-    sshPrivateKey?: string;
-    sshPrivateKeyPassphrase?: string;
-    host?: string;
-}
 
 /**
  * One engine connection to a provider host that serves several

@@ -39,7 +39,8 @@ const result = require("esbuild").buildSync({
     logLevel: "warning",
 });
 
-// Write only what changed: files the warm host has loaded keep their inode and mtime.
+// Write only what changed: another engine run's provider host may be loading
+// these files right now, and a rewrite (truncate, then write) could show it half a file.
 const hash = crypto.createHash("sha256");
 for (const file of [...result.outputFiles].sort((a, b) => (a.path < b.path ? -1 : 1))) {
     hash.update(path.relative(out, file.path)).update("\0").update(file.contents);

@@ -7,7 +7,8 @@
 // (providers/host/main.ts). It loads gRPC and the generated protobuf modules
 // only, not the SDK's runtime (which loads the TypeScript compiler).
 import * as grpc from "@grpc/grpc-js";
-import { ProviderConfig, ProviderScope, providerScopes } from "../context";
+import { PROVIDER_CONFIG_KEYS, ProviderConfig } from "../../core/provider-config";
+import { ProviderScope, providerScopes } from "../context";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const provrpc = require("@pulumi/pulumi/proto/provider_grpc_pb");
@@ -45,19 +46,23 @@ export interface ProviderOutput {
     err(line: string): void;
 }
 
+/** A request's google.protobuf.Struct as a plain object. */
+function plain(struct: unknown): Props {
+    return (struct as { toJavaScript(): Props }).toJavaScript();
+}
+
 function unwrapSecret(value: unknown): unknown {
     const v = value as Props | null;
     return v && typeof v === "object" && v[SIG_KEY] === SECRET_SIG ? v.value : value;
 }
 
-/** The stack config keys the providers read (components/dynamic-provider.ts `configure`). */
+/** What the providers read from the stack config (core/provider-config.ts). */
 export function providerConfigFrom(config: Props): ProviderConfig {
-    const str = (k: string) => (typeof config[k] === "string" ? (config[k] as string) : undefined);
-    return {
-        sshPrivateKey: str("sglang-serve:sshPrivateKey"),
-        sshPrivateKeyPassphrase: str("sglang-serve:sshPrivateKeyPassphrase"),
-        host: str("sglang-serve:host"),
-    };
+    const out: ProviderConfig = {};
+    for (const [field, key] of Object.entries(PROVIDER_CONFIG_KEYS) as Array<[keyof ProviderConfig, string]>) {
+        if (typeof config[key] === "string") out[field] = config[key] as string;
+    }
+    return out;
 }
 
 /** Loads a provider module's text as `require-from-string` does: a module of its own, resolved from the project. */
@@ -160,8 +165,8 @@ export class ProviderConnection {
             invoke: (call: Call, cb: Callback) => cb({ code: grpc.status.UNIMPLEMENTED, details: `unknown function ${call.request.getTok()}` } as grpc.ServiceError),
             check: (call: Call, cb: Callback) =>
                 this.serve(cb, async () => {
-                    const olds = (call.request.getOlds() as { toJavaScript(): Props }).toJavaScript();
-                    const news = (call.request.getNews() as { toJavaScript(): Props }).toJavaScript();
+                    const olds = plain(call.request.getOlds());
+                    const news = plain(call.request.getNews());
                     const p = this.provider(news[PROVIDER_KEY] === UNKNOWN ? olds : news);
                     const result = p.check ? await p.check(olds, news) : { inputs: news };
                     const inputs = { ...(result.inputs ?? news), [PROVIDER_KEY]: news[PROVIDER_KEY] };
@@ -179,8 +184,8 @@ export class ProviderConnection {
                 }),
             diff: (call: Call, cb: Callback) =>
                 this.serve(cb, async () => {
-                    const olds = (call.request.getOlds() as { toJavaScript(): Props }).toJavaScript();
-                    const news = (call.request.getNews() as { toJavaScript(): Props }).toJavaScript();
+                    const olds = plain(call.request.getOlds());
+                    const news = plain(call.request.getNews());
                     const p = this.provider(news[PROVIDER_KEY] === UNKNOWN ? olds : news);
                     const resp = new provproto.DiffResponse();
                     if (p.diff) {
@@ -196,7 +201,7 @@ export class ProviderConnection {
                 this.serve(
                     cb,
                     async () => {
-                        const props = (call.request.getProperties() as { toJavaScript(): Props }).toJavaScript();
+                        const props = plain(call.request.getProperties());
                         const r = await this.provider(props).create(props);
                         const resp = new provproto.CreateResponse();
                         resp.setId(r.id);
@@ -208,7 +213,7 @@ export class ProviderConnection {
             read: (call: Call, cb: Callback) =>
                 this.serve(cb, async () => {
                     const id = call.request.getId() as string;
-                    const props = (call.request.getProperties() as { toJavaScript(): Props }).toJavaScript();
+                    const props = plain(call.request.getProperties());
                     const p = this.provider(props);
                     const resp = new provproto.ReadResponse();
                     if (!p.read) {
@@ -227,8 +232,8 @@ export class ProviderConnection {
                 this.serve(
                     cb,
                     async () => {
-                        const olds = (call.request.getOlds() as { toJavaScript(): Props }).toJavaScript();
-                        const news = (call.request.getNews() as { toJavaScript(): Props }).toJavaScript();
+                        const olds = plain(call.request.getOlds());
+                        const news = plain(call.request.getNews());
                         const p = this.provider(news);
                         const r = (p.update ? await p.update(call.request.getId() as string, olds, news) : undefined) ?? {};
                         const resp = new provproto.UpdateResponse();
@@ -239,7 +244,7 @@ export class ProviderConnection {
                 ),
             delete: (call: Call, cb: Callback) =>
                 this.serve(cb, async () => {
-                    const props = (call.request.getProperties() as { toJavaScript(): Props }).toJavaScript();
+                    const props = plain(call.request.getProperties());
                     const p = this.provider(props);
                     if (p.delete) await p.delete(call.request.getId() as string, props);
                     return new emptyproto.Empty();

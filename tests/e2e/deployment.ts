@@ -12,6 +12,17 @@ const repo = path.resolve(__dirname, "..", "..");
 const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"];
 const PROJECT_DIRS = ["components", "core", "providers", "remote"];
 
+/**
+ * A temporary folder that is the project as the engine sees it: the top-level
+ * files copied, the code folders and node_modules linked to the repository's.
+ */
+export function projectCopy(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    for (const f of PROJECT_FILES) fs.copyFileSync(path.join(repo, f), path.join(dir, f));
+    for (const d of [...PROJECT_DIRS, "node_modules"]) fs.symlinkSync(path.join(repo, d), path.join(dir, d));
+    return dir;
+}
+
 export interface EngineResult {
     code: number;
     stdout: string;
@@ -32,10 +43,7 @@ export class Deployment {
     ) {}
 
     static async create(stack: string, config: Record<string, unknown>): Promise<Deployment> {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-e2e-${stack}-`));
-        for (const f of PROJECT_FILES) fs.copyFileSync(path.join(repo, f), path.join(dir, f));
-        for (const d of PROJECT_DIRS) fs.symlinkSync(path.join(repo, d), path.join(dir, d));
-        fs.symlinkSync(path.join(repo, "node_modules"), path.join(dir, "node_modules"));
+        const dir = projectCopy(`sglang-serve-e2e-${stack}-`);
         const deployment = new Deployment(dir, stack);
         deployment.writeConfig(config);
         return deployment;

@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { hostStatuses, stopHosts } from "../../providers/host/control";
+import { projectCopy } from "./deployment";
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const provrpc = require("@pulumi/pulumi/proto/provider_grpc_pb");
@@ -90,9 +91,7 @@ describe("warm provider host (the dynamic-provider plugin the engine starts)", f
 
     before(() => {
         bin = execFileSync("bash", [path.join(repo, "scripts", "engine.sh")], { encoding: "utf8" }).trim();
-        project = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-e2e-host-"));
-        for (const f of ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"]) fs.copyFileSync(path.join(repo, f), path.join(project, f));
-        for (const d of ["components", "core", "providers", "remote", "node_modules"]) fs.symlinkSync(path.join(repo, d), path.join(project, d));
+        project = projectCopy("sglang-serve-e2e-host-");
         execFileSync("node", [path.join(repo, "scripts", "build-program.js"), project]);
         runtime = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-e2e-runtime-"));
         env = {

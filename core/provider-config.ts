@@ -1,0 +1,13 @@
+/**
+ * The stack config the dynamic providers read at run time, by field: the
+ * credentials, which are never inputs and never in resource state. Both
+ * dynamic-provider hosts use it (the SDK's through the provider module's
+ * `configure`, components/dynamic-provider.ts; ours in providers/host/service.ts).
+ */
+export const PROVIDER_CONFIG_KEYS = {
+    sshPrivateKey: "sglang-serve:sshPrivateKey",
+    sshPrivateKeyPassphrase: "sglang-serve:sshPrivateKeyPassphrase",
+    host: "sglang-serve:host",
+} as const;
+
+export type ProviderConfig = { -readonly [field in keyof typeof PROVIDER_CONFIG_KEYS]?: string };
