@@ -277,20 +277,22 @@ export function parseArgv(argv: readonly string[]): ArgvFields {
 // /server_info
 // ---------------------------------------------------------------------------
 
-/** The owned fields as a running server reports them (SGLang's defaults filled in). */
-export interface LiveServerArgs {
-    modelPath?: string;
-    servedName?: string;
-    tensorParallelSize?: number;
-    listenHost?: string;
-    port?: number;
-    memFractionStatic?: number;
-    maxRunningRequests?: number;
-    speculative?: ArgvSpeculative;
-    mambaSchedulerStrategy?: string;
-    disableRadixCache?: boolean;
-    version?: string;
-}
+/** The owned fields of a command line as a running server reports them (SGLang's defaults filled in), and its version. */
+export type LiveServerArgs = Partial<
+    Pick<
+        ArgvFields,
+        | "modelPath"
+        | "servedName"
+        | "tensorParallelSize"
+        | "listenHost"
+        | "port"
+        | "memFractionStatic"
+        | "maxRunningRequests"
+        | "speculative"
+        | "mambaSchedulerStrategy"
+        | "disableRadixCache"
+    >
+> & { version?: string };
 
 const nullableString = z.string().nullish();
 const nullableNumber = z.number().nullish();
