@@ -6,57 +6,55 @@ import * as pulumi from "./pulumi";
  * so `diff` reports it and the new module reaches the state (refresh and
  * destroy run the module stored in state).
  */
-export const PROVIDER_VERSION = "sglang-serve/2";
+export const PROVIDER_VERSION = "sglang-serve/3";
 
 export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "readiness-check";
 
 /**
  * The dynamic provider stored in state (`__provider`) for each resource kind:
- * a small CommonJS module whose `handler()` returns a forwarder. Every method
- * loads the implementation (`providers/<kind>.ts`, compiled to
- * `.build/providers/<kind>.js` by scripts/build-program.js) from the project
- * directory at run time and calls it. It captures nothing (no sockets,
- * clients, schemas or config objects), so `pulumi refresh` runs the project's
- * current read logic, not a copy frozen in state.
+ * a small CommonJS module whose `handler()` returns a forwarder. The SDK's
+ * dynamic-provider plugin (`@pulumi/pulumi/cmd/dynamic-provider`, started by
+ * the official `pulumi-resource-pulumi-nodejs` launcher in the project
+ * directory) loads it with `requireFromString(text).handler()`. Every method
+ * loads the implementation, `providers/<kind>.ts` in the project, from its
+ * TypeScript source through tsx (the same transpiler the program runs under,
+ * Pulumi.yaml `nodeargs`), so what runs is what the checkout holds now, on
+ * `refresh` and `destroy` too, never a copy frozen in state or an old build.
  *
- * It is written out as text instead of being produced by Pulumi's closure
+ * It captures nothing (no sockets, clients, schemas or config objects), and
+ * is written out as text instead of being produced by Pulumi's closure
  * serialization (`pulumi.dynamic.Resource`): serializing the forwarder cost
  * the program ~0.3 s on every engine run (the SDK loads the TypeScript
  * compiler to parse function bodies) and gave the same module.
  *
- * Credentials come from `configure` (the stack's config), never from inputs,
- * so they are neither serialized nor stored in state. Any dynamic-provider
- * host can run it: the SDK's (`requireFromString(text).handler()`, then
- * `configure`) and ours (providers/host.ts, which keeps configuration per
- * engine connection and does not call `configure`).
+ * Credentials come from `configure` (the stack's config, handed to
+ * providers/context.ts), never from inputs, so they are neither serialized
+ * nor stored in state by the providers themselves.
  */
 export function providerModuleSource(kind: ProviderKind): string {
     return `"use strict";
-// sglang-serve dynamic provider (${PROVIDER_VERSION}): forwards to providers/${kind} in the project.
+// sglang-serve dynamic provider (${PROVIDER_VERSION}): forwards to providers/${kind}.ts in the project.
 const kind = ${JSON.stringify(kind)};
 const configKeys = ${JSON.stringify(PROVIDER_CONFIG_KEYS)};
-function load() {
+function projectModule(name) {
     const path = require("path");
     const fs = require("fs");
     // The engine starts the dynamic provider in the program's directory; the
     // project root is the nearest directory above it with a Pulumi.yaml.
     let root = process.env.SGLANG_SERVE_ROOT || process.cwd();
     while (!fs.existsSync(path.join(root, "Pulumi.yaml")) && path.dirname(root) !== root) root = path.dirname(root);
-    // Compiled by scripts/build-program.js before every engine run (fast start);
-    // the TypeScript source through ts-node otherwise (tests, hand runs).
-    const compiled = path.join(root, ".build", "providers", kind + ".js");
-    if (fs.existsSync(compiled)) return require(compiled).provider;
-    if (!require.extensions[".ts"]) {
-        require(path.join(root, "node_modules", "ts-node")).register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
-    }
-    return require(path.join(root, "providers", kind + ".ts")).provider;
+    if (!require.extensions[".ts"]) require(require.resolve("tsx/cjs/api", { paths: [root] })).register();
+    return require(path.join(root, "providers", name + ".ts"));
+}
+function load() {
+    return projectModule(kind).provider;
 }
 exports.handler = function () {
     return {
         async configure(req) {
             const config = {};
             for (const [field, key] of Object.entries(configKeys)) config[field] = req.config.get(key);
-            globalThis.__sglangServeProviderConfig = config;
+            projectModule("context").configureProviders(config);
         },
         async check(olds, news) { const p = load(); return p.check ? p.check(olds, news) : { inputs: news }; },
         async diff(id, olds, news) { const p = load(); return p.diff ? p.diff(id, olds, news) : { changes: true }; },

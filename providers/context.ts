@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "async_hooks";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -8,31 +7,24 @@ import { RemoteHost } from "../remote/remote-host";
 import { getSshPool, SshTarget } from "../remote/ssh";
 
 
+let configured: ProviderConfig | undefined;
+
 /**
- * One engine connection to a provider host that serves several
- * (providers/host): its stack's config and where its progress lines go. The
- * host runs every call of that connection inside the scope.
+ * The stack config for this provider process, from the provider module's
+ * `configure` (components/dynamic-provider.ts): the SDK's dynamic provider
+ * calls it once per process before any other method.
  */
-export interface ProviderScope {
-    config: ProviderConfig;
-    say(message: string): void;
+export function configureProviders(config: ProviderConfig): void {
+    configured = config;
 }
 
-const SCOPE_KEY = Symbol.for("sglang-serve.providerScope");
-
-/** The scope store, shared through globalThis by every copy of this module in the process. */
-export function providerScopes(): AsyncLocalStorage<ProviderScope> {
-    const g = globalThis as unknown as Record<symbol, AsyncLocalStorage<ProviderScope> | undefined>;
-    return (g[SCOPE_KEY] ??= new AsyncLocalStorage<ProviderScope>());
-}
-
-/** The config of the engine connection being served: its scope's, else what `configure` stored (one connection per process). */
+/**
+ * What `configure` handed over. States written by sglang-serve/2 carry a
+ * provider module whose `configure` kept the config in a global instead; a
+ * refresh or destroy of such a state runs that module, so it is read too.
+ */
 function providerConfig(): ProviderConfig {
-    return (
-        providerScopes().getStore()?.config ??
-        (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ??
-        {}
-    );
+    return configured ?? (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ?? {};
 }
 
 function expandHome(p: string): string {
@@ -83,15 +75,7 @@ export function redact(text: string, secrets: readonly (string | undefined)[]): 
 
 /** Progress and notices from the providers show in `pulumi up`'s output. */
 export function say(message: string): void {
-    const scope = providerScopes().getStore();
-    if (scope) scope.say(message);
-    else console.log(message);
-}
-
-/** `say` for the engine connection being served now, for callbacks that may run outside its scope. */
-function sayHere(): (message: string) => void {
-    const scope = providerScopes().getStore();
-    return scope ? (m) => scope.say(m) : say;
+    console.log(message);
 }
 
 export function sshTarget(connection: Connection): SshTarget {
@@ -115,6 +99,6 @@ export function remoteFor(connection: Connection): RemoteHost {
         // Host-level resources (GpuHost, LxcContainer) carry no vmid: their commands run on the host itself.
         topology: connection.vmid === undefined ? "direct" : connection.topology,
         vmid: connection.vmid,
-        log: sayHere(),
+        log: say,
     });
 }

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# `npm run pulumi -- <args>`: the pinned engine (scripts/engine.sh), offline.
+# `npm run pulumi -- <args>`: a plain `pulumi <args>` with the pinned engine
+# (scripts/engine.sh: a Pulumi CLI on PATH, else the one built from Go
+# modules), offline. It adds nothing a user's own `pulumi` run lacks, only
+# settings:
 #
 # - no update check, no plugin downloads;
 # - a local file backend in .pulumi-state/ unless PULUMI_BACKEND_URL is set;
@@ -7,15 +10,15 @@
 #   random one generated once for this checkout in .pulumi-state/passphrase;
 # - `--stack NAME` for a Pulumi.NAME.yaml that the backend does not know yet
 #   creates the stack first (like `pulumi stack select --create`);
+# - SGLANG_SERVE_ENGINE=next runs the newest CLI tested instead of the pinned one;
 # - SGLANG_SERVE_PROJECT_DIR runs another copy of the project (the end-to-end
 #   tests deploy from temporary copies so they never touch this tree).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="$("$here/scripts/engine.sh")"
+bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-pinned}")"
 export PATH="$bin:$PATH"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
-export PULUMI_NODEJS_TRANSPILE_ONLY="${PULUMI_NODEJS_TRANSPILE_ONLY:-true}"
 project="${SGLANG_SERVE_PROJECT_DIR:-$here}"
 state="${SGLANG_SERVE_STATE_DIR:-$project/.pulumi-state}"
 mkdir -p "$state"
@@ -38,8 +41,6 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 cd "$project"
-# The program and providers as JavaScript (see Pulumi.yaml).
-node "$here/scripts/build-program.js" "$project"
 stack_known() {
   # A file backend's stack is a file: look before asking the CLI (saves ~0.2 s a command).
   if [[ $PULUMI_BACKEND_URL == file://* ]]; then

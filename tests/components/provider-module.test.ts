@@ -1,6 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { providerModuleSource } from "../../components/dynamic-provider";
+import { configureProviders, sshPrivateKey } from "../../providers/context";
 
 /** Loads the module text the way a dynamic-provider host does (requireFromString): fresh scope, real require. */
 function loadModule(text: string): { handler(): Record<string, (...args: unknown[]) => Promise<unknown>> } {
@@ -32,17 +33,21 @@ describe("the dynamic-provider module stored in state", () => {
         assert.equal(fewer.changes, true);
     });
 
-    it("keeps credentials from configure in memory only, under the key the providers read", async () => {
+    it("hands the credentials from configure to the providers, in memory only", async () => {
         const provider = loadModule(providerModuleSource("readiness-check")).handler();
-        const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY", "sglang-serve:host": "{}" };
-        const g = globalThis as { __sglangServeProviderConfig?: unknown };
-        const saved = g.__sglangServeProviderConfig;
+        const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY", "sglang-serve:sshPrivateKeyPassphrase": "PASS" };
         try {
             await provider.configure({ config: { get: (k: string) => config[k] } });
-            assert.deepEqual(g.__sglangServeProviderConfig, { sshPrivateKey: "KEY", sshPrivateKeyPassphrase: undefined, host: "{}" });
+            assert.deepEqual(sshPrivateKey(), { key: "KEY", passphrase: "PASS" });
         } finally {
-            g.__sglangServeProviderConfig = saved;
+            configureProviders({});
         }
+    });
+
+    it("loads the providers from their TypeScript source, not from a build output", () => {
+        const text = providerModuleSource("sglang-service");
+        assert.match(text, /path\.join\(root, "providers", name \+ "\.ts"\)/);
+        assert.doesNotMatch(text, /\.build/);
     });
 
     it("is the same text for a kind and names it", () => {

@@ -93,6 +93,27 @@ export class Deployment {
         });
     }
 
+    /**
+     * `pulumi <args>` as a user runs it: the engine's bin directory (the CLI,
+     * its language host and the official dynamic-provider launcher) first on
+     * PATH, in the project directory, no wrapper script and nothing built
+     * beforehand. Backend, passphrase and stack as the user set them up.
+     */
+    async plainPulumi(args: string[]): Promise<EngineResult> {
+        const bin = (await runProcess(path.join(repo, "scripts", "engine.sh"), [], { env: process.env })).stdout.trim();
+        const state = path.join(this.dir, ".state");
+        fs.mkdirSync(path.join(state, "backend"), { recursive: true });
+        const env: NodeJS.ProcessEnv = {
+            ...process.env,
+            PATH: `${bin}:${process.env.PATH ?? ""}`,
+            PULUMI_BACKEND_URL: `file://${path.join(state, "backend")}`,
+            PULUMI_HOME: path.join(state, "home"),
+            PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
+            PULUMI_SKIP_UPDATE_CHECK: "true",
+        };
+        return runProcess("pulumi", [...args, "--stack", this.stack, "--non-interactive"], { env, cwd: this.dir });
+    }
+
     /** `npm run -s <script> -- <args>` from the repository, acting on this deployment (what the workflows call). */
     npmScript(script: string, args: string[]): Promise<EngineResult> {
         return runProcess("npm", ["run", "-s", script, "--", ...args], { env: this.env(), cwd: repo });

@@ -37,6 +37,22 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         }
     });
 
+    it("runs under a plain `pulumi` with the official launcher, and runs the edited source on the next run", async () => {
+        const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
+        deployments.push(d);
+        expectExit(await d.plainPulumi(["stack", "init"]), 0, "stack init");
+        await d.setSecret("sglang-serve:apiKey", "plain-pulumi-test-key-0123456789");
+        const first = await d.plainPulumi(["preview"]);
+        expectExit(first, 0, "plain preview kpro5");
+        for (const type of ["GpuHost", "LxcContainer", "SglangService", "ReadinessCheck"]) {
+            assert.match(first.stdout, new RegExp(`sglang-serve:index:${type}\\b`), `${type} missing`);
+        }
+        fs.appendFileSync(path.join(d.dir, "index.ts"), 'export const editedInThisCheckout = "edit-" + (2 * 21);\n');
+        const second = await d.plainPulumi(["preview"]);
+        expectExit(second, 0, "plain preview after an edit");
+        assert.match(second.stdout, /editedInThisCheckout\s*:\s*"edit-42"/);
+    });
+
     it("previews ct129 (direct topology) without a container resource", async () => {
         const r = await preview("ct129", fieldConfig("ct129"));
         expectExit(r, 0, "preview ct129");
