@@ -64,7 +64,11 @@ const VERSION = /^\d+\.\d+\.\d+$/;
 const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
 const GPU_NAME = /^[A-Za-z0-9 ._()+-]{1,64}$/;
 /** API keys go into the EnvironmentFile unquoted and into argv through `${SGLANG_API_KEY}`. */
-const API_KEY = /^[A-Za-z0-9._~+/=-]{16,256}$/;
+const API_KEY_ALPHABET = /^[A-Za-z0-9._~+/=-]*$/;
+export const API_KEY_MIN_LENGTH = 16;
+export const API_KEY_MAX_LENGTH = 256;
+/** A Pulumi stack name, optionally with its project (`<project>/<stack>`), as `service.takeOverFrom` names it. */
+const STACK_REF = /^([A-Za-z0-9_.-]{1,100}\/)?[A-Za-z0-9_.-]{1,100}$/;
 
 function isIpv4(s: string): boolean {
     const m = IPV4.exec(s);
@@ -76,8 +80,35 @@ function isHostAddress(s: string): boolean {
     return DNS_NAME.test(s) || IPV6.test(s);
 }
 
-function isLoopback(host: string): boolean {
+export function isLoopback(host: string): boolean {
     return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+const API_KEY_SET_HELP = "`openssl rand -hex 32 | npm run pulumi -- config set --secret sglang-serve:apiKey`";
+
+/**
+ * Why `key` cannot be the server's API key, or undefined when it can. The
+ * value itself is never part of the answer. An empty key matters most:
+ * SGLang adds its auth middleware only for a non-empty `--api-key`, so
+ * `SGLANG_API_KEY=` would serve without authentication.
+ */
+export function apiKeyProblem(key: string): string | undefined {
+    if (key === "") {
+        return (
+            "is empty, and SGLang treats an empty --api-key as no key: the server would answer without authentication. " +
+            `Set a key of ${API_KEY_MIN_LENGTH}-${API_KEY_MAX_LENGTH} characters (${API_KEY_SET_HELP}), or remove it (\`npm run pulumi -- config rm sglang-serve:apiKey\`)`
+        );
+    }
+    if (key.length < API_KEY_MIN_LENGTH || key.length > API_KEY_MAX_LENGTH) {
+        return `is ${key.length} characters long but must be ${API_KEY_MIN_LENGTH}-${API_KEY_MAX_LENGTH}: set a longer key (${API_KEY_SET_HELP})`;
+    }
+    if (!API_KEY_ALPHABET.test(key)) {
+        return (
+            "has characters other than letters, digits and ._~+/=- (it goes unquoted into the 0600 EnvironmentFile and into --api-key): " +
+            `set a key of those characters only (${API_KEY_SET_HELP})`
+        );
+    }
+    return undefined;
 }
 
 const HOST_ADDRESS_HELP =
@@ -261,6 +292,13 @@ export const ServiceSchema = z.strictObject({
         .default([]),
     /** Plain environment for the server (secrets never: use sglang-serve:apiKey). */
     environment: z.record(z.string(), z.string()).default({}),
+    /** Says that a server on a non-loopback address without sglang-serve:apiKey is intended. */
+    allowUnauthenticated: z.boolean().default(false),
+    /** The stack (`<stack>` or `<project>/<stack>`) whose unit on the box this stack may take over. */
+    takeOverFrom: z
+        .string()
+        .regex(STACK_REF, { error: "must be the stack that owns the unit now, as `<stack>` or `<project>/<stack>` (the name the refusal message gives)" })
+        .optional(),
 });
 
 export const ReadinessSchema = z.strictObject({
@@ -289,8 +327,13 @@ export const StackConfigSchema = z.strictObject({
     /** Secret; written only to the 0600 EnvironmentFile. */
     apiKey: z
         .string()
-        .regex(API_KEY, { error: "must be 16-256 characters of letters, digits and ._~+/=- (e.g. `openssl rand -hex 32`)" })
+        .superRefine((value, ctx) => {
+            const problem = apiKeyProblem(value);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+        })
         .optional(),
+    /** A key made by @pulumi/random instead of sglang-serve:apiKey. */
+    generateApiKey: z.boolean().optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 
@@ -493,6 +536,8 @@ interface RuleInput {
     service?: ServiceConfig;
     readiness?: ReadinessConfig;
     sshPrivateKeyGiven: boolean;
+    /** sglang-serve:apiKey is set (valid or not) or generateApiKey is true. */
+    apiKeyGiven: boolean;
 }
 
 class Findings {
@@ -830,6 +875,35 @@ function listenRule(service: ServiceConfig, f: Findings): void {
     }
 }
 
+/** A server other machines can reach must authenticate, unless the config says it need not. */
+function authenticationRule(input: RuleInput, f: Findings): void {
+    const { service } = input;
+    if (!service) return;
+    const listen = service.listenHost ?? DEFAULT_LISTEN_HOST;
+    if (input.apiKeyGiven) {
+        if (service.allowUnauthenticated) {
+            f.warn(`${pulumiKey("service.allowUnauthenticated")} is true but an API key is set: the key is used and the server authenticates.`);
+        }
+        return;
+    }
+    if (isLoopback(listen)) return;
+    if (service.allowUnauthenticated) {
+        f.warn(
+            `The server listens on ${listen}:${service.port} without an API key (${pulumiKey("service.allowUnauthenticated")}: true): ` +
+                "anyone who reaches that port can use it.",
+        );
+        return;
+    }
+    f.issue(
+        "apiKey",
+        undefined,
+        `apiKey is not set but service.listenHost is ${listen}: the server would answer anyone who reaches port ${service.port} without authentication. ` +
+            `Set the secret (${API_KEY_SET_HELP}) or ${pulumiKey("generateApiKey")}: true; or listen on 127.0.0.1; ` +
+            "or, if an open endpoint is really intended, set service.allowUnauthenticated: true.",
+        ["service.listenHost", "service.allowUnauthenticated", "service.port"],
+    );
+}
+
 function readinessRule(readiness: ReadinessConfig, f: Findings): void {
     if (readiness.startupTimeoutSeconds < readiness.probeTimeoutSeconds) {
         f.issue(
@@ -855,6 +929,7 @@ function applyRules(input: RuleInput, f: Findings): void {
         extraArgsRule(service, f);
         listenRule(service, f);
     }
+    authenticationRule(input, f);
     const usable = gpuCountRule(input, f);
     memoryRule(input, usable, f);
     if (readiness) readinessRule(readiness, f);
@@ -949,6 +1024,7 @@ export function validateStackConfig(raw: unknown): ValidationResult {
             service: forRules.service as ServiceConfig | undefined,
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshPrivateKeyGiven: raw.sshPrivateKey !== undefined,
+            apiKeyGiven: raw.apiKey !== undefined || raw.generateApiKey === true,
         },
         ruleFindings,
     );

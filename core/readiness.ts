@@ -139,6 +139,7 @@ export type FailureCause =
   // Set by the I/O driver, not by `step`: the checks after readiness.
   | { kind: "chat-check"; reason: string }
   | { kind: "speculative-check"; reason: string }
+  | { kind: "auth-check"; reason: string }
   | { kind: "poll-error"; reason: string };
 
 export type ReadinessDecision =
@@ -387,6 +388,8 @@ export function describeFailure(cause: FailureCause): string {
       return `the server is up but the test chat completion failed: ${cause.reason}`;
     case "speculative-check":
       return `speculative decoding is not active: ${cause.reason}`;
+    case "auth-check":
+      return `the server does not enforce its API key: ${cause.reason}`;
     case "poll-error":
       return `could not poll the unit: ${cause.reason}`;
     default: {

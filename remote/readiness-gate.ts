@@ -161,6 +161,9 @@ export async function readJournalTail(remote: RemoteRunner, unit: string, n: num
 /** Poll interval once the server is close to ready (see the loop in waitUntilReady). */
 const NEAR_READY_POLL_MS = 250;
 
+/** An endpoint SGLang's API-key middleware guards (a "normal" route, not /health*, /ready* or /metrics). */
+const AUTH_CHECK_PATH = "/v1/models";
+
 const CHAT_PROMPT = "Answer in one short sentence: what is the capital of France?";
 
 /** Wait until the server is ready and generating, or failed. Never throws for server problems: they are results. */
@@ -255,6 +258,25 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
   say(formatProgress(ready));
 
   const probe: ProbeOptions = { timeoutMs: o.probeTimeoutMs, ...(o.apiKey ? { bearer: o.apiKey } : {}) };
+
+  if (o.apiKey) {
+    // A server that was given a key must refuse a request without it. SGLang
+    // authenticates only with a non-empty --api-key (an empty SGLANG_API_KEY
+    // turns it off) and exempts /health*, /ready* and /metrics: ask an
+    // endpoint it guards, with no Authorization header.
+    const url = endpointUrl(o.endpoint, AUTH_CHECK_PATH);
+    const res = await http.get(url, { timeoutMs: o.probeTimeoutMs });
+    if ("error" in res) return failNow({ kind: "auth-check", reason: `GET ${AUTH_CHECK_PATH} without the key: ${res.error}` });
+    if (res.status !== 401) {
+      return failNow({
+        kind: "auth-check",
+        reason:
+          `GET ${AUTH_CHECK_PATH} without the key answered HTTP ${res.status}, not 401: anyone who reaches ${o.endpoint} can use it ` +
+          "(check that the unit passes --api-key ${SGLANG_API_KEY} and that the EnvironmentFile sets a non-empty SGLANG_API_KEY)",
+      });
+    }
+    say(`[readiness] a request without the API key is refused (GET ${AUTH_CHECK_PATH} = 401)`);
+  }
 
   let chatText: string | null = null;
   if (o.chatCheck) {

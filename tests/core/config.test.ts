@@ -50,7 +50,7 @@ describe("stack config: the field's working config", () => {
 
     it("accepts absent sections passed as undefined, as pulumi.Config.getObject returns them", () => {
         const raw = directConfig() as Record<string, unknown>;
-        accepted({ ...raw, container: undefined, readiness: undefined, apiKey: undefined, sshPrivateKey: undefined });
+        accepted({ ...raw, container: undefined, readiness: undefined, generateApiKey: undefined, sshPrivateKey: undefined });
     });
 
     it("fills in defaults", () => {
@@ -498,5 +498,83 @@ describe("stack config: host, container, readiness", () => {
     it("warns for SGLang versions the rules were not checked against", () => {
         const result = accepted(withField((r) => (r.service.sglangVersion = "0.6.0")));
         assert.ok(result.warnings.some((w) => w.includes("checked for 0.5.9 to 0.5.11")));
+    });
+});
+
+describe("stack config: API key and authentication", () => {
+    const withKey = (key: string | undefined) => {
+        const raw: Record<string, unknown> = { ...fieldConfig() };
+        if (key === undefined) delete raw.apiKey;
+        else raw.apiKey = key;
+        return raw;
+    };
+
+    it("rejects an empty API key, saying that it turns SGLang's authentication off", () => {
+        const issue = issueAt(withKey(""), "apiKey");
+        assert.match(issue.message, /is empty/);
+        assert.match(issue.message, /without authentication/);
+        assert.match(formatConfigIssues([issue]), /sglang-serve:apiKey = \[secret\]/);
+    });
+
+    it("rejects a key shorter than 16 characters, naming its length and not its value", () => {
+        const issue = issueAt(withKey("short"), "apiKey");
+        assert.match(issue.message, /is 5 characters long but must be 16-256/);
+        assert.doesNotMatch(formatConfigIssues([issue]), /short"/);
+    });
+
+    it("rejects a key longer than 256 characters", () => {
+        assert.match(issueAt(withKey("a".repeat(257)), "apiKey").message, /is 257 characters long/);
+    });
+
+    it("rejects a key with characters that would need quoting in the environment file", () => {
+        assert.match(issueAt(withKey("0123456789abcdef $x"), "apiKey").message, /other than letters, digits and \._~\+\/=-/);
+    });
+
+    it("accepts a key of 16 to 256 characters of the key alphabet", () => {
+        accepted(withKey("0123456789abcdef"));
+        accepted(withKey(`${"A".repeat(250)}._~+/=`));
+    });
+
+    it("refuses a server on 0.0.0.0 without a key, naming the key, listenHost and allowUnauthenticated", () => {
+        const issue = issueAt(withKey(undefined), "apiKey");
+        assert.match(issue.message, /service\.listenHost is 0\.0\.0\.0/);
+        assert.match(issue.message, /config set --secret sglang-serve:apiKey/);
+        assert.match(issue.message, /service\.allowUnauthenticated: true/);
+        assert.match(formatConfigIssues([issue]), /sglang-serve:apiKey = \(not set\)/);
+    });
+
+    it("refuses a server on another non-loopback address without a key", () => {
+        const raw = withKey(undefined);
+        (raw.service as Record<string, unknown>).listenHost = "10.1.230.172";
+        issueAt(raw, "apiKey");
+    });
+
+    it("accepts a server on 0.0.0.0 without a key when allowUnauthenticated says so, with a warning", () => {
+        const raw = withKey(undefined);
+        (raw.service as Record<string, unknown>).allowUnauthenticated = true;
+        const result = accepted(raw);
+        assert.ok(result.warnings.some((w) => w.includes("without an API key") && w.includes("0.0.0.0:30000")), result.warnings.join("\n"));
+    });
+
+    it("accepts a generated key instead of the secret", () => {
+        accepted({ ...withKey(undefined), generateApiKey: true });
+    });
+
+    it("accepts a server on loopback without a key", () => {
+        const raw = withKey(undefined);
+        (raw.service as Record<string, unknown>).listenHost = "127.0.0.1";
+        (raw.service as Record<string, unknown>).endpointHost = "127.0.0.1";
+        accepted(raw);
+    });
+
+    it("does not add the missing-key issue to an invalid key's", () => {
+        const issues = issuesOf(withKey("short"));
+        assert.deepEqual(issues.map((i) => i.path), ["apiKey"]);
+    });
+
+    it("rejects a takeOverFrom that is not a stack name", () => {
+        issueAt(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct 129")), "service.takeOverFrom");
+        accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct129")));
+        accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "sglang-serve/ct129")));
     });
 });

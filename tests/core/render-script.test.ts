@@ -7,12 +7,14 @@ import { renderStack } from "../../scripts/render";
 import { SystemdRoot } from "./fixtures";
 
 const repo = path.join(__dirname, "..", "..");
-const stackText = (stack: string) => fs.readFileSync(path.join(repo, `Pulumi.${stack}.yaml`), "utf8");
+const committedStackText = (stack: string) => fs.readFileSync(path.join(repo, `Pulumi.${stack}.yaml`), "utf8");
+/** A committed field stack with its API key set, encrypted, as an operator sets it (the field stacks listen on 0.0.0.0). */
+const stackText = (stack: string) =>
+    committedStackText(stack).replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n");
 
-/** `npm run render -- <args>` without npm: the same ts-node command the npm script runs. */
+/** `npm run render -- <args>` without npm: the same node command the npm script runs. */
 function runRender(args: string[]): { status: number | null; stdout: string; stderr: string } {
-    const tsNode = require.resolve("ts-node/dist/bin.js");
-    const run = spawnSync(process.execPath, [tsNode, "--transpile-only", "scripts/render.ts", ...args], { cwd: repo, encoding: "utf8", timeout: 60000 });
+    const run = spawnSync(process.execPath, ["--require", "tsx/cjs", "scripts/render.ts", ...args], { cwd: repo, encoding: "utf8", timeout: 60000 });
     return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -41,8 +43,11 @@ describe("render script", function () {
         });
     }
 
-    it("npm run render -- --stack kpro5 prints the unit, which verifies", () => {
-        const run = runRender(["--stack", "kpro5"]);
+    it("npm run render -- --file <kpro5 with its key> prints the unit, which verifies", () => {
+        const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sglang-render-")), "Pulumi.kpro5.yaml");
+        fs.writeFileSync(file, stackText("kpro5"));
+        const run = runRender(["--file", file]);
+        fs.rmSync(path.dirname(file), { recursive: true, force: true });
         assert.equal(run.status, 0, run.stderr);
         assert.match(run.stdout, /in container 129 \(llm-two\) on 10\.1\.2\.5, via pct exec/);
         const unit = unitFromOutput(run.stdout);
@@ -76,9 +81,16 @@ describe("render script", function () {
             assert.match(run.stderr, /sglang-serve:service\.mambaSchedulerStrategy = "no_buffer"/);
         });
 
+        it("refuses the committed kpro5, which listens on 0.0.0.0, until its API key is set", () => {
+            const run = runRender(["--stack", "kpro5"]);
+            assert.equal(run.status, 2);
+            assert.match(run.stderr, /sglang-serve:apiKey = \(not set\)/);
+            assert.match(run.stderr, /service\.allowUnauthenticated: true/);
+        });
+
         it("masks an encrypted API key and adds the EnvironmentFile", () => {
             const file = path.join(dir, "Pulumi.secret.yaml");
-            fs.writeFileSync(file, stackText("kpro5").replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n"));
+            fs.writeFileSync(file, stackText("kpro5"));
             const run = runRender(["--file", file]);
             assert.equal(run.status, 0, run.stderr);
             assert.match(run.stdout, /EnvironmentFile=\/etc\/sglang\/qwen\.env/);

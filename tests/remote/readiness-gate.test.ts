@@ -46,7 +46,7 @@ interface Run {
 
 async function runGate(
   frames: Frame[],
-  extra: Partial<WaitUntilReadyOptions> & { chat?: HttpResult; info?: HttpResult } = {},
+  extra: Partial<WaitUntilReadyOptions> & { chat?: HttpResult; info?: HttpResult; modelsWithoutKey?: HttpResult } = {},
 ): Promise<{ result: Awaited<ReturnType<typeof waitUntilReady>>; calls: string[] } & Run> {
   const box = new FakeBox();
   const progress: string[] = [];
@@ -85,6 +85,10 @@ async function runGate(
           gets.push({ url, opts });
           if (url.endsWith("/health")) return frames[frame]!.health;
           if (url.endsWith("/server_info")) return extra.info ?? status(200, serverInfo("EAGLE", 1.8));
+          // SGLang's API-key middleware: 401 without the Bearer token.
+          if (url.endsWith("/v1/models")) {
+            return opts.bearer ? status(200, { object: "list", data: [] }) : (extra.modelsWithoutKey ?? status(401, { error: "Unauthorized" }));
+          }
           return status(404);
         },
         post: async (url, payload, opts) => {
@@ -206,6 +210,36 @@ describe("waitUntilReady", () => {
   it("fails when speculative decoding is configured but /server_info shows none", async () => {
     const { result } = await runGate(GOOD.map((f) => ({ ...f })), { info: status(200, serverInfo(null)) });
     assert.equal(!result.ok && result.cause.kind, "speculative-check");
+  });
+
+  it("checks that a request without the API key is refused with 401, sending no Authorization header", async () => {
+    const { result, gets, progress } = await runGate(GOOD.map((f) => ({ ...f })));
+    assert.equal(result.ok, true, JSON.stringify(result));
+    const check = gets.filter((g) => g.url === "http://127.0.0.1:30000/v1/models");
+    assert.equal(check.length, 1);
+    assert.equal(check[0]!.opts.bearer, undefined);
+    assert.ok(progress.includes("[readiness] a request without the API key is refused (GET /v1/models = 401)"), progress.join("\n"));
+  });
+
+  it("fails the rollout when a server with a key answers a request without it", async () => {
+    const { result, posts } = await runGate(GOOD.map((f) => ({ ...f })), { modelsWithoutKey: status(200, { object: "list", data: [] }) });
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.equal(result.cause.kind, "auth-check");
+    assert.match(result.message, /does not enforce its API key: GET \/v1\/models without the key answered HTTP 200, not 401/);
+    // Judged before the chat check: an open server is not rolled out however well it answers.
+    assert.equal(posts.length, 0);
+  });
+
+  it("fails the auth check when the request without the key gets no answer", async () => {
+    const { result } = await runGate(GOOD.map((f) => ({ ...f })), { modelsWithoutKey: refused });
+    assert.equal(!result.ok && result.cause.kind, "auth-check");
+  });
+
+  it("does not check authentication when the server has no key", async () => {
+    const { result, gets } = await runGate(GOOD.map((f) => ({ ...f })), { apiKey: undefined });
+    assert.equal(result.ok, true, JSON.stringify(result));
+    assert.equal(gets.filter((g) => g.url.endsWith("/v1/models")).length, 0);
   });
 
   it("skips the chat check and the speculation check when not asked for", async () => {
