@@ -9,4 +9,5 @@ export type { Input, Inputs } from "@pulumi/pulumi/output";
 export { Config } from "@pulumi/pulumi/config";
 export { RunError } from "@pulumi/pulumi/errors";
 export { getConfig } from "@pulumi/pulumi/runtime/config";
+export { getProject, getStack } from "@pulumi/pulumi/metadata";
 export * as log from "@pulumi/pulumi/log";

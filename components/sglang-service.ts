@@ -1,6 +1,7 @@
 import * as pulumi from "./pulumi";
 import type { ReadinessConfig, ServiceConfig } from "../core/config";
-import { renderEnvironmentFile, renderUnit, unitName } from "../core/systemd-unit";
+import { formatOwner } from "../core/ownership";
+import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { flagMap } from "../core/flag-map";
@@ -18,6 +19,8 @@ export interface SglangServiceArgs {
     apiKey?: pulumi.Input<string>;
     /** GPU indices the server uses, watched for memory release between stop and start. */
     gpuIndices: number[];
+    /** Recorded in the unit; another stack refuses to change or delete it. Default: this project and stack. */
+    owner?: UnitOwner;
 }
 
 class SystemdService extends DynamicResource {
@@ -57,13 +60,14 @@ export class SglangService extends pulumi.ComponentResource {
             ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k })))
             : undefined;
         const flagged = flagMap(argv);
+        const owner = args.owner ?? { project: pulumi.getProject(), stack: pulumi.getStack() };
         const unit = new SystemdService(
             `${name}-unit`,
             {
                 providerVersion: PROVIDER_VERSION,
                 connection: args.connection,
                 unitName: unitName(service.name),
-                unitText: renderUnit(service, { hasSecrets: hasApiKey }),
+                unitText: renderUnit(service, { hasSecrets: hasApiKey, owner }),
                 command: flagged.command,
                 flags: flagged.flags,
                 environment: service.environment ?? {},
@@ -74,6 +78,8 @@ export class SglangService extends pulumi.ComponentResource {
                 speculativeAlgorithm: service.speculative?.algorithm,
                 gpuIndices: args.gpuIndices,
                 readiness: args.readiness,
+                owner: formatOwner(owner),
+                takeOverFrom: service.takeOverFrom,
                 revision: undefined,
                 activeState: undefined,
                 liveArgs: undefined,

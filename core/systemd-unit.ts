@@ -169,9 +169,17 @@ export function parseExecStart(value: string): string[] {
 // The unit
 // ---------------------------------------------------------------------------
 
+/** The Pulumi project and stack that manage a unit on the box. */
+export interface UnitOwner {
+    project: string;
+    stack: string;
+}
+
 export interface UnitOptions {
     /** The service has secrets (the API key): add EnvironmentFile= and `--api-key ${SGLANG_API_KEY}`. */
     hasSecrets: boolean;
+    /** Recorded in the unit so that another stack refuses to change or delete it (core/ownership.ts). */
+    owner?: UnitOwner;
     /**
      * Start budget (readiness.startupTimeoutSeconds). With Type=simple systemd
      * counts the unit started at fork, so this bounds only a future
@@ -191,6 +199,42 @@ export const STOP_TIMEOUT_SECONDS = 60;
 export const DEFAULT_START_TIMEOUT_SECONDS = 900;
 
 const HEADER_PREFIX = "# Managed by sglang-serve";
+const OWNER_PREFIX = "# sglang-serve owner: ";
+const OWNER_LINE = /^# sglang-serve owner: ([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)$/;
+const OWNER_NOTE = "# Another stack refuses to change or delete this unit (see sglang-serve:service.takeOverFrom).";
+
+/** The comment line that records the owner: `# sglang-serve owner: <project>/<stack>`. */
+export function ownerLine(owner: UnitOwner): string {
+    const line = `${OWNER_PREFIX}${owner.project}/${owner.stack}`;
+    if (!OWNER_LINE.test(line)) throw new UnitSyntaxError(`owner ${JSON.stringify(`${owner.project}/${owner.stack}`)} is not <project>/<stack> of letters, digits and ._-`);
+    return line;
+}
+
+/** The owner a unit's text records (its comment lines before the first section), if any. */
+export function unitOwner(text: string): UnitOwner | undefined {
+    for (const raw of text.split("\n")) {
+        const line = raw.replace(/\r$/, "").trim();
+        if (line.startsWith("[")) return undefined;
+        const m = OWNER_LINE.exec(line);
+        if (m) return { project: m[1], stack: m[2] };
+    }
+    return undefined;
+}
+
+/**
+ * The unit text without what only records who manages it (our header line,
+ * which hashes the rest, and the owner line): two units equal here run the
+ * same server, so changing only the owner needs no restart.
+ */
+export function unitTextWithoutOwner(text: string): string {
+    return text
+        .split("\n")
+        .filter((line, i) => {
+            const trimmed = line.replace(/\r$/, "").trim();
+            return !(i === 0 && line.startsWith(HEADER_PREFIX)) && !OWNER_LINE.test(trimmed) && trimmed !== OWNER_NOTE;
+        })
+        .join("\n");
+}
 
 /** Hash of everything below the header line: a unit whose body no longer matches was edited by hand. */
 export function unitBodyHash(body: string): string {
@@ -219,6 +263,7 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
     const envReferences = new Set(opts.hasSecrets ? [API_KEY_ENV] : []);
     const argv = renderArgv(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {});
     const body = [
+        ...(opts.owner ? [ownerLine(opts.owner), OWNER_NOTE] : []),
         "[Unit]",
         `Description=${escapeSpecifiers(`SGLang server ${service.name} (${service.model.servedName})`)}`,
         "After=network-online.target",

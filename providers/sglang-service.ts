@@ -1,8 +1,11 @@
 import { createHash, randomBytes } from "crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import type { Connection } from "../components/connection";
+import { apiKeyProblem } from "../core/config";
+import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
 import { shQuote } from "../core/shell";
+import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
 import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit-read";
 import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
@@ -28,6 +31,15 @@ export interface ServiceInputs {
     speculativeAlgorithm?: string;
     gpuIndices: number[];
     readiness: ReadinessSettings;
+    /**
+     * `<project>/<stack>` that manages the unit, recorded in the unit file.
+     * The inputs a refresh reads back hold the owner the box records instead
+     * (so the preview shows a take-over, and check refuses one not asked for).
+     * Absent in states written before owners were recorded.
+     */
+    owner?: string;
+    /** service.takeOverFrom: the stack whose unit this one may take over. */
+    takeOverFrom?: string;
     /** Shown by the preview: whether and why the server restarts. Set by check. */
     restart?: string;
 }
@@ -43,6 +55,8 @@ export interface ServiceOutputs extends ServiceInputs {
     liveArgs: Record<string, unknown> | null;
     /** False when the running process does not run what the unit file says (changed, not restarted). */
     liveMatchesUnit: boolean;
+    /** The owner the unit on the box records (`<project>/<stack>`), if any. */
+    boxOwner?: string;
 }
 
 /** Fields whose change means the server process must restart. */
@@ -55,6 +69,8 @@ export function sha256(text: string | undefined): string {
 /** What the box holds now: unit, secrets hash, systemd state, live args. */
 interface LiveService {
     unit: UnitView | null;
+    /** The owner the unit file records. */
+    owner: UnitOwner | undefined;
     secretsHash: string;
     activeState: string;
     enabled: boolean;
@@ -109,6 +125,7 @@ async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<Live
     }
     return {
         unit,
+        owner: read.unitText === null ? undefined : unitOwner(read.unitText),
         secretsHash: read.environmentFileHash,
         activeState,
         enabled: read.enabled,
@@ -124,6 +141,7 @@ function outputsFrom(inputs: ServiceInputs, live: LiveService, revision: string)
     return {
         ...inputs,
         ...fromBox,
+        boxOwner: live.owner ? formatOwner(live.owner) : undefined,
         restart: "no",
         revision,
         activeState: live.activeState,
@@ -134,11 +152,45 @@ function outputsFrom(inputs: ServiceInputs, live: LiveService, revision: string)
     };
 }
 
+/** Two unit texts that differ at most in the owner they record run the same server. */
+function sameServer(a: string | undefined, b: string | undefined): boolean {
+    return a === b || (a !== undefined && b !== undefined && unitTextWithoutOwner(a) === unitTextWithoutOwner(b));
+}
+
+/** The owner this stack records, or undefined for a state written before owners were. */
+function selfOwner(inputs: ServiceInputs): UnitOwner | undefined {
+    return inputs.owner === undefined ? undefined : parseOwner(inputs.owner);
+}
+
+/**
+ * Refuses, before anything on the box changes, to write a unit another
+ * stack owns (unless service.takeOverFrom names it); says so when taking one over.
+ */
+function assertMayWrite(remote: RemoteHost, inputs: ServiceInputs, live: LiveService): void {
+    const self = selfOwner(inputs);
+    if (!self) return;
+    const decision = decideWrite({ live: live.owner, self, takeOverFrom: inputs.takeOverFrom, unit: inputs.unitName, where: remote.describe() });
+    switch (decision.kind) {
+        case "ours":
+        case "unowned":
+            return;
+        case "take-over":
+            say(`[${inputs.unitName}] taking it over from stack ${formatOwner(decision.from)} (sglang-serve:service.takeOverFrom)`);
+            return;
+        case "refuse":
+            throw new Error(decision.message);
+        default: {
+            const never: never = decision;
+            throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+        }
+    }
+}
+
 /** Whether the box runs exactly what is declared, and if not, why (for messages and the restart decision). */
 function differences(inputs: ServiceInputs, live: LiveService): string[] {
     const why: string[] = [];
     if (!live.unit) return ["the unit is not on the box"];
-    if (live.unit.text !== inputs.unitText) {
+    if (!sameServer(live.unit.text, inputs.unitText)) {
         const flags = changedNames(inputs.flags, live.unit.flags);
         const env = changedNames(inputs.environment, live.unit.environment);
         why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
@@ -272,18 +324,46 @@ async function stopAndRelease(remote: RemoteHost, inputs: ServiceInputs, restart
 async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection);
     const live = await readLive(remote, inputs);
+    assertMayWrite(remote, inputs, live);
     const why = differences(inputs, live);
     if (why.length === 0) {
+        let now = live;
+        if (live.unit && live.unit.text !== inputs.unitText) {
+            // Only the recorded owner differs: rewrite the file, keep the server running.
+            await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            say(`[${inputs.unitName}] recorded owner ${inputs.owner ?? "(none)"} in the unit file; the server runs on, not restarted`);
+            now = { ...live, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
+        }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
-        return outputsFrom(inputs, { ...live, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
+        return outputsFrom(inputs, { ...now, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
     }
     return rollout(id, inputs, live, providerKey);
 }
 
+/** The unknown-value placeholder dynamic providers see in preview (e.g. a key @pulumi/random has not made yet). */
+const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
 export const provider: pulumi.dynamic.ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async check(olds, news) {
-        const changed = changedKeys(olds, news, PROCESS_FIELDS).map(String);
+        const failures: { property: string; reason: string }[] = [];
+        // The config validation checks the key too; this covers a key from anywhere else (a generated one, another program).
+        if (typeof news.apiKey === "string" && news.apiKey !== UNKNOWN) {
+            const problem = apiKeyProblem(news.apiKey);
+            if (problem) failures.push({ property: "apiKey", reason: `sglang-serve:apiKey ${problem}` });
+        }
+        // After a refresh, olds.owner is the owner the unit on the box records.
+        const live = olds.owner === undefined ? undefined : parseOwner(olds.owner);
+        const self = news.owner === undefined ? undefined : parseOwner(news.owner);
+        if (live && self) {
+            const decision = decideWrite({ live, self, takeOverFrom: news.takeOverFrom, unit: news.unitName, where: news.connection.address });
+            if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
+        }
+        if (failures.length > 0) return { inputs: news, failures };
+        const changed = changedKeys(olds, news, PROCESS_FIELDS)
+            .filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText))
+            .map(String);
         const flags = changedNames(olds.flags, news.flags);
         const env = changedNames(olds.environment, news.environment);
         const secrets = sha256(olds.environmentFile) !== sha256(news.environmentFile) && olds.unitName !== undefined;
@@ -319,14 +399,23 @@ export const provider: pulumi.dynamic.ResourceProvider<ServiceInputs, ServiceOut
         if (!live.unit) return { id: "", props: undefined as unknown as ServiceOutputs };
         const outs = outputsFrom(props, live, props.revision);
         // Inputs from the box, so that `preview --refresh` shows box -> declared per field.
-        const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, ...inputs } = outs;
-        return { id, props: outs, inputs: inputs as ServiceInputs };
+        // inputs.owner too is the box's: a unit another stack took over shows (and is refused) at the next preview.
+        const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner, ...inputs } = outs;
+        return { id, props: outs, inputs: { ...inputs, owner: boxOwner } as ServiceInputs };
     },
     async update(id, _olds, news) {
         return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider) };
     },
     async delete(_id, props) {
         const remote = remoteFor(props.connection);
+        // Read the box, not the state: another stack may have taken the unit over since.
+        const read = await readUnit(remote, props.unitName);
+        const live = read.unitText === null ? undefined : unitOwner(read.unitText);
+        const decision = decideDelete({ live, self: selfOwner(props), unit: props.unitName, where: remote.describe() });
+        if (decision.kind === "leave") {
+            say(decision.message);
+            return;
+        }
         const paths = unitPaths(props.unitName);
         const prev = previousPaths(props.unitName);
         await remote.run(["systemctl", "disable", "--now", props.unitName]);

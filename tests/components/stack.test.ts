@@ -54,13 +54,16 @@ function stackConfig(stack: string): Record<string, string> {
     );
 }
 
-async function loadProgram(stack: string, extra: Record<string, string> = {}) {
+/** The field stacks listen on 0.0.0.0: operators set this secret (the committed files hold none). */
+const API_KEY = { "sglang-serve:apiKey": "0123456789abcdef0123456789abcdef" };
+
+async function loadProgram(stack: string, extra: Record<string, string> = API_KEY) {
     const mocks = new RecordingMocks();
     await pulumi.runtime.setMocks(mocks, "sglang-serve", stack, false);
-    pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra });
+    pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra }, Object.keys(API_KEY));
     const programPath = require.resolve("../../index");
     delete require.cache[programPath];
-    const program = (await import("../../index")) as unknown as Record<string, pulumi.Output<unknown>>;
+    const program = require(programPath) as Record<string, pulumi.Output<unknown>>;
     return { mocks, program };
 }
 
@@ -98,6 +101,7 @@ describe("the stack program under mocks", () => {
             "--mem-fraction-static": "0.88",
             "--host": "0.0.0.0",
             "--port": "30000",
+            "--api-key": "${SGLANG_API_KEY}",
         });
         assert.deepEqual(unit.inputs.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
     });
@@ -136,6 +140,53 @@ describe("the stack program under mocks", () => {
         assert.match(envFile.value, /^SGLANG_API_KEY=generated-key-0123456789abcdef$/m);
     });
 
+    it("records this project and stack as the unit's owner, and passes service.takeOverFrom on", async () => {
+        const { mocks, program } = await loadProgram("kpro5");
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.equal(unit.inputs.owner, "sglang-serve/kpro5");
+        assert.match(String(unit.inputs.unitText), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
+        assert.equal(unit.inputs.takeOverFrom, undefined);
+
+        const config = stackConfig("kpro5");
+        const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+        service.takeOverFrom = "ct129";
+        const taking = await loadProgram("kpro5", { ...API_KEY, "sglang-serve:service": JSON.stringify(service) });
+        await promiseOf(taking.program.unitName);
+        assert.equal(taking.mocks.resources.find((r) => r.type.endsWith("SystemdService"))!.inputs.takeOverFrom, "ct129");
+    });
+
+    it("fails the preview of kpro5 (0.0.0.0) without an API key, naming the key", async () => {
+        await assert.rejects(
+            () => loadProgram("kpro5", {}),
+            (e: Error) => /sglang-serve:apiKey = \(not set\)/.test(e.message) && /allowUnauthenticated/.test(e.message),
+        );
+    });
+
+    it("fails the preview naming the key when the API key is short", async () => {
+        await assert.rejects(
+            () => loadProgram("kpro5", { "sglang-serve:apiKey": "short" }),
+            (e: Error) => /sglang-serve:apiKey = \[secret\]/.test(e.message) && /5 characters long but must be 16-256/.test(e.message) && !/"short"/.test(e.message),
+        );
+    });
+
+    it("fails the preview naming the key when the API key is empty", async () => {
+        await assert.rejects(
+            () => loadProgram("kpro5", { "sglang-serve:apiKey": "" }),
+            (e: Error) => /sglang-serve:apiKey = \[secret\]/.test(e.message) && /is empty/.test(e.message),
+        );
+    });
+
+    it("previews kpro5 without a key when service.allowUnauthenticated is true", async () => {
+        const config = stackConfig("kpro5");
+        const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+        service.allowUnauthenticated = true;
+        const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.doesNotMatch(String(unit.inputs.unitText), /--api-key/);
+    });
+
     it("fails with one message naming every bad key", async () => {
         const bad = stackConfig("kpro5");
         const service = JSON.parse(bad["sglang-serve:service"]) as Record<string, unknown>;
@@ -147,7 +198,7 @@ describe("the stack program under mocks", () => {
                 await pulumi.runtime.setMocks(new RecordingMocks(), "sglang-serve", "kpro5", false);
                 pulumi.runtime.setAllConfig(bad);
                 delete require.cache[require.resolve("../../index")];
-                await import("../../index");
+                require("../../index");
             },
             (e: Error) => /service\.port/.test(e.message) && /service\.speculative\.algorithm/.test(e.message),
         );

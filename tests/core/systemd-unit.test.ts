@@ -19,6 +19,8 @@ import {
     splitWords,
     unescapeSpecifiers,
     unitName,
+    unitOwner,
+    unitTextWithoutOwner,
     unitValues,
     UnitSyntaxError,
 } from "../../core/systemd-unit";
@@ -155,6 +157,51 @@ describe("systemd unit: parsing back", () => {
     });
 });
 
+const KPRO5 = { project: "sglang-serve", stack: "kpro5" };
+const CT129 = { project: "sglang-serve", stack: "ct129" };
+
+describe("systemd unit: the owner", () => {
+    it("records the owner as a comment line before [Unit], inside the hashed body", () => {
+        const text = renderUnit(fieldService(), { hasSecrets: true, owner: KPRO5 });
+        assert.match(text, /^# Managed by sglang-serve[^\n]*\n# sglang-serve owner: sglang-serve\/kpro5\n/);
+        assert.deepEqual(unitOwner(text), KPRO5);
+        assert.equal(serviceFromUnit(text).handEdited, false);
+        assert.equal(serviceFromUnit(text.replace("owner: sglang-serve/kpro5", "owner: sglang-serve/ct129")).handEdited, true);
+    });
+
+    it("reads no owner from a unit without one, or from a comment inside a section", () => {
+        assert.equal(unitOwner(renderUnit(fieldService(), { hasSecrets: true })), undefined);
+        assert.equal(unitOwner("[Unit]\n# sglang-serve owner: sglang-serve/kpro5\n[Service]\nExecStart=/bin/true\n"), undefined);
+    });
+
+    it("refuses an owner that is not <project>/<stack> of plain characters", () => {
+        assert.throws(() => renderUnit(fieldService(), { hasSecrets: true, owner: { project: "sglang-serve", stack: "a b" } }), UnitSyntaxError);
+    });
+
+    it("compares two units without the header and owner lines: same server, other owner", () => {
+        const kpro5 = renderUnit(fieldService(), { hasSecrets: true, owner: KPRO5 });
+        const ct129 = renderUnit(fieldService(), { hasSecrets: true, owner: CT129 });
+        const none = renderUnit(fieldService(), { hasSecrets: true });
+        assert.notEqual(kpro5, ct129);
+        assert.equal(unitTextWithoutOwner(kpro5), unitTextWithoutOwner(ct129));
+        assert.equal(unitTextWithoutOwner(kpro5), unitTextWithoutOwner(none));
+        const other = renderUnit({ ...fieldService(), memFractionStatic: 0.85 }, { hasSecrets: true, owner: KPRO5 });
+        assert.notEqual(unitTextWithoutOwner(other), unitTextWithoutOwner(ct129));
+    });
+
+    it("reads the same fields back with and without the owner (property)", () => {
+        fc.assert(
+            fc.property(serviceConfig, fc.boolean(), (svc, hasSecrets) => {
+                const owned = serviceFromUnit(renderUnit(svc, { hasSecrets, owner: KPRO5 }));
+                const plain = serviceFromUnit(renderUnit(svc, { hasSecrets }));
+                assert.deepEqual(owned.fields, plain.fields);
+                assert.deepEqual(owned.environment, plain.environment);
+            }),
+            { numRuns: 100 },
+        );
+    });
+});
+
 describe("systemd unit: escaping", () => {
     it("escapes % and $ in ExecStart but leaves the intended ${SGLANG_API_KEY}", () => {
         const refs = new Set(["SGLANG_API_KEY"]);
@@ -209,6 +256,13 @@ describe("systemd unit: systemd-analyze verify", function () {
 
     it("accepts the field unit without a warning", () => {
         assertVerifies(fieldService(), true);
+    });
+
+    it("accepts the field unit with its owner line without a warning", () => {
+        const svc = fieldService();
+        const result = root.verify(unitName(svc.name), renderUnit(svc, { hasSecrets: true, owner: KPRO5 }), [executableOf(svc)]);
+        assert.equal(result.output, "");
+        assert.equal(result.status, 0);
     });
 
     it("accepts every generated unit without a warning (property)", () => {
