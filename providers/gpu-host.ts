@@ -1,4 +1,4 @@
-import type * as pulumi from "@pulumi/pulumi";
+import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import {
     DeviceMajors,
@@ -66,7 +66,7 @@ async function createOrUpdate(inputs: GpuHostInputs): Promise<GpuHostOutputs> {
     return { ...inputs, ...facts };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider<GpuHostInputs, GpuHostOutputs> = {
+export const provider: ResourceProvider<GpuHostInputs, GpuHostOutputs> = {
     async diff(_id, olds, news) {
         const changed = changedKeys(olds, news, ["providerVersion", "connection", "expectedGpus"]);
         // Live facts that no longer meet the expectation (after a refresh) are drift to repair or report.

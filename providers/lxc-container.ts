@@ -1,4 +1,4 @@
-import type * as pulumi from "@pulumi/pulumi";
+import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config";
 import type { DeviceMajors } from "../core/gpu-facts";
@@ -114,7 +114,7 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     return outputsOf(inputs, after!, live.status === "running" ? needs : []);
 }
 
-export const provider: pulumi.dynamic.ResourceProvider<ContainerInputs, ContainerOutputs> = {
+export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
     async check(olds, news) {
         const fields: string[] = [];
         const o = olds.container ?? ({} as Partial<ContainerConfig>);

@@ -1,4 +1,4 @@
-import type * as pulumi from "@pulumi/pulumi";
+import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import type { ReadinessConfig } from "../core/config";
@@ -57,7 +57,7 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
     };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
+export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
     async diff(_id, olds, news) {
         const changed = changedKeys(olds, news, [
             "providerVersion",

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "crypto";
-import type * as pulumi from "@pulumi/pulumi";
+import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import { apiKeyProblem } from "../core/config";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
@@ -345,7 +345,7 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: un
 /** The unknown-value placeholder dynamic providers see in preview (e.g. a key @pulumi/random has not made yet). */
 const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
-export const provider: pulumi.dynamic.ResourceProvider<ServiceInputs, ServiceOutputs> = {
+export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async check(olds, news) {
         const failures: { property: string; reason: string }[] = [];
         // The config validation checks the key too; this covers a key from anywhere else (a generated one, another program).

@@ -20,12 +20,11 @@ import { clearFaults, labDown, labUp, readLabInfo, setFaults, simulatorEvents } 
 import type { LabInfo, SimulatorEvent } from "../lab/control";
 import type { Deployment } from "../tests/e2e/deployment";
 import { labStackConfig, StackConfigFile } from "../tests/e2e/lab-stack";
-import { createFloorProject, EngineEvent, expectCode, Project, RunResult, runEngine, stopRunningEngines, useTree } from "../bench/lib/engine";
+import { createFloorProject, EngineEvent, FloorKind, expectCode, Project, RunResult, runEngine, stopRunningEngines, useTree } from "../bench/lib/engine";
 import { Snapshot } from "../bench/lib/snapshot";
 import { countSshd, SshCounts } from "../bench/lib/sshd";
 import { nowMs, summarize, Summary } from "../bench/lib/stats";
 import { buildProfile, Profile } from "../bench/lib/profile";
-import { stopHosts } from "../providers/host/control";
 import { fleetMembers, fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../bench/lib/fleet";
 
 const repo = path.resolve(__dirname, "..");
@@ -133,59 +132,55 @@ function newSimEvents(labDir: string, before: number): SimulatorEvent[] {
 // ---------------------------------------------------------------------------
 // Phases
 
+type Floors = Record<FloorKind, Project>;
+const FLOOR_LABEL: Record<FloorKind, string> = {
+    typescript: "empty TypeScript program, type-checked (Pulumi's default)",
+    "transpile-only": "empty TypeScript program, transpile-only (the target's floor)",
+    javascript: "empty JavaScript program",
+    dynamic: "transpile-only program with one no-op dynamic resource",
+};
+
 /**
- * The stack three ways: with the warm provider host (the default; the host
- * already up from the run before), with a cold one (stopped before each run,
- * so the run starts it and opens the SSH connection), and with a provider
- * process per run (SGLANG_SERVE_PROVIDER_HOST=process).
+ * The stack as users run it (the SDK's dynamic-provider plugin under the
+ * official launcher, the program from its TypeScript source) against the
+ * floors on the same engine, launcher and backend.
  */
-async function phasePreview(d: Deployment, floor: Project, floorJs: Project, info: LabInfo): Promise<void> {
-    log(`preview --refresh: stack (warm provider host, cold host, a provider process per run) vs empty-program floors (TypeScript, the target's floor, and JavaScript), ${RUNS} runs each, interleaved (1 warm-up each)`);
-    type Which = "stack" | "stackCold" | "stackProcess" | "floor" | "floorJs";
-    const all: Which[] = ["stack", "stackCold", "stackProcess", "floor", "floorJs"];
+async function phasePreview(d: Deployment, floors: Floors, info: LabInfo): Promise<void> {
+    log(`preview --refresh: the stack vs the floors, ${RUNS} runs each, interleaved (1 warm-up each)`);
+    type Which = "stack" | FloorKind;
+    const all: Which[] = ["stack", "typescript", "transpile-only", "javascript", "dynamic"];
     const ms = Object.fromEntries(all.map((k) => [k, [] as number[]])) as Record<Which, number[]>;
-    const ratios: Record<string, number[]> = { stack: [], stackCold: [], stackProcess: [], floorJs: [] };
-    const ssh: Record<string, Array<{ host: SshCounts; container: SshCounts }>> = { stack: [], stackCold: [], stackProcess: [] };
-    const projects: Record<Which, Project> = { stack: d, stackCold: d, stackProcess: d, floor, floorJs };
+    const ratios = Object.fromEntries(all.map((k) => [k, [] as number[]])) as Record<Which, number[]>;
+    const ssh: Array<{ host: SshCounts; container: SshCounts }> = [];
+    const projects: Record<Which, Project> = { stack: d, ...floors };
     for (let i = -1; i < RUNS; i++) {
-        // Rotate which goes first, so a load spike does not always hit the same one. The warm
-        // stack run always follows another stack run of this round or the last, so its host is up.
-        const order: Which[] = ["stackCold", "stack", "stackProcess", "floor", "floorJs"];
-        for (let k = 0; k < ((i % 5) + 5) % 5; k++) order.push(order.shift()!);
+        // Rotate which goes first, so a load spike does not always hit the same one.
+        const order: Which[] = [...all];
+        for (let k = 0; k < ((i % all.length) + all.length) % all.length; k++) order.push(order.shift()!);
         const wall: Partial<Record<Which, number>> = {};
         for (const which of order) {
-            if (which === "stackCold") await stopHosts({ root: d.dir });
-            const stack = which.startsWith("stack");
+            const stack = which === "stack";
             const r = expectCode(
-                await runEngine(projects[which], ["preview", "--refresh", "--expect-no-changes"], {
-                    ...(stack ? { tail: sshTail(info) } : {}),
-                    ...(which === "stackProcess" ? { env: { SGLANG_SERVE_PROVIDER_HOST: "process" } } : {}),
-                }),
+                await runEngine(projects[which], ["preview", "--refresh", "--expect-no-changes"], stack ? { tail: sshTail(info) } : {}),
                 0,
                 `${which} preview --refresh (no-op)`,
             );
             wall[which] = r.wallMs;
-            if (stack && i >= 0) ssh[which]!.push(sshOf(r, info));
+            if (stack && i >= 0) ssh.push(sshOf(r, info));
         }
         if (i < 0) continue;
-        for (const k of all) ms[k].push(wall[k]! / 1000);
-        for (const k of ["stack", "stackCold", "stackProcess"] as const) ratios[k]!.push(wall[k]! / wall.floor!);
-        ratios.floorJs!.push(wall.stack! / wall.floorJs!);
-        const s = (k: Which) => `${(wall[k]! / 1000).toFixed(2)} s`;
-        log(`  run ${i + 1}: stack ${s("stack")} (cold host ${s("stackCold")}, process ${s("stackProcess")}), floor ${s("floor")}, JavaScript floor ${s("floorJs")}`);
+        for (const k of all) {
+            ms[k].push(wall[k]! / 1000);
+            ratios[k].push(wall.stack! / wall[k]!);
+        }
+        log(`  run ${i + 1}: ${all.map((k) => `${k} ${(wall[k]! / 1000).toFixed(2)} s`).join(", ")}`);
     }
     figure("previewRefresh.stack", "preview --refresh, deployed lab stack (no-op)", "s", ms.stack);
-    figure("previewRefresh.floor", "preview --refresh, empty TypeScript program (floor)", "s", ms.floor);
-    figure("previewRefresh.ratio", "  ratio stack / floor (per run)", "x", ratios.stack!, "target <= 1.3x");
-    figure("previewRefresh.floorJs", "preview --refresh, empty JavaScript program", "s", ms.floorJs);
-    figure("previewRefresh.ratioJs", "  ratio stack / JavaScript floor", "x", ratios.floorJs!);
-    sshFigures("previewRefresh", "preview --refresh", ssh.stack!);
-    figure("previewRefresh.stackCold", "preview --refresh, provider host started by the run", "s", ms.stackCold);
-    figure("previewRefresh.ratioCold", "  ratio to floor", "x", ratios.stackCold!);
-    sshFigures("previewRefresh.cold", "preview --refresh (cold host)", ssh.stackCold!);
-    figure("previewRefresh.stackProcess", "preview --refresh, SGLANG_SERVE_PROVIDER_HOST=process", "s", ms.stackProcess);
-    figure("previewRefresh.ratioProcess", "  ratio to floor", "x", ratios.stackProcess!);
-    sshFigures("previewRefresh.process", "preview --refresh (process)", ssh.stackProcess!);
+    for (const k of ["transpile-only", "typescript", "javascript", "dynamic"] as const) {
+        figure(`previewRefresh.floor.${k}`, `preview --refresh, ${FLOOR_LABEL[k]}`, "s", ms[k]);
+        figure(`previewRefresh.ratio.${k}`, "  ratio stack / that (per run)", "x", ratios[k], k === "transpile-only" ? "target <= 1.3x" : undefined);
+    }
+    sshFigures("previewRefresh", "preview --refresh", ssh);
 }
 
 function sshFigures(key: string, label: string, ssh: Array<{ host: SshCounts; container: SshCounts }>): void {
@@ -199,33 +194,53 @@ function sshFigures(key: string, label: string, ssh: Array<{ host: SshCounts; co
     }
 }
 
-async function phaseRefresh(d: Deployment, info: LabInfo): Promise<void> {
+/**
+ * The drift check as the scheduled job runs it (`npm run drift`, which runs
+ * `refresh --preview-only --expect-no-changes`), the bare engine command on
+ * the stack, and the same engine command on the floors.
+ */
+async function phaseRefresh(d: Deployment, floors: Floors, info: LabInfo): Promise<void> {
     const n = Math.max(1, Math.min(RUNS, 3));
-    log(`refresh --preview-only --expect-no-changes (the drift check), ${n} runs`);
-    const ms: number[] = [];
+    const kinds = ["transpile-only", "dynamic"] as const;
+    log(`drift check: npm run drift, refresh --preview-only on the stack and on the floors, ${n} runs each, interleaved`);
+    const ms: Record<"drift" | "stack" | (typeof kinds)[number], number[]> = { drift: [], stack: [], "transpile-only": [], dynamic: [] };
+    const ratios: Record<(typeof kinds)[number], number[]> = { "transpile-only": [], dynamic: [] };
     const ssh: Array<{ host: SshCounts; container: SshCounts }> = [];
+    const refresh = ["refresh", "--preview-only", "--expect-no-changes"];
     for (let i = 0; i < n; i++) {
-        const r = expectCode(await runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"], { tail: sshTail(info) }), 0, "refresh --preview-only");
-        ms.push(r.wallMs / 1000);
+        const start = nowMs();
+        const drift = await d.npmScript("drift", ["--stack", d.stack]);
+        if (drift.code !== 0) throw new Error(`npm run drift: exit ${drift.code}\n${drift.output.slice(-3000)}`);
+        ms.drift.push((nowMs() - start) / 1000);
+        const r = expectCode(await runEngine(d, refresh, { tail: sshTail(info) }), 0, "refresh --preview-only");
+        ms.stack.push(r.wallMs / 1000);
         ssh.push(sshOf(r, info));
+        for (const k of kinds) {
+            const f = expectCode(await runEngine(floors[k], refresh), 0, `${k} floor refresh --preview-only`);
+            ms[k].push(f.wallMs / 1000);
+            ratios[k].push(ms.drift[i]! / ms[k][i]!);
+        }
     }
-    figure("refresh.stack", "refresh --preview-only (drift check, no-op)", "s", ms);
+    figure("refresh.drift", "npm run drift (no drift)", "s", ms.drift);
+    figure("refresh.stack", "refresh --preview-only on the stack (the engine command alone)", "s", ms.stack);
+    for (const k of kinds) {
+        figure(`refresh.floor.${k}`, `refresh --preview-only, ${FLOOR_LABEL[k]}`, "s", ms[k]);
+        figure(`refresh.ratio.${k}`, "  ratio npm run drift / that (per run)", "x", ratios[k], k === "transpile-only" ? "target <= 1.3x" : undefined);
+    }
     sshFigures("refresh", "refresh", ssh);
 }
 
 async function phaseUp(d: Deployment, info: LabInfo, labDir: string): Promise<void> {
     log(`no-op up: up --yes (preview + update, as the deploy workflow runs it) and up --yes --skip-preview, ${RUNS} runs each`);
-    const variants: Array<{ key: string; label: string; args: string[]; cold?: boolean }> = [
+    const variants: Array<{ key: string; label: string; args: string[] }> = [
         { key: "up.noop", label: "up --yes (no-op)", args: ["up", "--yes", "--expect-no-changes"] },
         { key: "up.noopSkipPreview", label: "up --yes --skip-preview (no-op)", args: ["up", "--yes", "--skip-preview", "--expect-no-changes"] },
-        { key: "up.noopCold", label: "up --yes, provider host started by the run (no-op)", args: ["up", "--yes", "--expect-no-changes"], cold: true },
     ];
     const ms: Record<string, number[]> = {};
     const ssh: Record<string, Array<{ host: SshCounts; container: SshCounts }>> = {};
     const launchedBefore = simulatorEvents(labDir).filter((e) => e.event === "launched").length;
     for (let i = 0; i < RUNS; i++) {
         for (const v of i % 2 === 0 ? variants : [...variants].reverse()) {
-            if (v.cold) await stopHosts({ root: d.dir });
             const r = expectCode(await runEngine(d, v.args, { tail: sshTail(info) }), 0, v.label);
             (ms[v.key] ??= []).push(r.wallMs / 1000);
             (ssh[v.key] ??= []).push(sshOf(r, info));
@@ -249,11 +264,6 @@ async function phaseProfile(d: Deployment, floor: Project, info: LabInfo): Promi
             SGLANG_BENCH_PROFILE_LOG: hookLog,
             NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${path.join(repo, "bench", "profile-hook.js")}`.trim(),
         };
-        if (name === "stack") {
-            // A provider host hooked too: started by an unmeasured run, then warm for the measured one.
-            await stopHosts({ root: d.dir });
-            expectCode(await runEngine(project, ["preview", "--refresh", "--expect-no-changes"], { env: hookEnv }), 0, "profile warm-up");
-        }
         const r = expectCode(
             await runEngine(project, ["preview", "--refresh", "--expect-no-changes"], {
                 eventLog: true,
@@ -443,7 +453,8 @@ async function phaseFleet(fleetLabDir: string, fleetInfo: LabInfo, sizes: number
         for (const n of sizes) {
             const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, fleetMembers(n)) as unknown as StackConfigFile);
             cleanup.push(() => d.cleanup());
-            fs.copyFileSync(path.join(tree.dir, "bench", "fleet", "index.ts"), path.join(d.dir, "index.ts"));
+            // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
+            fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
             await d.setSecret("sglang-serve:apiKey", API_KEY);
             const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
             log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
@@ -569,9 +580,6 @@ async function main(): Promise<void> {
     const labDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-lab-"));
     const fleetLabDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-fleet-lab-"));
     const cleanup: Array<() => void> = [];
-    // The bench's own provider hosts (their sockets), stopped at the end.
-    const runtimeDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-runtime-"));
-    process.env.XDG_RUNTIME_DIR = runtimeDir;
     tree = Snapshot.take(REF);
     useTree(tree.dir);
     cleanup.push(() => tree.remove());
@@ -596,8 +604,6 @@ async function main(): Promise<void> {
                     /* best effort */
                 }
             }
-            await stopHosts().catch(() => undefined);
-            fs.rmSync(runtimeDir, { recursive: true, force: true });
             for (const dir of [labDir, fleetLabDir]) {
                 try {
                     await labDown(dir);
@@ -627,17 +633,18 @@ async function main(): Promise<void> {
             await d.setSecret("sglang-serve:apiKey", API_KEY);
             const first = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, "first up");
             log(`stack deployed in ${(first.wallMs / 1000).toFixed(1)} s`);
-            const floor = createFloorProject();
-            cleanup.push(() => fs.rmSync(floor.dir, { recursive: true, force: true }));
-            expectCode(await runEngine(floor, ["up", "--yes", "--skip-preview"]), 0, "floor up");
-            const floorJs = createFloorProject("floor", { javascript: true });
-            cleanup.push(() => fs.rmSync(floorJs.dir, { recursive: true, force: true }));
-            expectCode(await runEngine(floorJs, ["up", "--yes", "--skip-preview"]), 0, "JavaScript floor up");
+            const floors = {} as Floors;
+            for (const kind of ["typescript", "transpile-only", "javascript", "dynamic"] as const) {
+                const floor = createFloorProject(kind);
+                cleanup.push(() => fs.rmSync(floor.dir, { recursive: true, force: true }));
+                expectCode(await runEngine(floor, ["up", "--yes", "--skip-preview"]), 0, `${kind} floor up`);
+                floors[kind] = floor;
+            }
 
-            if (phases.has("preview")) await phasePreview(d, floor, floorJs, info);
-            if (phases.has("refresh")) await phaseRefresh(d, info);
+            if (phases.has("preview")) await phasePreview(d, floors, info);
+            if (phases.has("refresh")) await phaseRefresh(d, floors, info);
             if (phases.has("up")) await phaseUp(d, info, labDir);
-            if (phases.has("profile")) await phaseProfile(d, floor, info);
+            if (phases.has("profile")) await phaseProfile(d, floors["transpile-only"], info);
             if (phases.has("readiness")) await phaseReadiness(d, config, labDir, info);
             if (phases.has("crash")) await phaseCrash(d, config, labDir, info);
         }

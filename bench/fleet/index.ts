@@ -5,16 +5,16 @@
 // `sglang-serve:service`. It measures what one operation costs per service
 // (the "fleet refresh 16:1" figure), which N one-service stacks cannot.
 //
-// Not a deployable program of the project: scripts/bench.ts copies it as
-// index.ts into a deployment folder beside components/, core/, providers/
-// and remote/ (tests/e2e/deployment.ts), which is what its imports resolve to.
+// Not a deployable program of the project: scripts/bench.ts runs it from a
+// deployment folder whose index.ts re-exports it; its imports are the
+// project's own components.
 import * as pulumi from "@pulumi/pulumi";
-import { Connection } from "./components/connection";
-import { GpuHost } from "./components/gpu-host";
-import { LxcContainer } from "./components/lxc-container";
-import { ReadinessCheck } from "./components/readiness-check";
-import { SglangService } from "./components/sglang-service";
-import { formatConfigIssues, StackConfig, validateStackConfig } from "./core/config";
+import { Connection } from "../../components/connection";
+import { GpuHost } from "../../components/gpu-host";
+import { LxcContainer } from "../../components/lxc-container";
+import { ReadinessCheck } from "../../components/readiness-check";
+import { SglangService } from "../../components/sglang-service";
+import { formatConfigIssues, StackConfig, validateStackConfig } from "../../core/config";
 
 const pulumiConfig = new pulumi.Config();
 const raw = {
