@@ -22,6 +22,8 @@ export const E2E_PASSPHRASE = "sglang-serve e2e test passphrase";
 export interface Project {
     dir: string;
     stack: string;
+    /** Environment for every engine run of this project. */
+    engineEnv?: Record<string, string>;
 }
 
 export interface EngineEvent {
@@ -127,6 +129,7 @@ export function runEngine(project: Project, args: string[], opts: RunOptions = {
                 PULUMI_BACKEND_URL: "",
                 PULUMI_HOME: "",
                 ...(eventFile ? { PULUMI_DEBUG_COMMANDS: "true" } : {}),
+                ...project.engineEnv,
                 ...opts.env,
             },
             stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
@@ -175,18 +178,28 @@ export function expectCode(r: RunResult, code: number, what: string): RunResult 
 }
 
 /**
- * The empty-program floor: bench/floor copied to a temporary folder with the
- * repo's node_modules linked in, a stack of its own, deployed once (so the
- * state holds the Stack resource, as a deployed stack's does).
+ * The floors: bench/floor copied to a temporary folder with the repo's
+ * node_modules linked in, a stack of its own, deployed once (so the state
+ * holds what a deployed stack's does).
+ *
+ * - `typescript`: the empty TypeScript program as Pulumi runs one by default
+ *   (ts-node, type-checked);
+ * - `transpile-only`: the same with PULUMI_NODEJS_TRANSPILE_ONLY=true, the
+ *   fastest way Pulumi runs TypeScript (the target's floor);
+ * - `javascript`: the same program as JavaScript (runtime typescript: false);
+ * - `dynamic`: the transpile-only program plus one dynamic resource whose
+ *   provider does nothing, served by the SDK's dynamic-provider plugin under
+ *   the official launcher: what any stack of dynamic resources pays at least.
  */
-export function createFloorProject(stack = "floor", opts: { javascript?: boolean } = {}): Project {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-floor-"));
+export type FloorKind = "typescript" | "transpile-only" | "javascript" | "dynamic";
+
+export function createFloorProject(kind: FloorKind, stack = "floor"): Project {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-bench-floor-${kind}-`));
     const src = floorSource;
     for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(dir, f));
     fs.symlinkSync(path.join(repo, "node_modules"), path.join(dir, "node_modules"));
     fs.writeFileSync(path.join(dir, `Pulumi.${stack}.yaml`), "config: {}\n");
-    if (opts.javascript) {
-        // The same empty program as JavaScript, run without ts-node (runtime option typescript: false).
+    if (kind === "javascript") {
         fs.writeFileSync(path.join(dir, "index.js"), `"use strict";\nconst pulumi = require("@pulumi/pulumi");\nexports.stack = pulumi.getStack();\n`);
         fs.rmSync(path.join(dir, "index.ts"));
         const yaml = path.join(dir, "Pulumi.yaml");
@@ -194,5 +207,14 @@ export function createFloorProject(stack = "floor", opts: { javascript?: boolean
         const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as Record<string, unknown>;
         fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ ...pkg, main: "index.js" }, null, 2) + "\n");
     }
-    return { dir, stack };
+    if (kind === "dynamic") {
+        // Registered as pulumi.dynamic.Resource registers one, with the provider as module text.
+        const provider = `exports.handler = () => ({ async create(inputs) { return { id: "floor", outs: inputs }; }, async read(id, props) { return { id, props }; }, async diff() { return { changes: false }; } });`;
+        fs.appendFileSync(
+            path.join(dir, "index.ts"),
+            `new pulumi.CustomResource("pulumi-nodejs:dynamic:Resource", "floor-dynamic", { value: 1, __provider: ${JSON.stringify(provider)} });\n`,
+        );
+    }
+    const env: Record<string, string> = kind === "typescript" || kind === "javascript" ? {} : { PULUMI_NODEJS_TRANSPILE_ONLY: "true" };
+    return { dir, stack, engineEnv: env };
 }
