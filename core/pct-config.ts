@@ -311,3 +311,127 @@ export function pctSetArgs(desired: ContainerConfig, live: PctConfig): PctSetPla
     const argv = changes.length === 0 ? undefined : ["pct", "set", String(desired.vmid), ...changes.flatMap((c) => [c.option, c.declared])];
     return { argv, changes, needsRestart: changes.some((c) => c.needsRestart) };
 }
+
+// ---------------------------------------------------------------------------
+// In-place edit of the raw file
+// ---------------------------------------------------------------------------
+//
+// The file as it is on the host (`/etc/pve/lxc/<vmid>.conf`), not `pct config`
+// (which prints the current section only, regenerated): the passthrough lines
+// are raw `lxc.*` keys `pct set` cannot write, so they are edited in the file,
+// touching nothing else. Every other byte stays: comments (the description),
+// the order of the lines, `[snapshot]` sections (whose `parent:` chain the
+// main section's `parent:` points into) and `[pve:pending]` (changes waiting
+// for the next start). Text here is the file's bytes one-to-one as latin1
+// characters, so nothing is re-encoded.
+
+/** A line that starts a section, as pve-container's parse_pct_config reads it. */
+const SECTION_HEADER = /^(\[pve:pending\]|\[[a-z][a-z0-9_-]+\])\s*$/i;
+/** A raw LXC key line, `lxc.key: value` or `lxc.key = value` (parse_pct_config accepts both). */
+const LXC_LINE = /^(lxc\.[a-z0-9_.-]+)(?::|\s*=)\s*(.*?)\s*$/;
+
+/** The file's lines, each with its own line terminator (the last one may have none). */
+function linesWithEndings(text: string): string[] {
+    return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+function withoutEnding(line: string): string {
+    return line.replace(/\r?\n$/, "");
+}
+
+/** The main (current) section's text and everything from the first section header on, verbatim: main + rest === text. */
+export function splitPctConfigText(text: string): { main: string; rest: string } {
+    const lines = linesWithEndings(text);
+    const first = lines.findIndex((line) => SECTION_HEADER.test(withoutEnding(line)));
+    if (first === -1) return { main: text, rest: "" };
+    return { main: lines.slice(0, first).join(""), rest: lines.slice(first).join("") };
+}
+
+/** The `lock:` value of the current config (backup, migrate, snapshot, ...), or undefined when unlocked. */
+export function pctConfigLock(text: string): string | undefined {
+    for (const line of linesWithEndings(splitPctConfigText(text).main)) {
+        const m = /^lock:\s*(.*?)\s*$/.exec(withoutEnding(line));
+        if (m && m[1] !== "") return m[1];
+    }
+    return undefined;
+}
+
+export class PctLockedError extends Error {
+    constructor(
+        readonly vmid: number,
+        readonly lock: string,
+    ) {
+        super(
+            `container ${vmid} is locked (${lock}): its config has "lock: ${lock}", which Proxmox sets while a ` +
+                `${lockActivity(lock)} runs (pct refuses it as "CT is locked (${lock})"); nothing was changed. ` +
+                `Run up again when it has finished; if no such task runs (a lock left by a crash), clear it on the host with \`pct unlock ${vmid}\`.`,
+        );
+    }
+}
+
+function lockActivity(lock: string): string {
+    switch (lock) {
+        case "backup":
+            return "backup (vzdump)";
+        case "migrate":
+            return "migration";
+        case "snapshot":
+        case "snapshot-delete":
+        case "rollback":
+            return `snapshot task (${lock})`;
+        default:
+            return `task (${lock})`;
+    }
+}
+
+export interface PassthroughEdit {
+    /** The new file text; equal to the input when nothing changes. */
+    text: string;
+    /** Passthrough lines taken out of the main section, as they were written. */
+    removed: string[];
+    /** Passthrough lines added at the end of the main section. */
+    added: string[];
+}
+
+/**
+ * The file text with the main section's NVIDIA passthrough lines brought to
+ * exactly those for `gpus`: lines that should not be there are taken out,
+ * missing ones are added after the main section's last line, and every other
+ * byte (other lines, sections, blank lines, comments) is left as it is. A
+ * passthrough line already there stays as written (even as `lxc.x = v`).
+ * Throws PctLockedError for a config that has a `lock:` entry.
+ */
+export function editPassthroughInPlace(text: string, vmid: number, gpus: readonly number[], majors: NvidiaMajors): PassthroughEdit {
+    const lock = pctConfigLock(text);
+    if (lock !== undefined) throw new PctLockedError(vmid, lock);
+    const { main, rest } = splitPctConfigText(text);
+    const lines = linesWithEndings(main);
+    const normalized = (key: string, value: string) => `${key}: ${value}`.replace(/\s+/g, " ").trim();
+    const wanted = gpuPassthroughLines(gpus, majors).map(renderLine);
+    const wantedKeys = new Set(wanted.map((l) => l.replace(/\s+/g, " ")));
+    const present = new Set<string>();
+    const removed: string[] = [];
+    const kept = lines.filter((line) => {
+        const m = LXC_LINE.exec(withoutEnding(line));
+        if (!m) return true;
+        const option: PctLine = { kind: "option", key: m[1], value: m[2] };
+        if (!isNvidiaLine(option, majors)) return true;
+        const key = normalized(m[1], m[2]);
+        if (wantedKeys.has(key)) {
+            present.add(key);
+            return true;
+        }
+        removed.push(withoutEnding(line));
+        return false;
+    });
+    const added = wanted.filter((l) => !present.has(l.replace(/\s+/g, " ")));
+    if (added.length > 0) {
+        // After the last non-blank line of the main section, so the blank line before `[snapshot]` stays where it is.
+        let at = kept.length;
+        while (at > 0 && withoutEnding(kept[at - 1]).trim() === "") at--;
+        const eol = kept.find((l) => l.endsWith("\r\n")) ? "\r\n" : "\n";
+        if (at > 0 && !/\n$/.test(kept[at - 1])) kept[at - 1] += eol;
+        kept.splice(at, 0, ...added.map((l) => `${l}${eol}`));
+    }
+    return { text: kept.join("") + rest, removed, added };
+}

@@ -3,18 +3,20 @@ import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config";
 import type { DeviceMajors } from "../core/gpu-facts";
 import {
+    editPassthroughInPlace,
     parsePctConfig,
     passthroughDiff,
     passthroughFromConfig,
     Passthrough,
     PctConfig,
+    PctLockedError,
+    pctOption,
     pctSetArgs,
     pctView,
     PctView,
-    renderPctConfig,
-    withGpuPassthrough,
 } from "../core/pct-config";
 import { shQuote } from "../core/shell";
+import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
 import { remoteFor, say } from "./context";
 import { changedKeys } from "./diff-inputs";
@@ -42,10 +44,6 @@ const SEP = "----sglang-serve----";
 interface LiveContainer {
     conf: PctConfig;
     status: string;
-}
-
-function configPath(vmid: number): string {
-    return `/etc/pve/lxc/${vmid}.conf`;
 }
 
 /** `pct config` and `pct status` in one command; null when the container does not exist. */
@@ -78,10 +76,14 @@ function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart:
 }
 
 /**
- * Brings the container to the declared settings in place: `pct set` for the
- * options Proxmox knows, a config edit for the GPU passthrough lines (raw
- * `lxc.*` keys). The container is never restarted by the stack: changes that
- * need a restart are reported and take effect at its next start.
+ * Brings the container to the declared settings in place: `pct set` for
+ * everything it can set, and for the GPU passthrough lines (raw `lxc.*` keys,
+ * which it cannot) an edit of those lines alone in the config file, under
+ * Proxmox's config lock, keeping every other line and section (snapshots,
+ * pending changes) byte for byte. A locked container (backup, migration,
+ * snapshot) is refused before anything changes. The container is never
+ * restarted by the stack: changes that need a restart are reported and take
+ * effect at its next start.
  */
 async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     const remote = remoteFor({ ...inputs.connection, vmid: undefined });
@@ -95,17 +97,24 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     }
     const needs = restartNeeds(inputs, live.conf);
     const plan = pctSetArgs(inputs.container, live.conf);
+    const passthrough = passthroughDiff(live.conf, inputs.container.gpus, inputs.deviceMajors);
+    const passthroughChanges = passthrough.missing.length > 0 || passthrough.extra.length > 0;
+    const lock = pctOption(live.conf, "lock");
+    if (lock && (plan.argv || passthroughChanges)) throw new PctLockedError(vmid, lock);
     if (plan.argv) {
         say(`[ct${vmid}] ${plan.argv.join(" ")}`);
         await remote.runChecked(plan.argv);
     }
-    const passthrough = passthroughDiff(live.conf, inputs.container.gpus, inputs.deviceMajors);
-    if (passthrough.missing.length > 0 || passthrough.extra.length > 0) {
-        // pct set cannot write raw lxc.* keys: edit the config file, keeping everything else (snapshots too).
-        const fresh = await readContainer(remote, vmid);
-        const conf = withGpuPassthrough(fresh!.conf, inputs.container.gpus, inputs.deviceMajors);
-        say(`[ct${vmid}] writing GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} into ${configPath(vmid)}`);
-        await remote.writeFile(configPath(vmid), renderPctConfig(conf), 0o640);
+    if (passthroughChanges) {
+        // pct set cannot write raw lxc.* keys: edit exactly those lines of the file, under the config lock.
+        const paths = pctConfigPaths(vmid);
+        const edited = await editPctConfigFile(remote, paths, (text) => {
+            const edit = editPassthroughInPlace(text, vmid, inputs.container.gpus, inputs.deviceMajors);
+            for (const line of edit.removed) say(`[ct${vmid}] ${paths.config}: - ${line}`);
+            for (const line of edit.added) say(`[ct${vmid}] ${paths.config}: + ${line}`);
+            return edit.text;
+        });
+        if (edited.changed) say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
     }
     if (needs.length > 0 && live.status === "running") {
         say(`[ct${vmid}] takes effect at the container's next restart (not restarted by the stack): ${needs.join(", ")}`);

@@ -2,16 +2,20 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ContainerSchema } from "../../core/config";
 import {
+    editPassthroughInPlace,
     gpuPassthroughLines,
     PctConfig,
     PctLine,
     parsePctConfig,
     passthroughDiff,
     passthroughFromConfig,
+    pctConfigLock,
+    PctLockedError,
     pctOption,
     pctSetArgs,
     pctView,
     renderPctConfig,
+    splitPctConfigText,
     withGpuPassthrough,
 } from "../../core/pct-config";
 
@@ -197,5 +201,136 @@ describe("pct config: pct set", () => {
     it("sets onboot when the live config does not have it", () => {
         const plan = pctSetArgs(container({ onboot: true }), parsePctConfig(CT129.replace("onboot: 1\n", "")));
         assert.deepEqual(plan.argv, ["pct", "set", "129", "-onboot", "1"]);
+    });
+});
+
+describe("pct config: passthrough lines edited in place", () => {
+    const SNAPSHOT_AND_PENDING = CT129.slice(CT129.indexOf("\n[before-sglang-0511]"));
+
+    it("changes nothing when the passthrough lines are already there", () => {
+        const edit = editPassthroughInPlace(CT129, 129, [0, 1], majors);
+        assert.equal(edit.text, CT129);
+        assert.deepEqual(edit.added, []);
+        assert.deepEqual(edit.removed, []);
+    });
+
+    it("keeps the [snapshot] and [pve:pending] sections byte-identical through a passthrough change", () => {
+        const withoutUvmTools = CT129.replace("lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file\n", "");
+        const edit = editPassthroughInPlace(withoutUvmTools, 129, [0, 1], majors);
+        assert.deepEqual(edit.added, ["lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file"]);
+        assert.ok(edit.text.endsWith(SNAPSHOT_AND_PENDING));
+        assert.equal(splitPctConfigText(edit.text).rest, splitPctConfigText(CT129).rest);
+        // The snapshot's own passthrough line is the snapshot's: untouched.
+        assert.match(splitPctConfigText(edit.text).rest, /^lxc\.mount\.entry: \/dev\/nvidia0 /m);
+    });
+
+    it("adds missing lines after the main section's last line, before the blank line that ends it", () => {
+        const withoutUvmTools = CT129.replace("lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file\n", "");
+        const { text } = editPassthroughInPlace(withoutUvmTools, 129, [0, 1], majors);
+        assert.match(text, /create=dir\nlxc\.mount\.entry: \/dev\/nvidia-uvm-tools dev\/nvidia-uvm-tools none bind,optional,create=file\n\n\[before-sglang-0511\]\n/);
+    });
+
+    it("takes out the lines of a GPU no longer passed through and leaves every other line where it was", () => {
+        const edit = editPassthroughInPlace(CT129, 129, [0], majors);
+        assert.deepEqual(edit.removed, ["lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file"]);
+        assert.equal(edit.text, CT129.replace("lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file\n", ""));
+    });
+
+    it("replaces the allow of an old uvm major in place of nothing else", () => {
+        const edit = editPassthroughInPlace(CT129, 129, [0, 1], { nvidia: 195, nvidiaUvm: 511 });
+        assert.deepEqual(edit.removed, []);
+        assert.deepEqual(edit.added, ["lxc.cgroup2.devices.allow: c 511:* rwm"]);
+        const old = editPassthroughInPlace(CT129.replace("c 508:* rwm", "c 511:* rwm"), 129, [0, 1], majors);
+        assert.deepEqual(old.added, ["lxc.cgroup2.devices.allow: c 508:* rwm"]);
+    });
+
+    it("keeps a passthrough line written as lxc.key = value", () => {
+        const text = CT129.replace("lxc.mount.entry: /dev/nvidiactl", "lxc.mount.entry = /dev/nvidiactl");
+        assert.equal(editPassthroughInPlace(text, 129, [0, 1], majors).text, text);
+    });
+
+    it("adds the lines to a config that has no section and no final newline", () => {
+        const text = "arch: amd64\nhostname: llm-two";
+        const edit = editPassthroughInPlace(text, 129, [0], majors);
+        assert.ok(edit.text.startsWith("arch: amd64\nhostname: llm-two\nlxc.cgroup2.devices.allow: c 195:* rwm\n"));
+        assert.equal(editPassthroughInPlace(edit.text, 129, [0], majors).text, edit.text);
+    });
+
+    it("refuses a locked config, naming the lock", () => {
+        const locked = CT129.replace("arch: amd64\n", "arch: amd64\nlock: backup\n");
+        assert.equal(pctConfigLock(locked), "backup");
+        assert.throws(
+            () => editPassthroughInPlace(locked, 129, [0], majors),
+            (e: Error) => e instanceof PctLockedError && /container 129 is locked \(backup\)/.test(e.message) && /pct unlock 129/.test(e.message),
+        );
+    });
+
+    it("reads a lock only from the main section (a snapshot's lines are its own)", () => {
+        assert.equal(pctConfigLock(`${CT129}\n[other]\nlock: snapshot\n`), undefined);
+        assert.equal(pctConfigLock(CT129), undefined);
+    });
+
+    it("splits at the first section header as pve-container reads it", () => {
+        const { main, rest } = splitPctConfigText(CT129);
+        assert.equal(main + rest, CT129);
+        assert.ok(rest.startsWith("[before-sglang-0511]\n"));
+        assert.deepEqual(splitPctConfigText("a: 1\n"), { main: "a: 1\n", rest: "" });
+        assert.ok(splitPctConfigText("a: 1\n\n[PVE:Pending]\nb: 2\n").rest.startsWith("[PVE:Pending]"));
+    });
+});
+
+describe("pct config: in-place edit keeps every byte that is not a passthrough line (property)", () => {
+    const nvidiaLine = fc.constantFrom(
+        "lxc.cgroup2.devices.allow: c 195:* rwm",
+        "lxc.cgroup2.devices.allow: c 508:* rwm",
+        "lxc.cgroup2.devices.allow: c 511:* rwm",
+        "lxc.cgroup.devices.allow: c 195:* rwm",
+        "lxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file",
+        "lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file",
+        "lxc.mount.entry: /dev/nvidia3 dev/nvidia3 none bind,optional,create=file",
+        "lxc.mount.entry: /dev/nvidiactl dev/nvidiactl none bind,optional,create=file",
+        "lxc.mount.entry = /dev/nvidia-uvm dev/nvidia-uvm none bind,optional,create=file",
+        "lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file",
+    );
+    const otherLine = fc.oneof(
+        fc.constantFrom("arch: amd64", "cores: 32", "memory: 131072", "parent: before-sglang", "onboot: 1", "", "  ", "#llm-two%3A notes"),
+        fc.constantFrom("lxc.cgroup2.devices.allow: c 226:* rwm", "lxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir", "lxc.apparmor.profile: unconfined"),
+        fc.stringMatching(/^[a-z][a-z0-9]{0,8}: [ -~]{0,20}$/).filter((l) => !l.startsWith("lock:")),
+        fc.stringMatching(/^#[ -~]{0,30}$/),
+    );
+    const mainLines = fc.array(fc.oneof(otherLine, nvidiaLine), { maxLength: 16 });
+    const section = fc.tuple(fc.constantFrom("[before-sglang]", "[pve:pending]", "[snap2]"), fc.array(fc.oneof(otherLine, nvidiaLine), { maxLength: 6 }));
+    const configText = fc
+        .tuple(mainLines, fc.array(section, { maxLength: 3 }), fc.boolean())
+        .map(([main, sections, finalNewline]) => {
+            const text = [main.join("\n"), ...sections.map(([h, ls]) => [h, ...ls].join("\n"))].join("\n\n");
+            return finalNewline || sections.length > 0 ? `${text}\n` : text;
+        });
+    const gpus = fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 });
+    const isPassthrough = (line: string) => /^lxc\.(cgroup2?\.devices\.allow(:| =) c (195|508):|mount\.entry(:| =) \/dev\/nvidia)/.test(line);
+    const lineList = (text: string) => text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+
+    it("keeps the sections byte-identical and the main section's other lines in order, byte-identical", () => {
+        fc.assert(
+            fc.property(configText, gpus, (text, gs) => {
+                const { text: out } = editPassthroughInPlace(text, 129, gs, majors);
+                assert.equal(splitPctConfigText(out).rest, splitPctConfigText(text).rest);
+                const others = (t: string) => lineList(splitPctConfigText(t).main).map((l) => l.replace(/\n$/, "")).filter((l) => !isPassthrough(l));
+                assert.deepEqual(others(out), others(text));
+            }),
+            { numRuns: 500 },
+        );
+    });
+
+    it("leaves exactly the declared GPUs' passthrough lines in the main section, and a second edit changes nothing", () => {
+        fc.assert(
+            fc.property(configText, gpus, (text, gs) => {
+                const { text: out } = editPassthroughInPlace(text, 129, gs, majors);
+                const conf = parsePctConfig(out.replace(/ = \/dev/g, ": /dev"));
+                assert.deepEqual(passthroughDiff(conf, gs, majors), { missing: [], extra: [] });
+                assert.equal(editPassthroughInPlace(out, 129, gs, majors).text, out);
+            }),
+            { numRuns: 500 },
+        );
     });
 });
