@@ -5,6 +5,7 @@
  * the Pulumi key, the bad value and the fix (t3-env style).
  */
 import { z } from "zod";
+import { fromBooleanString, fromNumericString } from "./config-scalars";
 import {
     API_KEY_ENV,
     ASSUMED_AUTO_MEM_FRACTION,
@@ -124,10 +125,10 @@ const absolutePath = () =>
 const hostAddress = () => z.string().refine(isHostAddress, { error: HOST_ADDRESS_HELP });
 
 const port = () =>
-    z
+    fromNumericString(z
         .int({ error: "must be a whole number from 1 to 65535" })
         .min(1, { error: "must be a port from 1 to 65535" })
-        .max(65535, { error: "must be a port from 1 to 65535" });
+        .max(65535, { error: "must be a port from 1 to 65535" }));
 
 // ---------------------------------------------------------------------------
 // Host keys
@@ -178,9 +179,9 @@ export function isPlaceholderHostKey(text: string): boolean {
 // ---------------------------------------------------------------------------
 
 const GpuSpecSchema = z.strictObject({
-    count: z.int().min(1).max(64),
+    count: fromNumericString(z.int().min(1).max(64)),
     name: z.string().regex(GPU_NAME, { error: "must be the GPU name as nvidia-smi prints it (letters, digits, spaces, ._()+-)" }).optional(),
-    memoryMiB: z.int().min(1024, { error: "must be one GPU's memory in MiB as nvidia-smi prints it (e.g. 49140 for an RTX A6000)" }),
+    memoryMiB: fromNumericString(z.int().min(1024, { error: "must be one GPU's memory in MiB as nvidia-smi prints it (e.g. 49140 for an RTX A6000)" })),
 });
 
 export const HostSchema = z.strictObject({
@@ -219,22 +220,22 @@ function isIpv4Cidr(s: string): boolean {
 }
 
 export const ContainerSchema = z.strictObject({
-    vmid: z.int().min(100, { error: "must be a Proxmox VMID from 100 to 999999999" }).max(999999999),
+    vmid: fromNumericString(z.int().min(100, { error: "must be a Proxmox VMID from 100 to 999999999" }).max(999999999)),
     hostname: z.string().regex(DNS_NAME, { error: "must be a DNS host name (letters, digits, '-' and '.')" }),
     /** The container exists: adopt it, never recreate or restart it to adopt. */
-    adopt: z.boolean().default(false),
+    adopt: fromBooleanString(z.boolean()).default(false),
     /** `pulumi destroy` deletes the container only when true. */
-    allowDelete: z.boolean().default(false),
+    allowDelete: fromBooleanString(z.boolean()).default(false),
     // Settings below are managed when declared and left alone when omitted.
-    cores: z.int().min(1).max(8192).optional(),
-    memoryMiB: z.int().min(16).optional(),
-    swapMiB: z.int().min(0).optional(),
-    onboot: z.boolean().optional(),
-    features: z.strictObject({ nesting: z.boolean().optional(), keyctl: z.boolean().optional() }).optional(),
+    cores: fromNumericString(z.int().min(1).max(8192)).optional(),
+    memoryMiB: fromNumericString(z.int().min(16)).optional(),
+    swapMiB: fromNumericString(z.int().min(0)).optional(),
+    onboot: fromBooleanString(z.boolean()).optional(),
+    features: z.strictObject({ nesting: fromBooleanString(z.boolean()).optional(), keyctl: fromBooleanString(z.boolean()).optional() }).optional(),
     network: ContainerNetworkSchema.optional(),
     /** Indices of the host GPUs passed through (device nodes bind-mounted, cgroup-allowed). */
     gpus: z
-        .array(z.int().min(0).max(63))
+        .array(fromNumericString(z.int().min(0).max(63)))
         .min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
 });
 
@@ -242,9 +243,9 @@ export const SpeculativeSchema = z.strictObject({
     /** Checked against the SGLang version by the rules (case-sensitive, like argparse). */
     algorithm: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, { error: "must be an algorithm name such as NEXTN or EAGLE3" }),
     draftModelPath: absolutePath().optional(),
-    numSteps: z.int().min(1).max(64).optional(),
-    eagleTopk: z.int().min(1).max(64).optional(),
-    numDraftTokens: z.int().min(1).max(1024).optional(),
+    numSteps: fromNumericString(z.int().min(1).max(64)).optional(),
+    eagleTopk: fromNumericString(z.int().min(1).max(64)).optional(),
+    numDraftTokens: fromNumericString(z.int().min(1).max(1024)).optional(),
 });
 
 export const ModelSchema = z.strictObject({
@@ -254,7 +255,7 @@ export const ModelSchema = z.strictObject({
         error: "must be the class name from the model's config.json `architectures` (e.g. Qwen3_5ForConditionalGeneration)",
     }),
     /** Size of the weights in GB (1e9 bytes), for the memory check. */
-    weightsGB: z.number().positive().max(100000),
+    weightsGB: fromNumericString(z.number().positive().max(100000)),
     /** The name clients send as `model`; served with --served-model-name. */
     servedName: z.string().regex(SERVED_NAME, { error: "must be letters, digits and ._:/+- (starting with a letter or digit)" }),
 });
@@ -267,17 +268,17 @@ export const ServiceSchema = z.strictObject({
     python: absolutePath(),
     launcher: z.enum(["auto", "serve", "launch_server"]).default("auto"),
     model: ModelSchema,
-    tensorParallelSize: z.int().min(1).max(64).default(1),
+    tensorParallelSize: fromNumericString(z.int().min(1).max(64)).default(1),
     speculative: SpeculativeSchema.optional(),
     mambaSchedulerStrategy: z.enum(MAMBA_SCHEDULER_STRATEGIES).optional(),
-    disableRadixCache: z.boolean().default(false),
-    memFractionStatic: z
+    disableRadixCache: fromBooleanString(z.boolean()).default(false),
+    memFractionStatic: fromNumericString(z
         .number()
         .gt(0, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" })
-        .lt(1, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" })
+        .lt(1, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }))
         .optional(),
     /** SGLang resets this to 48 with speculative decoding when unset. */
-    maxRunningRequests: z.int().min(1).optional(),
+    maxRunningRequests: fromNumericString(z.int().min(1)).optional(),
     /** `--host`; SGLang listens on 127.0.0.1 when unset. */
     listenHost: hostAddress().optional(),
     port: port().default(DEFAULT_PORT),
@@ -293,7 +294,7 @@ export const ServiceSchema = z.strictObject({
     /** Plain environment for the server (secrets never: use sglang-serve:apiKey). */
     environment: z.record(z.string(), z.string()).default({}),
     /** Says that a server on a non-loopback address without sglang-serve:apiKey is intended. */
-    allowUnauthenticated: z.boolean().default(false),
+    allowUnauthenticated: fromBooleanString(z.boolean()).default(false),
     /** The stack (`<stack>` or `<project>/<stack>`) whose unit on the box this stack may take over. */
     takeOverFrom: z
         .string()
@@ -303,18 +304,18 @@ export const ServiceSchema = z.strictObject({
 
 export const ReadinessSchema = z.strictObject({
     /** Budget from start to ready: weight loading (30-90 s) plus CUDA-graph capture (minutes). */
-    startupTimeoutSeconds: z.int().min(30).max(86400).default(900),
-    pollIntervalSeconds: z.number().positive().max(60).default(1),
-    probeTimeoutSeconds: z
+    startupTimeoutSeconds: fromNumericString(z.int().min(30).max(86400)).default(900),
+    pollIntervalSeconds: fromNumericString(z.number().positive().max(60)).default(1),
+    probeTimeoutSeconds: fromNumericString(z
         .number()
         .min(MIN_PROBE_TIMEOUT_SECONDS, {
             error:
                 `must be at least ${MIN_PROBE_TIMEOUT_SECONDS} s: SGLang's /health waits up to SGLANG_HEALTH_CHECK_TIMEOUT ` +
                 `(${HEALTH_CHECK_TIMEOUT_SECONDS} s) before answering 503, so a shorter probe calls a healthy server down`,
-        })
+        }))
         .default(30),
-    gpuReleaseTimeoutSeconds: z.int().min(0).max(3600).default(120),
-    chatCheck: z.boolean().default(true),
+    gpuReleaseTimeoutSeconds: fromNumericString(z.int().min(0).max(3600)).default(120),
+    chatCheck: fromBooleanString(z.boolean()).default(true),
 });
 
 export const StackConfigSchema = z.strictObject({
@@ -333,7 +334,7 @@ export const StackConfigSchema = z.strictObject({
         })
         .optional(),
     /** A key made by @pulumi/random instead of sglang-serve:apiKey. */
-    generateApiKey: z.boolean().optional(),
+    generateApiKey: fromBooleanString(z.boolean()).optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 

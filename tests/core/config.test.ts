@@ -402,7 +402,8 @@ describe("stack config: values that reach a unit file or a shell", () => {
         ["service.port", "port 0", (r) => (r.service.port = 0)],
         ["service.port", "port 65536", (r) => (r.service.port = 65536)],
         ["service.port", "a fraction", (r) => (r.service.port = 30000.5)],
-        ["host.port", "a string", (r) => ((r.host as Record<string, unknown>).port = "22")],
+        ["host.port", "a string that is not a number", (r) => ((r.host as Record<string, unknown>).port = "22 ")],
+        ["host.port", "a word", (r) => ((r.host as Record<string, unknown>).port = "ssh")],
         ["service.sglangVersion", "a suffix", (r) => (r.service.sglangVersion = "0.5.11rc1")],
     ];
     for (const [path, label, edit] of bad) {
@@ -576,5 +577,46 @@ describe("stack config: API key and authentication", () => {
         issueAt(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct 129")), "service.takeOverFrom");
         accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct129")));
         accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "sglang-serve/ct129")));
+    });
+});
+
+describe("stack config: numbers and booleans as `pulumi config set --path` stores them (strings)", () => {
+    it("takes \"0.87\" for service.memFractionStatic 0.87", () => {
+        const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as { config: import("../../core/config").StackConfig };
+        assert.equal(config.service.memFractionStatic, 0.87);
+    });
+
+    it("takes \"2\" for service.tensorParallelSize and \"22\" for host.port", () => {
+        const { config } = accepted(
+            withField((r) => {
+                (r.service as Record<string, unknown>).tensorParallelSize = "2";
+                (r.host as Record<string, unknown>).port = "22";
+            }),
+        ) as { config: import("../../core/config").StackConfig };
+        assert.equal(config.service.tensorParallelSize, 2);
+        assert.equal(config.host.port, 22);
+    });
+
+    it("takes \"true\" and \"false\" for booleans", () => {
+        const { config } = accepted(
+            withField((r) => {
+                (r.service as Record<string, unknown>).disableRadixCache = "false";
+                (r as Record<string, unknown>).readiness = { chatCheck: "true" };
+            }),
+        ) as { config: import("../../core/config").StackConfig };
+        assert.equal(config.service.disableRadixCache, false);
+        assert.equal(config.readiness.chatCheck, true);
+    });
+
+    it("still rejects a string that is not a whole number where one is wanted, with the usual message", () => {
+        const issue = issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "two")), "service.tensorParallelSize");
+        assert.match(issue.message, /must be a number, not string/);
+        issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "2.5")), "service.tensorParallelSize");
+        issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "")), "service.tensorParallelSize");
+    });
+
+    it("rejects \"yes\" and \"1\" for a boolean", () => {
+        issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "yes")), "service.disableRadixCache");
+        issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "1")), "service.disableRadixCache");
     });
 });

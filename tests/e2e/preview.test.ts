@@ -53,6 +53,19 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.match(second.stdout, /editedInThisCheckout\s*:\s*"edit-42"/);
     });
 
+    it("takes a number set with `pulumi config set --path` (stored as a string)", async () => {
+        const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
+        deployments.push(d);
+        await d.setSecret("sglang-serve:apiKey", "plain-pulumi-test-key-0123456789");
+        const set = await d.run(["config", "set", "--path", "sglang-serve:service.memFractionStatic", "0.87"]);
+        expectExit(set, 0, "config set --path");
+        const stored = await d.run(["config", "get", "--path", "sglang-serve:service.memFractionStatic", "--json"]);
+        assert.match(stored.stdout, /"value": "0\.87"/, "the CLI stores --path values as strings");
+        const r = await d.preview();
+        expectExit(r, 0, "preview with the string 0.87");
+        assert.match(r.stdout, /--mem-fraction-static.*0\.87/);
+    });
+
     it("previews ct129 (direct topology) without a container resource", async () => {
         const r = await preview("ct129", fieldConfig("ct129"));
         expectExit(r, 0, "preview ct129");
