@@ -2,9 +2,9 @@ import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import type { ReadinessConfig } from "../core/config";
-import { redact, remoteFor, say } from "./context";
+import { redact, remoteFor } from "./context";
 import { changedKeys } from "./diff-inputs";
-import { verifyServing, waitServing } from "./rollout-gate";
+import { gatedInThisRun, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
 
 interface ReadinessInputs {
@@ -34,6 +34,14 @@ interface ReadinessOutputs extends ReadinessInputs {
  * same checks, so on a healthy box this returns within a poll or two.
  */
 async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
+    if (gatedInThisRun(inputs.revision)) {
+        // The rollout of this revision passed the whole gate moments ago, in this run, and
+        // reported it: confirm it still serves, quietly.
+        const serving = await verifyServing(inputs);
+        if (serving.healthy && serving.speculativeActive !== false) {
+            return { ...inputs, ready: true, liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null, speculativeActive: serving.speculativeActive };
+        }
+    }
     const remote = remoteFor(inputs.connection);
     // The server's ready line was written before this check began (the rollout
     // gated on it), so GET /health = 200 alone is believed here.
@@ -75,7 +83,6 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
     },
     async create(inputs) {
         const outs = await check(inputs);
-        say(`[${inputs.unitName}] ready at ${inputs.endpoint}`);
         return { id: `${inputs.endpoint}#${inputs.unitName}`, outs };
     },
     async read(id, props) {

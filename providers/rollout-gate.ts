@@ -58,6 +58,22 @@ export async function startAndWait(remote: RemoteHost, server: ServedServer): Pr
     return waitServing(remote, server, since);
 }
 
+/**
+ * Revisions whose rollout passed the gate in this provider process, that is
+ * in this engine run (the dynamic-provider plugin serves every resource of a
+ * run from one process): the ReadinessCheck that follows the rollout then
+ * confirms the server still serves without waiting or reporting again.
+ */
+const gatedRevisions = new Set<string>();
+
+export function recordGated(revision: string): void {
+    gatedRevisions.add(revision);
+}
+
+export function gatedInThisRun(revision: string): boolean {
+    return gatedRevisions.has(revision);
+}
+
 export interface Serving {
     /** GET /health answered 200. */
     healthy: boolean;

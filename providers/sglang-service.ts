@@ -11,7 +11,7 @@ import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
-import { ReadinessSettings, startAndWait, verifyServing } from "./rollout-gate";
+import { ReadinessSettings, recordGated, startAndWait, verifyServing } from "./rollout-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
 
@@ -258,7 +258,9 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
     const gate = await startAndWait(remote, inputs);
     if (gate.ok) {
         const after = await readLive(remote, inputs);
-        return outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
+        const outs = outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
+        recordGated(outs.revision);
+        return outs;
     }
 
     const secret = (text: string) => redact(text, [inputs.apiKey]);

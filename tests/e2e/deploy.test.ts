@@ -122,8 +122,12 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         assert.deepEqual(otherFlags, []);
 
         const before = await mainPid(labDir);
-        expectExit(await d.up(), 0, "up with the changed flag");
+        const up = await d.up();
+        expectExit(up, 0, "up with the changed flag");
         assert.notEqual(await mainPid(labDir), before);
+        // One readiness report for the one rollout (the ReadinessCheck after it adds none).
+        assert.equal(up.output.match(/\[readiness\] ready after/g)?.length, 1, up.output);
+        assert.doesNotMatch(up.output, /provider host|use of closed network connection/);
         assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
         assert.equal(await healthStatus(info), 200);
     });
