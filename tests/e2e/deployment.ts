@@ -40,11 +40,13 @@ export class Deployment {
     private constructor(
         readonly dir: string,
         readonly stack: string,
+        /** Which CLI scripts/engine.sh gives: the pinned one, or the newest tested. */
+        readonly engine: "pinned" | "next",
     ) {}
 
-    static async create(stack: string, config: Record<string, unknown>): Promise<Deployment> {
+    static async create(stack: string, config: Record<string, unknown>, opts: { engine?: "pinned" | "next" } = {}): Promise<Deployment> {
         const dir = projectCopy(`sglang-serve-e2e-${stack}-`);
-        const deployment = new Deployment(dir, stack);
+        const deployment = new Deployment(dir, stack, opts.engine ?? "pinned");
         deployment.writeConfig(config);
         return deployment;
     }
@@ -79,6 +81,7 @@ export class Deployment {
             ...process.env,
             SGLANG_SERVE_PROJECT_DIR: this.dir,
             SGLANG_SERVE_STATE_DIR: path.join(this.dir, ".state"),
+            SGLANG_SERVE_ENGINE: this.engine,
             PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
             PULUMI_CONFIG_PASSPHRASE_FILE: "",
             PULUMI_BACKEND_URL: "",
@@ -100,7 +103,7 @@ export class Deployment {
      * beforehand. Backend, passphrase and stack as the user set them up.
      */
     async plainPulumi(args: string[]): Promise<EngineResult> {
-        const bin = (await runProcess(path.join(repo, "scripts", "engine.sh"), [], { env: process.env })).stdout.trim();
+        const bin = (await runProcess(path.join(repo, "scripts", "engine.sh"), [this.engine], { env: process.env })).stdout.trim();
         const state = path.join(this.dir, ".state");
         fs.mkdirSync(path.join(state, "backend"), { recursive: true });
         const env: NodeJS.ProcessEnv = {

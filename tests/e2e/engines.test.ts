@@ -1,0 +1,65 @@
+import * as assert from "node:assert/strict";
+import { labDown } from "../../lab/control";
+import { Deployment, expectExit } from "./deployment";
+import { labStackConfig } from "./lab-stack";
+import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+
+const API_KEY = "e2e-engines-api-key-0123456789abcdef";
+
+// The smoke set under each CLI the project tests (scripts/engine.sh: the
+// pinned v3.248.0 and the newest tested): a user's newer CLI must work too.
+for (const [engine, net] of [["pinned", 115], ["next", 116]] as const) {
+    describe(`the smoke set under the ${engine} CLI (scripts/engine.sh ${engine})`, function () {
+        this.timeout(600_000);
+        let labDir: string;
+        let d: Deployment;
+        let config: ReturnType<typeof labStackConfig>;
+
+        before(async () => {
+            let info;
+            ({ labDir, info } = await startLab(`engine-${engine}`, net));
+            config = labStackConfig(info, "pct-exec");
+            d = await Deployment.create("lab", config, { engine });
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+        });
+        after(async () => {
+            d?.cleanup();
+            if (labDir) await labDown(labDir);
+            delete process.env.SGLANG_LAB_DIR;
+        });
+
+        it("runs the CLI it names", async () => {
+            const r = await d.run(["version"]);
+            expectExit(r, 0, "pulumi version");
+            assert.match(r.stdout.trim(), engine === "pinned" ? /^v3\.248\.0$/ : /^v3\.(2[5-9]\d|[3-9]\d\d)\.\d+$/);
+        });
+
+        it("a fresh up brings the server to ready", async () => {
+            expectExit(await d.up(), 0, "up");
+            assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        });
+
+        it("a second up changes nothing and does not restart the server", async () => {
+            const before = await mainPid(labDir);
+            expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "no-op up");
+            assert.equal(await mainPid(labDir), before);
+        });
+
+        it("one changed flag restarts the server with it", async () => {
+            const before = await mainPid(labDir);
+            config["sglang-serve:service"]!.memFractionStatic = 0.86;
+            d.writeConfig(config);
+            expectExit(await d.up(), 0, "up with the changed flag");
+            assert.notEqual(await mainPid(labDir), before);
+            assert.match(await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`), /--mem-fraction-static 0\.86/);
+        });
+
+        it("drift exits 7, and 0 after up puts the box back", async () => {
+            await onBox(labDir, "container", `systemctl stop ${UNIT}`);
+            const drift = await d.run(["refresh", "--preview-only", "--expect-no-changes"]);
+            expectExit(drift, 7, "drift check after a stop");
+            expectExit(await d.up(), 0, "up");
+            expectExit(await d.run(["refresh", "--preview-only", "--expect-no-changes"]), 0, "drift check after up");
+        });
+    });
+}

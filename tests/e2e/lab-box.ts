@@ -1,0 +1,26 @@
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { labExec, labUp, readLabInfo } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+
+export const UNIT = "sglang-qwen.service";
+
+/** A lab of its own on other loopback addresses than the default one, so a developer's lab can keep running. */
+export async function startLab(prefix: string, net: number): Promise<{ labDir: string; info: LabInfo }> {
+    const labDir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-${prefix}-lab-`));
+    process.env.SGLANG_LAB_DIR = labDir;
+    await labUp({ labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
+    return { labDir, info: readLabInfo(labDir) };
+}
+
+/** Runs a command on a lab machine that must succeed; its trimmed stdout. */
+export async function onBox(labDir: string, machine: "host" | "container", command: string): Promise<string> {
+    const r = await labExec(machine, command, { labDir, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new Error(`lab ${machine}: ${command} -> exit ${r.code}: ${r.stderr}`);
+    return r.stdout.trim();
+}
+
+export async function mainPid(labDir: string): Promise<string> {
+    return onBox(labDir, "container", `systemctl show -p MainPID --value ${UNIT}`);
+}
