@@ -1,10 +1,8 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
 import type { Connection } from "../components/connection";
 import type { ProviderConfig } from "../core/provider-config";
 import { RemoteHost } from "../remote/remote-host";
 import { getSshPool, SshTarget } from "../remote/ssh";
+import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
 
 
 let configured: ProviderConfig | undefined;
@@ -27,20 +25,14 @@ function providerConfig(): ProviderConfig {
     return configured ?? (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ?? {};
 }
 
-function expandHome(p: string): string {
-    return p === "~" || p.startsWith("~/") ? path.join(os.homedir(), p.slice(1)) : p;
-}
-
 /**
- * The SSH private key: the secret `sglang-serve:sshPrivateKey`, else the file
- * named by `sglang-serve:host.sshPrivateKeyPath`. Read at run time from the
- * stack config, so it is never in the state and rotating it needs no update.
+ * The SSH credentials: the secret `sglang-serve:sshPrivateKey`, else the key
+ * file `sglang-serve:host.sshPrivateKeyPath` (mode 0600 or 0400), else the
+ * ssh-agent at SSH_AUTH_SOCK (remote/ssh-credentials.ts). Read at run time,
+ * so rotating the key needs no update; the providers never put it in state.
  */
-export function sshPrivateKey(): { key: string; passphrase?: string } {
+export function sshCredentials(): SshCredentials {
     const config = providerConfig();
-    if (config.sshPrivateKey) {
-        return { key: config.sshPrivateKey, passphrase: config.sshPrivateKeyPassphrase };
-    }
     let keyPath: string | undefined;
     if (config.host) {
         try {
@@ -49,19 +41,11 @@ export function sshPrivateKey(): { key: string; passphrase?: string } {
             keyPath = undefined;
         }
     }
-    if (!keyPath) {
-        throw new Error(
-            "no SSH private key: set the secret sglang-serve:sshPrivateKey " +
-                "(`npm run pulumi -- config set --secret sglang-serve:sshPrivateKey < ~/.ssh/id_ed25519`) " +
-                "or sglang-serve:host.sshPrivateKeyPath",
-        );
-    }
-    const resolved = expandHome(keyPath);
-    try {
-        return { key: fs.readFileSync(resolved, "utf8"), passphrase: config.sshPrivateKeyPassphrase };
-    } catch (e) {
-        throw new Error(`cannot read the SSH private key at ${resolved} (sglang-serve:host.sshPrivateKeyPath): ${(e as Error).message}`);
-    }
+    return loadSshCredentials({
+        sshPrivateKey: config.sshPrivateKey,
+        sshPrivateKeyPassphrase: config.sshPrivateKeyPassphrase,
+        sshPrivateKeyPath: keyPath,
+    });
 }
 
 /**
@@ -79,14 +63,12 @@ export function say(message: string): void {
 }
 
 export function sshTarget(connection: Connection): SshTarget {
-    const { key, passphrase } = sshPrivateKey();
     return {
         address: connection.address,
         port: connection.port,
         user: connection.user,
         hostKey: connection.hostKey,
-        privateKey: key,
-        passphrase,
+        ...sshCredentials(),
         label: `${connection.user}@${connection.address}:${connection.port}`,
     };
 }

@@ -102,7 +102,7 @@ const unitReads = new Coalescer<{ remote: RemoteHost; unit: UnitReadRequest }, U
 
 function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
     const t = remote.target;
-    const credentials = createHash("sha256").update(`${t.privateKey}\0${t.passphrase ?? ""}\0${t.hostKey}`).digest("hex");
+    const credentials = createHash("sha256").update(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`).digest("hex");
     const paths = unitPaths(unitName);
     return unitReads.request(`${remote.describe()} ${credentials}`, {
         remote,

@@ -7,7 +7,8 @@
 // time; the module-level code holds no connection.
 //
 // Secrets: the private key and its passphrase live only in the SshTarget
-// passed in (memory); stdin carries file contents. None of them is ever put in
+// passed in (memory), or the key stays in ssh-agent (SshTarget.agent: only
+// the agent's socket path is here); stdin carries file contents. None of them is ever put in
 // an error message, a log line or a command line (`redact` is the last guard).
 
 import { createHash } from "crypto";
@@ -21,9 +22,11 @@ export interface SshTarget {
   user: string;
   /** Pinned host key as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
   hostKey: string;
-  /** PEM/OpenSSH private key text; kept in memory only. */
-  privateKey: string;
+  /** PEM/OpenSSH private key text; kept in memory only. Absent when `agent` signs instead. */
+  privateKey?: string;
   passphrase?: string;
+  /** ssh-agent's socket (SSH_AUTH_SOCK): the agent's keys are offered when there is no privateKey. */
+  agent?: string;
   /** Shown next to user@address:port in messages (e.g. the stack's host name). */
   label?: string;
 }
@@ -194,7 +197,7 @@ function redact(message: string, target: SshTarget, stdin?: string | Buffer): st
   let m = message;
   const secrets: string[] = [];
   if (target.passphrase && target.passphrase.length >= 4) secrets.push(target.passphrase);
-  for (const line of target.privateKey.split(/\r?\n/)) {
+  for (const line of (target.privateKey ?? "").split(/\r?\n/)) {
     if (line.length >= 16 && !line.startsWith("-----")) secrets.push(line);
   }
   if (stdin !== undefined) {
@@ -282,6 +285,9 @@ export class SshPool {
   async exec(target: SshTarget, command: string, opts: ExecOptions = {}): Promise<ExecResult> {
     const host = hostName(target);
     const pinned = parsePinnedHostKey(target.hostKey, host);
+    if (target.privateKey === undefined && !target.agent) {
+      throw new SshError("config", `ssh: no private key and no ssh-agent to log in to ${host} with`, hostId(target));
+    }
     const log = opts.log ?? this.log;
     const maxRetries = opts.retry === false ? 0 : this.maxRetries;
     for (let attempt = 0; ; attempt++) {
@@ -387,7 +393,8 @@ export class SshPool {
       if (
         existing.target.hostKey === target.hostKey &&
         existing.target.privateKey === target.privateKey &&
-        existing.target.passphrase === target.passphrase
+        existing.target.passphrase === target.passphrase &&
+        existing.target.agent === target.agent
       ) {
         return existing;
       }
@@ -458,8 +465,8 @@ export class SshPool {
       host: target.address,
       port: target.port,
       username: target.user,
-      privateKey: target.privateKey,
-      passphrase: target.passphrase,
+      // A key given wins; the agent is offered only without one (never both: one identity per stack).
+      ...(target.privateKey !== undefined ? { privateKey: target.privateKey, passphrase: target.passphrase } : { agent: target.agent }),
       readyTimeout: this.connectTimeoutMs,
       keepaliveInterval: this.keepaliveIntervalMs,
       keepaliveCountMax: this.keepaliveCountMax,
@@ -505,11 +512,20 @@ export class SshPool {
         id,
       );
     }
-    if (err.level === "client-authentication") {
+    if (err.level === "agent") {
       return new SshError(
         "auth",
-        `ssh: authentication as ${target.user} to ${host} failed: the server refused the private key ` +
-          `(check that its public key is in ${target.user}'s authorized_keys)`,
+        `ssh: the ssh-agent at ${target.agent ?? "(none)"} (SSH_AUTH_SOCK) cannot be used to log in to ${host}: ${err.message}. ` +
+          "Start an agent and add the key (`eval $(ssh-agent)`, `ssh-add`), or set sglang-serve:host.sshPrivateKeyPath",
+        id,
+      );
+    }
+    if (err.level === "client-authentication") {
+      const what = target.privateKey !== undefined ? "the private key" : `every key of the ssh-agent at ${target.agent ?? "(none)"}`;
+      return new SshError(
+        "auth",
+        `ssh: authentication as ${target.user} to ${host} failed: the server refused ${what} ` +
+          `(check that its public key is in ${target.user}'s authorized_keys${target.privateKey === undefined ? "; `ssh-add -l` lists the agent's keys" : ""})`,
         id,
       );
     }

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { providerModuleSource } from "../../components/dynamic-provider";
-import { configureProviders, sshPrivateKey } from "../../providers/context";
+import { configureProviders, sshCredentials } from "../../providers/context";
 
 /** Loads the module text the way a dynamic-provider host does (requireFromString): fresh scope, real require. */
 function loadModule(text: string): { handler(): Record<string, (...args: unknown[]) => Promise<unknown>> } {
@@ -38,7 +38,7 @@ describe("the dynamic-provider module stored in state", () => {
         const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY", "sglang-serve:sshPrivateKeyPassphrase": "PASS" };
         try {
             await provider.configure({ config: { get: (k: string) => config[k] } });
-            assert.deepEqual(sshPrivateKey(), { key: "KEY", passphrase: "PASS" });
+            assert.deepEqual(sshCredentials(), { privateKey: "KEY", passphrase: "PASS" });
         } finally {
             configureProviders({});
         }

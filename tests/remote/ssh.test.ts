@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
 import { fingerprintOfKeyBlob, getSshPool, parsePinnedHostKey, SshError, SshPool } from "../../remote/ssh";
 import { opensshFingerprint, TestSshd } from "./sshd-fixture";
 
@@ -122,6 +125,37 @@ describe("SshPool against a real sshd", function () {
     });
   });
 
+  describe("with ssh-agent", () => {
+    let agent: { sock: string; stop(): void } | undefined;
+    afterEach(() => {
+      agent?.stop();
+      agent = undefined;
+    });
+
+    it("logs in with a key the agent holds; the target carries only the socket path", async () => {
+      agent = await startAgent(sshd.file("client_key"));
+      const r = await pool.exec(sshd.target({ privateKey: undefined, agent: agent.sock }), "echo via-agent");
+      assert.equal(r.stdout, "via-agent\n");
+    });
+
+    it("says the server refused every key of the agent, naming the socket", async () => {
+      agent = await startAgent(sshd.file("other_client_key"));
+      await assert.rejects(
+        pool.exec(sshd.target({ privateKey: undefined, agent: agent.sock }), "true"),
+        sshError("auth", /refused every key of the ssh-agent at .*agent\.sock/),
+      );
+    });
+
+    it("says when the agent's socket cannot be used", async () => {
+      const sock = `${sshd.file("no-such-agent")}.sock`;
+      await assert.rejects(pool.exec(sshd.target({ privateKey: undefined, agent: sock }), "true"), sshError("auth", /ssh-agent at .*no-such-agent\.sock \(SSH_AUTH_SOCK\) cannot be used/));
+    });
+
+    it("refuses a target with neither a key nor an agent", async () => {
+      await assert.rejects(pool.exec(sshd.target({ privateKey: undefined }), "true"), sshError("config", /no private key and no ssh-agent/));
+    });
+  });
+
   it("reconnects when the connection drops while a command runs, with a visible message", async () => {
     await pool.exec(sshd.target(), "true");
     const running = pool.exec(sshd.target(), "sleep 1; echo finished");
@@ -238,3 +272,21 @@ describe("pinned host keys", () => {
     );
   });
 });
+
+/** A real ssh-agent on a socket of its own, holding `keyFile`. */
+async function startAgent(keyFile: string): Promise<{ sock: string; stop(): void }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-agent-"));
+  const sock = path.join(dir, "agent.sock");
+  const proc = spawn("ssh-agent", ["-D", "-a", sock], { stdio: "ignore" });
+  const stop = () => {
+    proc.kill("SIGKILL");
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; i < 100 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 20));
+  const add = spawnSync("ssh-add", [keyFile], { env: { ...process.env, SSH_AUTH_SOCK: sock }, encoding: "utf8" });
+  if (add.status !== 0) {
+    stop();
+    throw new Error(`ssh-add failed: ${add.stderr}`);
+  }
+  return { sock, stop };
+}
