@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# The Pulumi engine where no CLI can be downloaded: builds it from Go modules
-# (the Go module proxy only) into a cache keyed by version and by the tools
-# modules' contents, lays it out as the official distribution does, and prints
-# the bin directory. Reuses the cache when it is there.
+# The Pulumi CLI for this project's commands, laid out as the official
+# distribution lays it out, and prints its bin directory:
 #
-#   scripts/engine.sh          the pinned CLI (tools/engine: v3.248.0)
-#   scripts/engine.sh next     the newest CLI tested (tools/engine-next)
+#   scripts/engine.sh            the CLI the user installed (`pulumi` on PATH with
+#                                its pulumi-language-nodejs beside it), else the pinned one
+#   scripts/engine.sh pinned     exactly the pinned CLI (.pulumi-version: v3.248.0)
+#   scripts/engine.sh next       exactly the newest CLI tested (tools/engine-next/go.mod)
 #
-# The bin directory holds what an official CLI install holds side by side:
+# An installed CLI of the wanted version is used as it is: `pulumi` on PATH,
+# or in one of the directories of SGLANG_SERVE_CLI_DIRS (colon-separated; CI
+# installs the official CLIs there). Where there is none (these machines, CI),
+# it is built from Go modules (the Go module proxy only) into a cache keyed
+# by version and by the tools modules' contents. The bin directory then holds
+# what an official CLI install holds side by side:
 #   pulumi                          the engine, built with the release's flags
 #   pulumi-language-nodejs          tools/engine/langhost, a stand-in for the
 #                                   official host (its module is not served)
@@ -15,28 +20,32 @@
 #                                   runs the SDK's @pulumi/pulumi/cmd/dynamic-provider
 # and SHA256SUMS, recorded at build; `CI=true` (or SGLANG_SERVE_ENGINE_VERIFY=1)
 # checks the binaries against it before use and rebuilds on a mismatch.
-#
-# For the pinned CLI, a `pulumi` already on PATH with a pulumi-language-nodejs
-# beside it (a user's own install, any version) is used as it is.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-which="${1:-pinned}"
+which="${1:-installed}"
 case "$which" in
-  pinned) module="$here/tools/engine" ;;
+  installed | pinned) module="$here/tools/engine" ;;
   next) module="$here/tools/engine-next" ;;
-  *) echo "engine: unknown engine '$which' (pinned or next)" >&2; exit 2 ;;
+  *) echo "engine: unknown CLI '$which' (installed, pinned or next)" >&2; exit 2 ;;
 esac
 langhost="$here/tools/engine/langhost"
 version="$(sed -n 's#^\s*github.com/pulumi/pulumi/pkg/v3 \(v[0-9.]*\).*#\1#p' "$module/go.mod" | head -n 1)"
 [ -n "$version" ] || { echo "engine: no github.com/pulumi/pulumi/pkg/v3 version in $module/go.mod" >&2; exit 1; }
+if [ "$which" != next ] && [ "v$(tr -d '[:space:]' < "$here/.pulumi-version")" != "$version" ]; then
+  echo "engine: .pulumi-version says $(cat "$here/.pulumi-version") but tools/engine/go.mod builds $version: change both together" >&2
+  exit 1
+fi
 
-if [ "$which" = pinned ] && existing="$(command -v pulumi 2>/dev/null)"; then
-  dir="$(dirname "$existing")"
-  if [ -x "$dir/pulumi-language-nodejs" ] && [ "$dir" != "${SGLANG_SERVE_ENGINE_CACHE:-}" ]; then
+# An installed CLI: any version for `installed`, the wanted one otherwise.
+IFS=: read -r -a dirs <<< "${SGLANG_SERVE_CLI_DIRS:-}"
+if existing="$(command -v pulumi 2>/dev/null)"; then dirs=("$(dirname "$existing")" "${dirs[@]}"); fi
+for dir in "${dirs[@]}"; do
+  [ -n "$dir" ] && [ -x "$dir/pulumi" ] && [ -x "$dir/pulumi-language-nodejs" ] || continue
+  if [ "$which" = installed ] || [ "$("$dir/pulumi" version 2>/dev/null)" = "$version" ]; then
     echo "$dir"
     exit 0
   fi
-fi
+done
 
 key="$(cat "$module/go.mod" "$module/go.sum" "$here/tools/engine/go.mod" "$langhost"/*.go | sha256sum | cut -c1-16)"
 root="${SGLANG_SERVE_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve/engine}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `npm run pulumi -- <args>`: a plain `pulumi <args>` with the pinned engine
-# (scripts/engine.sh: a Pulumi CLI on PATH, else the one built from Go
+# `npm run pulumi -- <args>`: a plain `pulumi <args>` with the user's CLI
+# (scripts/engine.sh: `pulumi` on PATH, else the pinned one built from Go
 # modules), offline. It adds nothing a user's own `pulumi` run lacks, only
 # settings:
 #
@@ -10,12 +10,13 @@
 #   random one generated once for this checkout in .pulumi-state/passphrase;
 # - `--stack NAME` for a Pulumi.NAME.yaml that the backend does not know yet
 #   creates the stack first (like `pulumi stack select --create`);
-# - SGLANG_SERVE_ENGINE=next runs the newest CLI tested instead of the pinned one;
+# - SGLANG_SERVE_ENGINE=pinned|next runs exactly the pinned CLI or the newest
+#   tested (the tests set it), instead of whichever is installed;
 # - SGLANG_SERVE_PROJECT_DIR runs another copy of the project (the end-to-end
 #   tests deploy from temporary copies so they never touch this tree).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-pinned}")"
+bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-installed}")"
 export PATH="$bin:$PATH"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
