@@ -26,7 +26,8 @@ export function readRawStackConfig(config: pulumi.Config): Record<string, unknow
  * that `pulumi preview` fails with one message listing every bad key.
  */
 export function loadStackConfig(config = new pulumi.Config()): StackConfig {
-    const result = validateStackConfig(readRawStackConfig(config));
+    // The providers run where the program runs, with its environment: SSH_AUTH_SOCK there is the agent they use.
+    const result = validateStackConfig(readRawStackConfig(config), { sshAgentAvailable: Boolean(process.env.SSH_AUTH_SOCK) });
     if (!result.ok) {
         throw new pulumi.RunError(formatConfigIssues(result.issues));
     }

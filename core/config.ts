@@ -539,6 +539,8 @@ interface RuleInput {
     sshPrivateKeyGiven: boolean;
     /** sglang-serve:apiKey is set (valid or not) or generateApiKey is true. */
     apiKeyGiven: boolean;
+    /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
+    sshAgentAvailable?: boolean;
 }
 
 class Findings {
@@ -598,9 +600,11 @@ function sshKeyRule(input: RuleInput, f: Findings): void {
             "host.sshPrivateKeyPath and the secret sglang-serve:sshPrivateKey are both set: keep one (`pulumi config rm sglang-serve:sshPrivateKey` or remove host.sshPrivateKeyPath).",
         );
     }
-    if (host.sshPrivateKeyPath === undefined && !input.sshPrivateKeyGiven) {
+    // Without either, the providers use ssh-agent (SSH_AUTH_SOCK): only a known absence of one is worth a word.
+    if (host.sshPrivateKeyPath === undefined && !input.sshPrivateKeyGiven && input.sshAgentAvailable === false) {
         f.warn(
-            `Neither ${pulumiKey("host.sshPrivateKeyPath")} nor the secret ${pulumiKey("sshPrivateKey")} is set: preview works, but \`pulumi up\` cannot log in to ${host.address}. Set one.`,
+            `Neither ${pulumiKey("host.sshPrivateKeyPath")} nor the secret ${pulumiKey("sshPrivateKey")} is set, and no ssh-agent runs (SSH_AUTH_SOCK is not set): ` +
+                `preview works, but \`pulumi up\` cannot log in to ${host.address}. Start ssh-agent and \`ssh-add\` the key, or set one of them.`,
         );
     }
     if (isPlaceholderHostKey(host.hostKey)) {
@@ -985,8 +989,10 @@ function withoutHoles(value: unknown, hole: symbol): unknown {
  * Validates a stack's config: `raw` holds the sections without the
  * `sglang-serve:` prefix (`{ host, container, service, readiness, apiKey?,
  * sshPrivateKey? }`). Returns every problem, never just the first.
+ * `where` says what the caller knows of the machine that will run the
+ * providers (whether an ssh-agent runs there).
  */
-export function validateStackConfig(raw: unknown): ValidationResult {
+export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: boolean } = {}): ValidationResult {
     const findings = new Findings();
     if (!isRecord(raw)) {
         findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host, container, service, readiness).`);
@@ -1026,6 +1032,7 @@ export function validateStackConfig(raw: unknown): ValidationResult {
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshPrivateKeyGiven: raw.sshPrivateKey !== undefined,
             apiKeyGiven: raw.apiKey !== undefined || raw.generateApiKey === true,
+            sshAgentAvailable: where.sshAgentAvailable,
         },
         ruleFindings,
     );

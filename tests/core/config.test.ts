@@ -620,3 +620,22 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
         issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "1")), "service.disableRadixCache");
     });
 });
+
+describe("stack config: SSH credentials", () => {
+    const withoutKeyPath = () => withField((r) => delete (r.host as Partial<typeof r.host>).sshPrivateKeyPath);
+
+    it("accepts neither a key path nor the key secret: the providers use ssh-agent", () => {
+        const result = accepted(withoutKeyPath());
+        assert.ok(!result.warnings.some((w) => w.includes("cannot log in")), result.warnings.join("\n"));
+    });
+
+    it("warns when neither is set and no ssh-agent runs", () => {
+        const result = validateStackConfig(withoutKeyPath(), { sshAgentAvailable: false });
+        assert.ok(result.warnings.some((w) => /no ssh-agent runs \(SSH_AUTH_SOCK is not set\).*cannot log in to 10\.1\.2\.5/.test(w)), result.warnings.join("\n"));
+    });
+
+    it("does not warn about the agent when a key file is set", () => {
+        const result = validateStackConfig(fieldConfig(), { sshAgentAvailable: false });
+        assert.ok(!result.warnings.some((w) => w.includes("ssh-agent")));
+    });
+});
