@@ -2,8 +2,8 @@
 // `npm run bench` (NODE_OPTIONS=--require <this file>): writes, as JSON
 // lines to $SGLANG_BENCH_PROFILE_LOG, when the process started; how long it
 // spent loading the Pulumi SDK, TypeScript, ts-node, gRPC, ssh2, zod and the
-// project's own code (.ts through ts-node, or .js compiled into .build/;
-// inclusive, outermost load only); every dynamic-provider RPC (check, diff,
+// project's own code (.ts through tsx or ts-node; inclusive, outermost load
+// only); every dynamic-provider RPC (check, diff,
 // read, ...) with its duration; and when it exited. Plain JavaScript: it runs
 // before any TypeScript loader.
 "use strict";
@@ -13,19 +13,17 @@ const { performance } = require("perf_hooks");
 
 const LOG = process.env.SGLANG_BENCH_PROFILE_LOG;
 const LOADED = Symbol.for("sglang-serve.bench.profileHook");
-// Worker threads (esbuild's synchronous API runs one) share the process: skip them.
+// Worker threads share the process: skip them.
 if (LOG && !globalThis[LOADED] && require("worker_threads").isMainThread) {
   globalThis[LOADED] = true;
   const argv = process.argv.join(" ");
   const role = /cmd[\\/]run/.test(argv)
     ? "program"
-    : /dynamic-provider|providers[\\/]host[\\/]main/.test(argv)
+    : /dynamic-provider/.test(argv)
       ? "provider"
-      : /build-program/.test(argv)
-        ? "build"
-        : process.argv.includes("-e") || process.execArgv.includes("-e") || process.argv.length <= 1
-          ? "resolver"
-          : "other";
+      : process.argv.includes("-e") || process.execArgv.includes("-e") || process.argv.length <= 1
+        ? "resolver"
+        : "other";
   const pid = process.pid;
   const write = (o) => {
     try {

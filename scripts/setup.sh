@@ -25,3 +25,5 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 
 scripts/engine.sh >/dev/null
+# The newest CLI the tests also run under (tests/e2e/engines.test.ts).
+scripts/engine.sh next >/dev/null

@@ -6,7 +6,7 @@ import type { TimedLine } from "./tail";
 /** One line of the profile hook's log (bench/profile-hook.js). */
 interface HookRecord {
     pid: number;
-    role: "program" | "provider" | "resolver" | "build" | "other";
+    role: "program" | "provider" | "resolver" | "other";
     t: number;
     ev: "start" | "load" | "exit" | "rpc";
     method?: string;
@@ -98,9 +98,7 @@ export function buildProfile(r: RunResult, hookLog: string, sshdLog: string): Pr
     steps.sort((a, b) => a.at - b.at);
 
     const buckets: Record<string, number> = { wall: Math.round(r.wallMs) };
-    const build = [...procs.values()].find((p) => p.role === "build");
-    if (build) buckets["scripts/build-program.js (in pulumi.sh)"] = Math.round((build.exit ?? build.start) - build.start);
-    const first = [...procs.values()].filter((p) => p.role !== "build").reduce((m, p) => Math.min(m, p.start), Infinity);
+    const first = [...procs.values()].reduce((m, p) => Math.min(m, p.start), Infinity);
     if (Number.isFinite(first)) buckets["spawn -> first engine-started node process (pulumi.sh, stack check, CLI start, plugin host)"] = rel(first);
     const program = [...procs.values()].find((p) => p.role === "program");
     if (program) {
