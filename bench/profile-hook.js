@@ -57,8 +57,8 @@ if (LOG && !globalThis[LOADED] && require("worker_threads").isMainThread) {
     if (Module._cache[file]) return origLoad.apply(this, arguments);
     let kind = null;
     for (const [name, re] of LIBS) if (re.test(file)) kind = name;
-    // The project's own code: TypeScript through ts-node, or JavaScript compiled into .build/.
-    if (!kind && !/node_modules/.test(file) && ((/\.ts$/.test(file) && !/\.d\.ts$/.test(file)) || /[\\/]\.build[\\/].*\.js$/.test(file))) kind = "project";
+    // The project's own code: TypeScript (through tsx or ts-node).
+    if (!kind && !/node_modules/.test(file) && /\.ts$/.test(file) && !/\.d\.ts$/.test(file)) kind = "project";
     if (!kind) return origLoad.apply(this, arguments);
     if (kind === "project") projectFiles++;
     const outermost = !stack.includes(kind);
