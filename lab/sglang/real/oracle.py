@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+"""The oracle: SGLang's own config layer, run for real with the hardware stubbed.
+
+    python3 oracle.py --version 0.5.11 < cases.jsonl > results.jsonl
+
+Each stdin line is a case:
+    {"argv": [...], "entry": "sglang-serve" | "launch-server", "env": {...},
+     "gpuCount": 2, "gpuMemoryMiB": 49140}
+and gets one stdout line, in order:
+    {"status": "ok" | "argparse-error" | "exception" | "exit", "exitCode": 0 | 2 | 1 | n,
+     "exceptionType", "message", "stdout", "stderr", "logs": [{level, logger, message}],
+     "serverArgs", "serverInfo", "serverInfoSimulated", "launcher", "stubsTouched"}
+
+SGLang is imported once in this process; every case runs in a forked child
+(fresh environment, SGLang's lru caches cleared, stdout/stderr captured), so
+nothing leaks from one case to the next. The verdicts are SGLang's: the
+child runs `sglang serve` (sglang.cli.main.main) or `python -m
+sglang.launch_server` (runpy) exactly as the console script / interpreter
+would, up to the point where the release hands ServerArgs to the HTTP (or
+gRPC, encoder, Ray) launcher; that call is the boundary, recorded as "ok".
+See README.md for what is real and what is stubbed.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORACLE_FILE = os.path.abspath(__file__)
+STUBS = os.path.join(HERE, "stubs")
+
+
+def _isolate():
+    # No user or site packages, no PYTHON* variables, no .pyc written into the
+    # checkout: only the release, its pinned deps and the stubs are importable.
+    if not (sys.flags.isolated and sys.flags.no_site and sys.dont_write_bytecode):
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", ORACLE_FILE, *sys.argv[1:]])
+
+
+_isolate()
+
+import argparse  # noqa: E402
+import ast  # noqa: E402
+import asyncio  # noqa: E402
+import dataclasses  # noqa: E402
+import enum  # noqa: E402
+import functools  # noqa: E402
+import json  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+
+# The lab's GPUs: 2 x RTX A6000 (lab/README.md), unless the caller says otherwise.
+GPU_DEFAULTS = {
+    "SGLANG_LAB_GPU_COUNT": "2",
+    "SGLANG_LAB_GPU_MEMORY_MIB": "49140",
+    "SGLANG_LAB_GPU_NAME": "NVIDIA RTX A6000",
+    "SGLANG_LAB_GPU_CAPABILITY": "8.6",
+    "SGLANG_LAB_GPU_SM_COUNT": "84",
+    "SGLANG_LAB_DRIVER_VERSION": "570.133.20",
+    "SGLANG_LAB_CUDA_VERSION": "12.8",
+}
+
+# Stubbed distributions and the release's pins for them (its wheel METADATA).
+# SGLang does not pin torchvision or triton: they follow torch (torchvision
+# 0.(minor+15).patch, the release pairing torch has kept since 2.0; triton as
+# torch's own wheel pins it for the torch versions listed, else left out).
+STUBBED_DISTS = ("torch", "torchaudio", "torchcodec", "flashinfer-python", "sglang-kernel", "sgl-kernel",
+                 "nvidia-ml-py", "apache-tvm-ffi")
+TRITON_FOR_TORCH = {"2.9": "3.5.1", "2.10": "3.6.0", "2.11": "3.6.0"}
+
+
+def torch_companions(torch_version):
+    parts = torch_version.split("+", 1)[0].split(".")
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[:3]):
+        return {}
+    major, minor, patch = (int(p) for p in parts[:3])
+    out = {"torchvision": f"0.{minor + 15}.{patch}"} if major == 2 else {}
+    triton = TRITON_FOR_TORCH.get(f"{major}.{minor}")
+    if triton:
+        out["triton"] = triton
+    return out
+
+
+# Where each release hands its ServerArgs over to a server (run_server in
+# launch_server.py): the oracle's boundary.
+LAUNCHERS = {
+    "sglang.srt.entrypoints.http_server": ("launch_server", "http"),
+    "sglang.srt.entrypoints.grpc_server": ("serve_grpc", "grpc"),
+    "sglang.srt.disaggregation.encode_server": ("launch_server", "encode"),
+    "sglang.srt.disaggregation.encode_grpc_server": ("serve_grpc_encoder", "encode-grpc"),
+    "sglang.srt.ray.http_server": ("launch_server", "ray"),
+    # 0.5.2x moved the encoder servers
+    "sglang.srt.disaggregation.encoder.http_server": ("launch_server", "encode"),
+    "sglang.srt.disaggregation.encoder.grpc_server": ("serve_grpc_encoder", "encode-grpc"),
+}
+
+
+def cache_root():
+    root = os.environ.get("SGLANG_SERVE_CACHE")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "sglang-serve")
+    return os.path.join(root, "sglang")
+
+
+def parse_cli():
+    p = argparse.ArgumentParser(prog="oracle.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", required=True, help="SGLang release, one of lab/sglang/real/VERSIONS")
+    p.add_argument("--site", help="the release's site dir (default: the install.sh cache)")
+    p.add_argument("--deps", help="the shared deps site dir (default: the install.sh cache)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    p.add_argument("--report", metavar="FILE",
+                   help="after the run, write which distributions were imported and which stubbed names were used")
+    return p.parse_args()
+
+
+class Launched(BaseException):
+    """Raised at the launcher boundary; BaseException so SGLang's `except Exception` lets it by."""
+
+    def __init__(self, server_args, launcher):
+        super().__init__(launcher)
+        self.server_args = server_args
+        self.launcher = launcher
+
+
+def _stub_dists(site):
+    """{distribution: version} of the stubbed packages, from the release's own pins."""
+    from packaging.requirements import Requirement
+
+    meta = None
+    for name in os.listdir(site):
+        if name.startswith("sglang-") and name.endswith(".dist-info"):
+            meta = os.path.join(site, name, "METADATA")
+    dists = {}
+    if meta is None:
+        return dists
+    with open(meta, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("Requires-Dist:"):
+                continue
+            req = Requirement(line.split(":", 1)[1].strip())
+            name = req.name.lower().replace("_", "-")
+            if name not in STUBBED_DISTS or (req.marker and not req.marker.evaluate({"extra": ""})):
+                continue
+            # The pinned version, else the lowest the release accepts (else none).
+            pinned = [s.version for s in req.specifier if s.operator == "=="] or \
+                [s.version for s in req.specifier if s.operator == ">="]
+            if pinned:
+                dists[name] = pinned[0]
+    dists.update(torch_companions(dists.get("torch", "")))
+    return dists
+
+
+def base_env(cli_env, stub_dists, hf_home):
+    env = {
+        "PATH": os.path.join(STUBS, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": cli_env.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+        # Never reach out to the Hugging Face hub (tests talk to loopback only).
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": hf_home,
+        "SGLANG_LAB_STUB_DISTS": json.dumps(stub_dists, sort_keys=True),
+    }
+    if "TMPDIR" in cli_env:
+        env["TMPDIR"] = cli_env["TMPDIR"]
+    for key, default in GPU_DEFAULTS.items():
+        env[key] = cli_env.get(key, default)
+    return env
+
+
+def case_env(base, case):
+    env = dict(base)
+    if case.get("gpuCount") is not None:
+        env["SGLANG_LAB_GPU_COUNT"] = str(int(case["gpuCount"]))
+    if case.get("gpuMemoryMiB") is not None:
+        env["SGLANG_LAB_GPU_MEMORY_MIB"] = str(int(case["gpuMemoryMiB"]))
+    for k, v in (case.get("env") or {}).items():
+        env[str(k)] = str(v)
+    return env
+
+
+def preload():
+    """Import what every case needs, once, in the parent (imports only, no calls)."""
+    import sglang  # noqa: F401
+    import sglang.cli.main  # noqa: F401
+    import sglang.cli.serve  # noqa: F401
+    import sglang.launch_server  # noqa: F401
+    import sglang.srt.configs.model_config  # noqa: F401
+    import sglang.srt.server_args  # noqa: F401
+
+
+def preload_more(names):
+    # Modules a case imported lazily: import them here so later cases start warm.
+    for name in sorted(names):
+        if name in sys.modules or name in LAUNCHERS:
+            continue
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001  (a module that fails here fails in the case too)
+            pass
+
+
+def clear_sglang_caches():
+    """Forget what SGLang cached about the hardware and environment (lru_cache)."""
+    for name, mod in list(sys.modules.items()):
+        if not (name == "sglang" or name.startswith("sglang.")) or mod is None:
+            continue
+        for value in list(vars(mod).values()):
+            # The exact type: a hasattr() would wake lazy-import proxies (sglang.utils.LazyImport).
+            if type(value) is functools._lru_cache_wrapper:
+                value.cache_clear()
+
+
+def jsonable(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [jsonable(v) for v in items]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    return repr(value)
+
+
+def exception_type_name(exc):
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def print_traceback(exc):
+    # As the interpreter prints an uncaught exception, minus the oracle's own frames.
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != ORACLE_FILE])
+    sys.stderr.write("".join(te.format()))
+
+
+def _extract_function(path, qualname):
+    """The source of one function (Class.method or function) of a release file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    scope, parts = tree.body, qualname.split(".")
+    node = None
+    for part in parts:
+        node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == part), None)
+        if node is None:
+            return None, tree
+        scope = node.body
+    return node, tree
+
+
+def run_release_function(path, qualname, module_name, env):
+    """Run a function exactly as the release wrote it, outside its (GPU-bound) module.
+
+    Its free names are bound from the module's own top-level imports; `env`
+    supplies the rest (the running server's state, which is simulated).
+    """
+    node, tree = _extract_function(path, qualname)
+    if node is None:
+        raise LookupError(f"{qualname} not found in {path}")
+    node.decorator_list = []
+    imports = {}
+    for top in tree.body:
+        if isinstance(top, ast.Import):
+            for alias in top.names:
+                imports[(alias.asname or alias.name).split(".")[0]] = ast.Import(names=[alias])
+        elif isinstance(top, ast.ImportFrom):
+            for alias in top.names:
+                imports[alias.asname or alias.name] = ast.ImportFrom(module=top.module, names=[alias], level=top.level)
+    ns = {"__name__": module_name, "__builtins__": __builtins__, **env}
+    for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
+        if name in imports and name not in ns:
+            mod = ast.fix_missing_locations(ast.Module(body=[imports[name]], type_ignores=[]))
+            exec(compile(mod, path, "exec"), ns)  # noqa: S102
+    code = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
+    exec(compile(code, path, "exec"), ns)  # noqa: S102
+    return ns[node.name]
+
+
+class _SchedulerState:
+    """`self` of Scheduler.get_init_info: the running scheduler's numbers are unknown here."""
+
+    def __init__(self, touched):
+        self._touched = touched
+
+    def __getattr__(self, name):
+        self._touched.append(name)
+        return None
+
+
+def server_info(server_args, site):
+    """GET /server_info as this release's http_server.py builds it.
+
+    The handler and Scheduler.get_init_info are the release's code, run on the
+    real ServerArgs; what only a running scheduler knows (token capacity,
+    memory, throughput) is null and listed in the second value.
+    """
+    http_py = os.path.join(site, "sglang", "srt", "entrypoints", "http_server.py")
+    sched_py = os.path.join(site, "sglang", "srt", "managers", "scheduler.py")
+    simulated = []
+
+    touched = []
+    try:
+        init_info = run_release_function(sched_py, "Scheduler.get_init_info", "sglang.srt.managers.scheduler", {})
+        scheduler_info = init_info(_SchedulerState(touched))
+        simulated += sorted(set(k for k, v in scheduler_info.items() if v is None))
+    except Exception:  # noqa: BLE001  (needs more of a live scheduler than this)
+        scheduler_info = {"status": "ready", "max_total_num_tokens": None, "max_req_input_len": None}
+        simulated += ["max_total_num_tokens", "max_req_input_len"]
+
+    dp = getattr(server_args, "dp_size", 1) or 1
+    internal = []
+    for _ in range(dp):
+        # Scheduler.get_internal_state (to 0.5.1x): vars() of the server args plus live numbers.
+        state = server_args_dict(server_args) if hasattr(server_args, "resolved_dict") else dict(vars(server_args))
+        state.pop("model_config", None)
+        state.update({"last_gen_throughput": 0.0, "memory_usage": None, "effective_max_running_requests_per_dp": None})
+        internal.append(state)
+    simulated += [f"internal_states[].{k}" for k in ("last_gen_throughput", "memory_usage",
+                                                     "effective_max_running_requests_per_dp")]
+
+    async def get_internal_state():
+        return internal
+
+    tokenizer_manager = types.SimpleNamespace(server_args=server_args, get_internal_state=get_internal_state,
+                                              startup_time=None)
+    global_state = types.SimpleNamespace(tokenizer_manager=tokenizer_manager, scheduler_info=scheduler_info)
+    handler = run_release_function(http_py, "server_info", "sglang.srt.entrypoints.http_server",
+                                   {"_global_state": global_state})
+    info = asyncio.run(handler())
+    if "startup_time" in info:
+        simulated.append("startup_time")
+    return info, sorted(simulated)
+
+
+def server_args_dict(server_args):
+    """The release's own serialization: resolved_dict() (0.5.2x), else dataclasses.asdict."""
+    if hasattr(server_args, "resolved_dict"):
+        return server_args.resolved_dict()
+    return dataclasses.asdict(server_args)
+
+
+def install_launch_boundary():
+    for module_name, (func, launcher) in LAUNCHERS.items():
+        mod = types.ModuleType(module_name)
+        mod.__file__ = f"<sglang-serve oracle: {launcher} launcher boundary>"
+
+        def boundary(server_args, *args, _launcher=launcher, **kwargs):
+            raise Launched(server_args, _launcher)
+
+        setattr(mod, func, boundary)
+        sys.modules[module_name] = mod
+
+
+def run_entry(case, site):
+    entry = case.get("entry", "sglang-serve")
+    argv = [str(a) for a in case.get("argv", [])]
+    if entry == "sglang-serve":
+        # The console script: sglang = sglang.cli.main:main
+        from sglang.cli.main import main
+
+        sys.argv = ["sglang", "serve", *argv]
+        main()
+    elif entry == "launch-server":
+        import runpy
+
+        sys.argv = [os.path.join(site, "sglang", "launch_server.py"), *argv]
+        # `python -m` finds the module not yet imported (the parent preloaded it).
+        sys.modules.pop("sglang.launch_server", None)
+        runpy.run_module("sglang.launch_server", run_name="__main__", alter_sys=True)
+    else:
+        raise ValueError(f"unknown entry {entry!r}: sglang-serve or launch-server")
+
+
+def child(case, env, site, out_w):
+    import logging
+    import warnings
+
+    import _sglang_lab_stub
+
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    cap_out, cap_err = os.memfd_create("stdout"), os.memfd_create("stderr")
+    os.dup2(cap_out, 1)
+    os.dup2(cap_err, 2)
+    os.environ.clear()
+    os.environ.update(env)
+    clear_sglang_caches()
+    before_modules = set(sys.modules)
+    touched_before = set(_sglang_lab_stub.touched())
+
+    logs = []
+    call_handlers = logging.Logger.callHandlers
+
+    def record_log(self, record):
+        logs.append({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
+        return call_handlers(self, record)
+
+    logging.Logger.callHandlers = record_log
+    show = warnings.showwarning
+
+    def record_warning(message, category, filename, lineno, file=None, line=None):
+        logs.append({"level": "WARNING", "logger": "py.warnings", "category": category.__name__,
+                     "message": str(message), "source": f"{filename}:{lineno}"})
+        return show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = record_warning
+    argparse_errors = []
+    parser_error = argparse.ArgumentParser.error
+
+    def record_parser_error(self, message):
+        argparse_errors.append((self.prog, message))
+        return parser_error(self, message)
+
+    argparse.ArgumentParser.error = record_parser_error
+    install_launch_boundary()
+
+    result = {"status": None, "exitCode": None, "exceptionType": None, "message": None,
+              "serverArgs": None, "serverInfo": None, "serverInfoSimulated": None, "launcher": None}
+    launched = None
+    try:
+        run_entry(case, site)
+        result.update(status="exit", exitCode=0)
+    except Launched as done:
+        launched = done
+        result.update(status="ok", exitCode=0, launcher=done.launcher)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write(f"{exc.code}\n")
+        if argparse_errors and code == 2:
+            result.update(status="argparse-error", exitCode=2, message=argparse_errors[-1][1])
+        else:
+            result.update(status="exit", exitCode=code)
+    except BaseException as exc:  # noqa: BLE001  (uncaught in the real process: traceback, exit 1)
+        print_traceback(exc)
+        result.update(status="exception", exitCode=1, exceptionType=exception_type_name(exc), message=str(exc))
+
+    logging.Logger.callHandlers = call_handlers
+    warnings.showwarning = show
+    if launched is not None:
+        args = launched.server_args
+        result["serverArgs"] = jsonable(server_args_dict(args))
+        try:
+            info, simulated = server_info(args, site)
+            result["serverInfo"], result["serverInfoSimulated"] = jsonable(info), simulated
+        except Exception as exc:  # noqa: BLE001
+            result["serverInfoError"] = f"{exception_type_name(exc)}: {exc}"
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    result["stdout"] = _read_memfd(cap_out)
+    result["stderr"] = _read_memfd(cap_err)
+    result["logs"] = logs
+    result["stubsTouched"] = sorted(set(_sglang_lab_stub.touched()) - touched_before)
+    result["_modules"] = sorted(m for m in set(sys.modules) - before_modules if not m.startswith("__"))
+    data = (json.dumps(result, default=repr) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        n = os.write(out_w, view)
+        view = view[n:]
+    os._exit(0)
+
+
+def _read_memfd(fd):
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def main():
+    cli = parse_cli()
+    root = cache_root()
+    site = cli.site or os.path.join(root, cli.version, "site")
+    deps = cli.deps or os.path.join(root, "deps", "site")
+    for path, what in ((site, f"SGLang {cli.version}"), (deps, "the shared deps")):
+        if not os.path.isdir(path):
+            sys.exit(f"oracle.py: {what} not installed at {path}; run lab/sglang/real/install.sh")
+    sys.path[:0] = [STUBS, site, deps]
+
+    cli_env = dict(os.environ)
+    hf_home = os.path.join(root, "hf-home")
+    os.makedirs(hf_home, exist_ok=True)
+    stub_dists = _stub_dists(site)
+    base = base_env(cli_env, stub_dists, hf_home)
+    os.environ.clear()
+    os.environ.update(base)
+
+    import _sglang_lab_stub  # noqa: F401  (before anything imports torch)
+
+    preload()
+    import sglang.version
+
+    if sglang.version.__version__ != cli.version:
+        sys.exit(f"oracle.py: {site} holds SGLang {sglang.version.__version__}, not {cli.version}")
+
+    cases = []
+    for lineno, line in enumerate(sys.stdin, 1):
+        if line.strip():
+            try:
+                cases.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                sys.exit(f"oracle.py: stdin line {lineno}: {exc}")
+
+    out = sys.stdout
+    results = [None] * len(cases)
+    running = {}  # read fd -> (index, pid, started, chunks)
+    learned = set()
+    all_touched = set(_sglang_lab_stub.touched())
+    next_case, next_out = 0, 0
+    jobs = max(1, cli.jobs)
+    while next_out < len(cases):
+        while next_case < len(cases) and len(running) < jobs:
+            if learned:
+                preload_more(learned)
+                learned.clear()
+            r, w = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                oracle_stderr = os.dup(2)
+                try:
+                    case = cases[next_case]
+                    child(case, case_env(base, case), site, w)
+                except BaseException:  # noqa: BLE001  (the oracle's own failure, not SGLang's verdict)
+                    text = traceback.format_exc()
+                    os.write(oracle_stderr, f"oracle.py: case {next_case + 1}: {text}".encode())
+                    res = {"status": "exception", "exitCode": 1, "exceptionType": "OracleError",
+                           "message": text, "stdout": "", "stderr": "", "logs": [],
+                           "serverArgs": None, "serverInfo": None}
+                    os.write(w, (json.dumps(res) + "\n").encode())
+                finally:
+                    os._exit(70)
+            os.close(w)
+            running[r] = (next_case, pid, time.monotonic(), [])
+            next_case += 1
+        ready, _, _ = select.select(list(running), [], [], 1.0)
+        now = time.monotonic()
+        for fd in list(running):
+            index, pid, started, chunks = running[fd]
+            if fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    chunks.append(chunk)
+                    continue
+            elif now - started < cli.timeout:
+                continue
+            else:
+                os.kill(pid, signal.SIGKILL)
+            os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            del running[fd]
+            try:
+                res = json.loads(b"".join(chunks))
+            except json.JSONDecodeError:
+                reason = f"timed out after {cli.timeout:g} s" if now - started >= cli.timeout else \
+                    f"the case's process ended without a result (wait status {status})"
+                res = {"status": "exception", "exitCode": 1, "exceptionType": "OracleError", "message": reason,
+                       "stdout": "", "stderr": "", "logs": [], "serverArgs": None, "serverInfo": None}
+            learned.update(res.pop("_modules", []))
+            all_touched.update(res.get("stubsTouched") or [])
+            results[index] = res
+        while next_out < len(cases) and results[next_out] is not None:
+            out.write(json.dumps(results[next_out]) + "\n")
+            results[next_out] = True
+            next_out += 1
+        out.flush()
+    if cli.report:
+        preload_more(learned)
+        write_report(cli.report, site, deps, all_touched | set(_sglang_lab_stub.touched()))
+
+
+def write_report(path, site, deps, touched):
+    """Which installed distributions the run imported (parent and cases), and the stubs it touched."""
+    import importlib.metadata
+
+    tops = {name.split(".", 1)[0] for name in sys.modules}
+    imported = {}
+    for dist in importlib.metadata.distributions(path=[site, deps]):
+        top = (dist.read_text("top_level.txt") or "").split()
+        if not top:
+            top = sorted({str(f).split("/", 1)[0].removesuffix(".py") for f in (dist.files or [])
+                          if "/" in str(f) or str(f).endswith(".py")})
+        if any(t in tops for t in top):
+            where = "site" if str(dist.locate_file("")).rstrip("/") == site.rstrip("/") else "deps"
+            imported[dist.metadata["Name"]] = {"version": dist.version, "in": where}
+    report = {"imported": dict(sorted(imported.items(), key=lambda kv: kv[0].lower())),
+              "stubDistributions": json.loads(os.environ.get("SGLANG_LAB_STUB_DISTS", "{}")),
+              "stubsTouched": sorted(touched)}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

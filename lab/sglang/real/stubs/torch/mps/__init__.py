@@ -1,0 +1,8 @@
+import _sglang_lab_stub as _stub
+
+
+def is_available():
+    return False
+
+
+_stub.make_permissive(__name__)
