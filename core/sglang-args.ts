@@ -14,7 +14,7 @@
  */
 import { z } from "zod";
 import type { ServiceConfig } from "./config";
-import { deepEqual, diffFields, FieldDiff, flattenFields } from "./diff";
+import { diffFields, FieldDiff } from "./diff";
 import { SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
 
 export type Launcher = "serve" | "launch_server";
@@ -66,10 +66,6 @@ export function resolveLauncher(service: Pick<ServiceConfig, "launcher" | "sglan
 /** The `sglang` console script installed beside the venv's python. */
 export function serveExecutable(python: string): string {
     return `${python.slice(0, python.lastIndexOf("/"))}/sglang`;
-}
-
-function asRecord(value: object): Record<string, unknown> {
-    return { ...value } as Record<string, unknown>;
 }
 
 function compact<T extends object>(value: T): T {
@@ -371,59 +367,74 @@ function liveSpeculative(info: z.output<typeof ServerInfoSchema>, modelPath: str
 }
 
 /**
- * Owned fields where the running server differs from the declared service.
- * Only what the config sets is compared: a value SGLang picked itself (a
- * mem fraction, 48 max running requests, auto-picked draft steps) is not
- * drift. A declared `auto` strategy matches auto and no_buffer (what auto
- * resolves to in 0.5.10/11). Speculation running where none is declared is drift.
+ * The one comparison of a declared command line (the stack's, or the unit's
+ * on the box) with what the running server reports: the owned fields where
+ * they differ, as config keys. The declared values are first put the way
+ * SGLang itself puts them, so that nothing declared shows as drift forever:
+ *
+ * - only what the command line sets is compared: a value SGLang picked itself
+ *   (a mem fraction, 48 max running requests, auto-picked draft steps, the
+ *   strategy `auto` resolves to) is not drift;
+ * - NEXTN, and EAGLE without a draft path, draft from the model's own MTP
+ *   layers: `/server_info` shows EAGLE with a null (or the model's) draft path,
+ *   which normalizeServerInfo reads as NEXTN; NEXTN with a draft path runs as
+ *   EAGLE with that drafter;
+ * - with eagleTopk 1, SGLang runs numSteps + 1 draft tokens whatever was
+ *   declared (it warns "speculative_num_draft_tokens is adjusted ...");
+ *   DFLASH runs one step with topk 1; NGRAM's topk is its BFS breadth;
+ * - `--disable-radix-cache` is compared only when set: SGLang disables the
+ *   cache by itself for some models (0.5.9 with speculation on hybrid models,
+ *   KimiLinear, ...), which is not a change on the box.
+ *
+ * Speculation running where none is declared is drift.
  */
-export function liveArgsDrift(desired: ServiceConfig, live: LiveServerArgs): FieldDiff[] {
-    const declared: Record<string, unknown> = {
-        "service.model.path": desired.model.path,
-        "service.model.servedName": desired.model.servedName,
-        "service.tensorParallelSize": desired.tensorParallelSize,
-        "service.port": desired.port,
+export function liveArgsDrift(declared: ArgvFields, live: LiveServerArgs): FieldDiff[] {
+    const want: Record<string, unknown> = {};
+    const got: Record<string, unknown> = {};
+    const compare = (field: string, declaredValue: unknown, liveValue: unknown) => {
+        if (declaredValue === undefined) return;
+        want[field] = declaredValue;
+        got[field] = liveValue;
     };
-    const actual: Record<string, unknown> = {
-        "service.model.path": live.modelPath,
-        "service.model.servedName": live.servedName,
-        "service.tensorParallelSize": live.tensorParallelSize,
-        "service.port": live.port,
-    };
-    const compareIfDeclared = (field: string, want: unknown, got: unknown) => {
-        if (want === undefined) return;
-        declared[field] = want;
-        actual[field] = got;
-    };
-    compareIfDeclared("service.listenHost", desired.listenHost, live.listenHost);
-    compareIfDeclared("service.memFractionStatic", desired.memFractionStatic, live.memFractionStatic);
-    compareIfDeclared("service.maxRunningRequests", desired.maxRunningRequests, live.maxRunningRequests);
-    compareIfDeclared("service.disableRadixCache", desired.disableRadixCache || undefined, live.disableRadixCache);
-    const strategy = desired.mambaSchedulerStrategy;
-    const liveStrategy =
-        strategy === "auto" && (live.mambaSchedulerStrategy === "no_buffer" || live.mambaSchedulerStrategy === "auto")
-            ? "auto"
-            : live.mambaSchedulerStrategy;
-    compareIfDeclared("service.mambaSchedulerStrategy", strategy, liveStrategy);
-    const spec = desired.speculative;
+    compare("service.model.path", declared.modelPath, live.modelPath);
+    compare("service.model.servedName", declared.servedName, live.servedName);
+    compare("service.tensorParallelSize", declared.tensorParallelSize, live.tensorParallelSize);
+    compare("service.listenHost", declared.listenHost, live.listenHost);
+    compare("service.port", declared.port, live.port);
+    compare("service.memFractionStatic", declared.memFractionStatic, live.memFractionStatic);
+    compare("service.maxRunningRequests", declared.maxRunningRequests, live.maxRunningRequests);
+    compare("service.disableRadixCache", declared.disableRadixCache || undefined, live.disableRadixCache ?? false);
+    const strategy = declared.mambaSchedulerStrategy;
+    compare("service.mambaSchedulerStrategy", strategy === "auto" ? undefined : strategy, live.mambaSchedulerStrategy);
+
+    const spec = declared.speculative?.algorithm ? speculativeAsRun(declared.speculative, declared.modelPath) : undefined;
     const liveSpec = live.speculative;
-    declared["service.speculative.algorithm"] = spec?.algorithm;
-    actual["service.speculative.algorithm"] = liveSpec?.algorithm;
+    want["service.speculative.algorithm"] = spec?.algorithm;
+    got["service.speculative.algorithm"] = liveSpec?.algorithm;
     if (spec) {
-        compareIfDeclared("service.speculative.draftModelPath", spec.draftModelPath, liveSpec?.draftModelPath);
-        compareIfDeclared("service.speculative.numSteps", spec.numSteps, liveSpec?.numSteps);
-        compareIfDeclared("service.speculative.eagleTopk", spec.eagleTopk, liveSpec?.eagleTopk);
-        compareIfDeclared("service.speculative.numDraftTokens", spec.numDraftTokens, liveSpec?.numDraftTokens);
+        compare("service.speculative.draftModelPath", spec.draftModelPath, liveSpec?.draftModelPath);
+        compare("service.speculative.numSteps", spec.numSteps, liveSpec?.numSteps);
+        compare("service.speculative.eagleTopk", spec.eagleTopk, liveSpec?.eagleTopk);
+        compare("service.speculative.numDraftTokens", spec.numDraftTokens, liveSpec?.numDraftTokens);
     }
-    return diffFields(declared, actual);
+    return diffFields(want, got);
 }
 
-/**
- * Differences between two command lines as typed fields (`service.port`,
- * `extraArgs`, ...), e.g. the declared argv against the one in the unit on
- * the box. Equal when every field is.
- */
-export function argvDrift(declared: ArgvFields, actual: ArgvFields): FieldDiff[] {
-    if (deepEqual(declared, actual)) return [];
-    return diffFields(flattenFields(asRecord(declared)), flattenFields(asRecord(actual)));
+/** The declared speculative settings as SGLang runs them (see liveArgsDrift). */
+function speculativeAsRun(spec: ArgvSpeculative, modelPath: string): ArgvSpeculative {
+    let { algorithm, draftModelPath, numSteps, eagleTopk, numDraftTokens } = spec;
+    if (algorithm === "NEXTN" || algorithm === "EAGLE") {
+        const ownHead = draftModelPath === undefined || draftModelPath === modelPath;
+        algorithm = ownHead ? "NEXTN" : "EAGLE";
+        if (ownHead) draftModelPath = undefined;
+    }
+    if (algorithm === "DFLASH") {
+        numSteps = 1;
+        eagleTopk = 1;
+    } else if (algorithm === "NGRAM") {
+        eagleTopk = undefined;
+    } else if (eagleTopk === 1 && numSteps !== undefined) {
+        numDraftTokens = numSteps + 1;
+    }
+    return compact<ArgvSpeculative>({ algorithm, draftModelPath, numSteps, eagleTopk, numDraftTokens });
 }

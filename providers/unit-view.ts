@@ -1,5 +1,5 @@
 import { flagMap } from "../core/flag-map";
-import { ArgvFields, LiveServerArgs } from "../core/sglang-args";
+import { ArgvFields, LiveServerArgs, liveArgsDrift } from "../core/sglang-args";
 import { ENVIRONMENT_DIRECTORY, serviceFromUnit, UNIT_DIRECTORY } from "../core/systemd-unit";
 
 /** A unit file on the box, as the state and the preview show it. */
@@ -42,28 +42,9 @@ export function previousPaths(unitName: string): { unit: string; environmentFile
 /**
  * Fields where the running server (/server_info, normalized) differs from
  * what the unit file on the box says: the unit changed but the process was
- * not restarted. Only fields the unit sets are compared, so values SGLang
- * fills in by default are not reported.
+ * not restarted. core/sglang-args.ts liveArgsDrift is the comparison.
  */
 export function liveArgsMismatch(unit: UnitView, live: LiveServerArgs): string[] {
-    const f = unit.fields;
-    if (!f) return ["(the unit file cannot be read back)"];
-    const pairs: [string, unknown, unknown][] = [
-        ["--model-path", f.modelPath, live.modelPath],
-        ["--served-model-name", f.servedName, live.servedName],
-        ["--tp", f.tensorParallelSize, live.tensorParallelSize],
-        ["--port", f.port, live.port],
-        ["--host", f.listenHost, live.listenHost],
-        ["--mem-fraction-static", f.memFractionStatic, live.memFractionStatic],
-        ["--max-running-requests", f.maxRunningRequests, live.maxRunningRequests],
-        ["--mamba-scheduler-strategy", f.mambaSchedulerStrategy, live.mambaSchedulerStrategy],
-        ["--speculative-algorithm", f.speculative?.algorithm, live.speculative?.algorithm],
-        ["--speculative-num-steps", f.speculative?.numSteps, live.speculative?.numSteps],
-        ["--speculative-eagle-topk", f.speculative?.eagleTopk, live.speculative?.eagleTopk],
-        ["--speculative-num-draft-tokens", f.speculative?.numDraftTokens, live.speculative?.numDraftTokens],
-        ["--speculative-draft-model-path", f.speculative?.draftModelPath, live.speculative?.draftModelPath],
-    ];
-    const mismatched = pairs.filter(([, declared, actual]) => declared !== undefined && declared !== actual).map(([flag]) => flag);
-    if (f.disableRadixCache !== (live.disableRadixCache ?? false)) mismatched.push("--disable-radix-cache");
-    return mismatched;
+    if (!unit.fields) return ["(the unit file cannot be read back)"];
+    return liveArgsDrift(unit.fields, live).map((d) => d.field);
 }

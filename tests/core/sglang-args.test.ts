@@ -3,7 +3,6 @@ import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config";
 import {
     ArgvError,
-    argvDrift,
     argvFieldsOf,
     liveArgsDrift,
     normalizeServerInfo,
@@ -180,12 +179,6 @@ describe("sglang argv: parse", () => {
         assert.throws(() => parseArgv(["/v/bin/sglang", "serve", "--model-path"]), /needs a value/);
     });
 
-    it("reports changed flags between two command lines as fields", () => {
-        const declared = argvFieldsOf(fieldService());
-        const onBox = parseArgv(renderArgv(service((s) => (s.memFractionStatic = 0.85))));
-        assert.deepEqual(argvDrift(declared, onBox), [{ field: "memFractionStatic", declared: 0.88, actual: 0.85 }]);
-        assert.deepEqual(argvDrift(declared, parseArgv(renderArgv(fieldService()))), []);
-    });
 });
 
 describe("sglang argv: /server_info", () => {
@@ -208,7 +201,7 @@ describe("sglang argv: /server_info", () => {
     });
 
     it("finds no drift between the field config and its running server", () => {
-        assert.deepEqual(liveArgsDrift(fieldService(), normalizeServerInfo(fieldServerInfo())), []);
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(fieldService()), normalizeServerInfo(fieldServerInfo())), []);
     });
 
     it("does not call values SGLang filled in drift", () => {
@@ -219,17 +212,17 @@ describe("sglang argv: /server_info", () => {
             s.speculative = { algorithm: "NEXTN" } as typeof s.speculative;
         });
         const live = normalizeServerInfo({ ...fieldServerInfo(), mem_fraction_static: 0.836, speculative_num_steps: 3, speculative_num_draft_tokens: 4 });
-        assert.deepEqual(liveArgsDrift(declared, live), []);
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), live), []);
     });
 
     it("treats a declared auto strategy as matching no_buffer", () => {
         const declared = service((s) => (s.mambaSchedulerStrategy = "auto"));
-        assert.deepEqual(liveArgsDrift(declared, normalizeServerInfo({ ...fieldServerInfo(), mamba_scheduler_strategy: "no_buffer" })), []);
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), normalizeServerInfo({ ...fieldServerInfo(), mamba_scheduler_strategy: "no_buffer" })), []);
     });
 
     it("reports a changed flag with declared and actual values", () => {
         const live = normalizeServerInfo({ ...fieldServerInfo(), tp_size: 1, mem_fraction_static: 0.8 });
-        assert.deepEqual(liveArgsDrift(fieldService(), live), [
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(fieldService()), live), [
             { field: "service.tensorParallelSize", declared: 2, actual: 1 },
             { field: "service.memFractionStatic", declared: 0.88, actual: 0.8 },
         ]);
@@ -237,8 +230,44 @@ describe("sglang argv: /server_info", () => {
 
     it("reports speculation running where none is declared", () => {
         const declared = service((s) => delete (s as Partial<typeof s>).speculative);
-        assert.deepEqual(liveArgsDrift(declared, normalizeServerInfo(fieldServerInfo())), [
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), normalizeServerInfo(fieldServerInfo())), [
             { field: "service.speculative.algorithm", declared: undefined, actual: "NEXTN" },
+        ]);
+    });
+
+    it("does not call the draft-token count SGLang adjusts with topk 1 drift", () => {
+        const declared = service((s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 2 }));
+        const live = normalizeServerInfo({ ...fieldServerInfo(), speculative_num_steps: 3, speculative_num_draft_tokens: 4 });
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), live), []);
+    });
+
+    it("takes EAGLE without a draft path for what it runs: the model's own MTP head", () => {
+        const declared = service((s) => (s.speculative = { ...s.speculative!, algorithm: "EAGLE" }));
+        const live = normalizeServerInfo({ ...fieldServerInfo(), speculative_algorithm: "EAGLE", speculative_draft_model_path: null });
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), live), []);
+    });
+
+    it("does not call a radix cache SGLang disabled by itself drift, but does a declared --disable-radix-cache it ignores", () => {
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(fieldService()), normalizeServerInfo({ ...fieldServerInfo(), disable_radix_cache: true })), []);
+        const declared = service((s) => ((s as { disableRadixCache?: boolean }).disableRadixCache = true));
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), normalizeServerInfo({ ...fieldServerInfo(), disable_radix_cache: false })), [
+            { field: "service.disableRadixCache", declared: true, actual: false },
+        ]);
+    });
+
+    it("runs DFLASH with one step and topk 1 whatever was declared", () => {
+        const declared = service((s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }));
+        const live = normalizeServerInfo({
+            ...fieldServerInfo(),
+            speculative_algorithm: "DFLASH",
+            speculative_draft_model_path: "/models/dflash",
+            speculative_num_steps: 1,
+            speculative_eagle_topk: 1,
+            speculative_num_draft_tokens: 16,
+        });
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), live), []);
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), { ...live, speculative: { ...live.speculative, numDraftTokens: 8 } }), [
+            { field: "service.speculative.numDraftTokens", declared: 16, actual: 8 },
         ]);
     });
 
