@@ -197,6 +197,18 @@ export function passthroughFromConfig(conf: PctConfig): Passthrough {
     return { gpus, allowedMajors, mountedDevices };
 }
 
+/**
+ * Whether a passthrough read from the box is the one for `gpus`: exactly
+ * their /dev/nvidiaN and the control devices bind-mounted, and both NVIDIA
+ * majors allowed. A missing control device (nvidia-uvm-tools) is drift too,
+ * not only a missing GPU.
+ */
+export function passthroughMatches(live: Passthrough, gpus: readonly number[], majors: NvidiaMajors): boolean {
+    const wanted = [...[...gpus].sort((a, b) => a - b).map((i) => `nvidia${i}`), ...NVIDIA_CONTROL_DEVICES].sort();
+    const mounted = [...new Set(live.mountedDevices)].sort();
+    return JSON.stringify(mounted) === JSON.stringify(wanted) && live.allowedMajors.includes(majors.nvidia) && live.allowedMajors.includes(majors.nvidiaUvm);
+}
+
 /** An NVIDIA passthrough line: a cgroup allow for an NVIDIA major, or a bind mount of /dev/nvidia*. */
 function isNvidiaLine(line: PctLine, majors: NvidiaMajors): boolean {
     if (line.kind !== "option") return false;

@@ -8,6 +8,7 @@ import {
     passthroughDiff,
     passthroughFromConfig,
     Passthrough,
+    passthroughMatches,
     PctConfig,
     PctLockedError,
     pctOption,
@@ -144,6 +145,11 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         if (olds.settings && olds.passthrough) {
             const liveGpus = olds.passthrough.gpus;
             drift = JSON.stringify(liveGpus) !== JSON.stringify([...news.container.gpus].sort((a, b) => a - b));
+            // deviceMajors is unknown in a preview before the GpuHost is read: then only the GPUs are compared.
+            const majors = news.deviceMajors as Partial<DeviceMajors> | string;
+            if (typeof majors === "object" && typeof majors.nvidia === "number" && typeof majors.nvidiaUvm === "number") {
+                drift ||= !passthroughMatches(olds.passthrough, news.container.gpus, { nvidia: majors.nvidia, nvidiaUvm: majors.nvidiaUvm });
+            }
             const s = olds.settings;
             const c = news.container;
             drift ||=

@@ -9,6 +9,7 @@ import {
     parsePctConfig,
     passthroughDiff,
     passthroughFromConfig,
+    passthroughMatches,
     pctConfigLock,
     PctLockedError,
     pctOption,
@@ -201,6 +202,24 @@ describe("pct config: pct set", () => {
     it("sets onboot when the live config does not have it", () => {
         const plan = pctSetArgs(container({ onboot: true }), parsePctConfig(CT129.replace("onboot: 1\n", "")));
         assert.deepEqual(plan.argv, ["pct", "set", "129", "-onboot", "1"]);
+    });
+});
+
+describe("pct config: is the passthrough on the box the declared one", () => {
+    it("matches the field config for GPUs 0 and 1", () => {
+        assert.equal(passthroughMatches(passthroughFromConfig(parsePctConfig(CT129)), [1, 0], majors), true);
+    });
+
+    it("does not match when a control device's bind mount is missing (not only a GPU's)", () => {
+        const conf = parsePctConfig(CT129.replace("lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file\n", ""));
+        assert.deepEqual(passthroughFromConfig(conf).gpus, [0, 1]);
+        assert.equal(passthroughMatches(passthroughFromConfig(conf), [0, 1], majors), false);
+    });
+
+    it("does not match without the uvm major's allow, or with another GPU's mount", () => {
+        const conf = passthroughFromConfig(parsePctConfig(CT129));
+        assert.equal(passthroughMatches(conf, [0, 1], { nvidia: 195, nvidiaUvm: 511 }), false);
+        assert.equal(passthroughMatches(conf, [0], majors), false);
     });
 });
 
