@@ -1,0 +1,130 @@
+import * as assert from "node:assert/strict";
+import { labDown, labExec } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { httpGetJson } from "../../remote/probe";
+import { Deployment, expectExit } from "./deployment";
+import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+
+// Issue 13 ("Safety") against the lab with the real engine: the field's two
+// stacks on one server (ct129 straight into the container, kpro5 through the
+// Proxmox host), the API key's 401 check, and the container config edited in
+// place with a snapshot and pending changes in it.
+
+const API_KEY = "e2e-safety-api-key-0123456789abcdef";
+const CONF = "/etc/pve/lxc/129.conf";
+const UVM_TOOLS = "lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file";
+
+async function healthStatus(info: LabInfo): Promise<number | string> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
+    return "status" in r ? r.status : r.error;
+}
+
+async function writeOnHost(labDir: string, path: string, text: string): Promise<void> {
+    const r = await labExec("host", `cat > ${path}`, { labDir, input: text, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new Error(`writing ${path}: ${r.stderr}`);
+}
+
+async function unitText(labDir: string): Promise<string> {
+    return onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
+}
+
+describe("safety on the lab with the real engine: two stacks, one server; the API key; the container config", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+    let ct129: Deployment;
+    let kpro5: Deployment;
+    let kpro5Config: StackConfigFile;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("safety", 117));
+        ct129 = await Deployment.create("ct129", labStackConfig(info, "direct"));
+        await ct129.setSecret("sglang-serve:apiKey", API_KEY);
+        kpro5Config = labStackConfig(info, "pct-exec");
+        kpro5 = await Deployment.create("kpro5", kpro5Config);
+        await kpro5.setSecret("sglang-serve:apiKey", API_KEY);
+    });
+    after(async () => {
+        ct129?.cleanup();
+        kpro5?.cleanup();
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("ct129 deploys the server, checks that a request without the key gets 401, and records itself as the owner", async () => {
+        const up = await ct129.up();
+        expectExit(up, 0, "up ct129");
+        assert.match(up.output, /a request without the API key is refused \(GET \/v1\/models = 401\)/);
+        const unauthenticated = await httpGetJson(`http://${info.container.address}:30000/v1/models`, { timeoutMs: 10_000 });
+        assert.ok("status" in unauthenticated && unauthenticated.status === 401, JSON.stringify(unauthenticated));
+        assert.match(await unitText(labDir), /^# sglang-serve owner: sglang-serve\/ct129$/m);
+    });
+
+    it("kpro5 refuses to change ct129's server, naming the owner and service.takeOverFrom; the server runs on", async () => {
+        const before = await mainPid(labDir);
+        const up = await kpro5.up();
+        assert.notEqual(up.code, 0, "up kpro5 should fail");
+        assert.match(up.output, /belongs to stack ct129 of project sglang-serve/);
+        assert.match(up.output, /sglang-serve:service\.takeOverFrom: ct129/);
+        assert.equal(await mainPid(labDir), before);
+        assert.match(await unitText(labDir), /^# sglang-serve owner: sglang-serve\/ct129$/m);
+    });
+
+    it("kpro5 takes the server over with service.takeOverFrom: ct129, without restarting it (only the owner changes)", async () => {
+        const before = await mainPid(labDir);
+        kpro5Config["sglang-serve:service"].takeOverFrom = "ct129";
+        kpro5.writeConfig(kpro5Config);
+        const up = await kpro5.up();
+        expectExit(up, 0, "up kpro5 taking over");
+        assert.match(up.output, /taking it over from stack sglang-serve\/ct129/);
+        assert.equal(await mainPid(labDir), before);
+        assert.match(await unitText(labDir), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
+        expectExit(await kpro5.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "kpro5 again: nothing to change");
+    });
+
+    it("ct129's preview now refuses to change the server, naming kpro5", async () => {
+        const preview = await ct129.preview();
+        assert.notEqual(preview.code, 0);
+        assert.match(preview.output, /belongs to stack kpro5 of project sglang-serve/);
+    });
+
+    it("pulumi destroy --stack ct129 leaves kpro5's server running", async () => {
+        const before = await mainPid(labDir);
+        const destroy = await ct129.run(["destroy", "--yes"]);
+        expectExit(destroy, 0, "destroy ct129");
+        assert.match(destroy.output, /not stopped or deleted: .* belongs to stack kpro5 of project sglang-serve/);
+        assert.equal(await mainPid(labDir), before);
+        assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        assert.equal(await healthStatus(info), 200);
+        assert.match(await unitText(labDir), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
+        expectExit(await kpro5.run(["refresh", "--preview-only", "--expect-no-changes"]), 0, "kpro5 sees no drift");
+    });
+
+    it("a passthrough change keeps the [snapshot] and [pve:pending] sections and every other line byte-identical", async () => {
+        const original = (await labExec("host", `cat ${CONF}`, { labDir })).stdout;
+        assert.ok(original.includes(UVM_TOOLS), original);
+        const main = original.replace(`${UVM_TOOLS}\n`, "");
+        const sections = "\n\n[before-sglang-0511]\narch: amd64\ncores: 16\nparent: base\nsnaptime: 1764460800\n\n[pve:pending]\nswap: 8192\n";
+        const edited = `${main.trimEnd()}${sections}`;
+        await writeOnHost(labDir, CONF, edited);
+        const up = await kpro5.up();
+        expectExit(up, 0, "up repairs the passthrough");
+        const after = await labExec("host", `cat ${CONF}`, { labDir });
+        assert.equal(after.stdout, `${main.trimEnd()}\n${UVM_TOOLS}${sections}`);
+    });
+
+    it("a locked container is refused, naming the lock, and its config is left as it was", async () => {
+        const current = (await labExec("host", `cat ${CONF}`, { labDir })).stdout;
+        const locked = current.replace(`${UVM_TOOLS}\n`, "").replace(/^arch: /m, "lock: backup\narch: ");
+        await writeOnHost(labDir, CONF, locked);
+        try {
+            const up = await kpro5.up();
+            assert.notEqual(up.code, 0, "up on a locked container should fail");
+            assert.match(up.output, /container 129 is locked \(backup\)/);
+            assert.equal((await labExec("host", `cat ${CONF}`, { labDir })).stdout, locked);
+        } finally {
+            await writeOnHost(labDir, CONF, current);
+        }
+    });
+});
