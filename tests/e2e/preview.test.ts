@@ -18,9 +18,16 @@ describe("preview of the field stacks with the real engine (no host contacted)",
     const deployments: Deployment[] = [];
     after(() => deployments.forEach((d) => d.cleanup()));
 
-    async function preview(stack: string, config: Record<string, unknown>) {
+    /** The field stacks listen on 0.0.0.0: their preview needs the API key, set as operators set it (unless `apiKey` is null). */
+    async function preview(stack: string, config: Record<string, unknown>, apiKey: string | null = "field-preview-api-key-0123456789") {
         const d = await Deployment.create(stack, config);
         deployments.push(d);
+        if (apiKey === "") {
+            // An empty value cannot come on stdin; as an argument it shows nothing either.
+            expectExit(await d.run(["config", "set", "--secret", "sglang-serve:apiKey", ""]), 0, "config set --secret sglang-serve:apiKey ''");
+        } else if (apiKey !== null) {
+            await d.setSecret("sglang-serve:apiKey", apiKey);
+        }
         return d.preview();
     }
 
@@ -102,4 +109,33 @@ describe("preview of the field stacks with the real engine (no host contacted)",
             assert.match(r.output, new RegExp(`\\b${allowed}\\b`));
         }
     });
+
+    it("fails kpro5 without an API key, naming the key, listenHost 0.0.0.0 and allowUnauthenticated", async () => {
+        const r = await preview("kpro5", fieldConfig("kpro5"), null);
+        assert.notEqual(r.code, 0);
+        assert.match(r.output, /sglang-serve:apiKey = \(not set\)/);
+        assert.match(r.output, /service\.listenHost is 0\.0\.0\.0/);
+        assert.match(r.output, /service\.allowUnauthenticated: true/);
+    });
+
+    it("previews kpro5 without an API key when service.allowUnauthenticated is true, with a warning", async () => {
+        const config = fieldConfig("kpro5");
+        (config["sglang-serve:service"] as Record<string, unknown>).allowUnauthenticated = true;
+        const r = await preview("kpro5", config, null);
+        expectExit(r, 0, "preview kpro5 with allowUnauthenticated");
+        assert.match(r.output, /without an API key \(sglang-serve:service\.allowUnauthenticated: true\)/);
+    });
+
+    for (const [label, key, reason] of [
+        ["empty", "", /is empty/],
+        ["short", "short", /is 5 characters long but must be 16-256/],
+    ] as const) {
+        it(`fails naming the key when the API key is ${label}, never printing it`, async () => {
+            const r = await preview("kpro5", fieldConfig("kpro5"), key);
+            assert.notEqual(r.code, 0);
+            assert.match(r.output, /sglang-serve:apiKey = \[secret\]/);
+            assert.match(r.output, reason);
+            if (key !== "") assert.doesNotMatch(r.output, new RegExp(`"${key}"|= ${key}\\b`));
+        });
+    }
 });
