@@ -1,20 +1,23 @@
-// The lab's control API: bring the simulated Proxmox host and container up
-// and down, run commands in them over real ssh, set simulator faults, read
-// simulator events, and write the lab stack config. Used by tests,
-// benchmarks and `npm run lab`.
+// The lab's control API: bring the simulated Proxmox host and its real LXC
+// container 129 (systemd 252 as init, journald, Debian's sshd) up and down,
+// run commands in them over real ssh, set simulator faults, read simulator
+// events, and write the lab stack config. Used by tests, benchmarks and
+// `npm run lab`.
+import { createHash } from "crypto";
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
-import { machineMounts, machineSpec, sshdSpec } from "./layout";
-import { isAlive, killTree, mountNs, pidsInNamespace, startMachine, waitGone } from "./machine-ns";
+import { machineMounts, machineSpec, ROOTFS_IN_HOST, sshdSpec } from "./layout";
+import { cgroupProcs, cgroupTree, cgroupTreeProcs, createLabCgroup, inMachineArgv, isAlive, killCgroup, killTree, mountNs, nsPid, pidsInNamespace, removeCgroup, runInMachine, sleep, startMachine, waitGone } from "./machine-ns";
 import { writeModelDir } from "./model-dir";
 import { procDevicesWithNvidia } from "./gpu/proc-devices";
-import { confFile, readConf, readCtState, startContainer, stopContainer, updatePids, writeConf } from "./pve/ct-runtime";
+import { confFile, isRunning, readConf, writeConf } from "./pve/ct-runtime";
 import { fieldContainerConf } from "./pve/field-conf";
 import { nvidiaDevices } from "./pve/pct-conf";
-import { canBind, canConnect, ensureKey, knownHostsPattern, startSshd, waitListening } from "./sshd";
+import { CT_LAB, ensureRootfs } from "./rootfs";
+import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 
@@ -40,8 +43,10 @@ export interface LabUpOptions {
   gpuReleaseDelaySeconds?: number;
   /** Total weight bytes of the model folder (default 52e9). */
   modelWeightBytes?: number;
-  /** Start from a clean container (config, units, journal, model) but keep the keys. */
+  /** Start from a clean container (config, units, model) but keep the keys. */
   fresh?: boolean;
+  /** Progress lines (the rootfs build); default: none. */
+  log?: (message: string) => void;
 }
 
 export interface ExecResult {
@@ -54,8 +59,9 @@ export interface LabStatus {
   labDir: string;
   up: boolean;
   host: { namespace: boolean; sshd: boolean; listening: boolean; address: string; port: number } | null;
+  /** namespace/init: the LXC container runs (systemd is its PID 1); sshd: Debian's ssh.service has a process. */
   container: { namespace: boolean; running: boolean; sshd: boolean; init: boolean; listening: boolean; address: string; port: number; simulators: number[] } | null;
-  /** Every process in a lab namespace. */
+  /** Every process of the lab (its cgroup: the host machine, LXC's monitors, the container). */
   processes: number[];
 }
 
@@ -83,10 +89,16 @@ function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
   }));
 }
 
-/** The machines' mount namespaces: from the live holders, and as recorded at start (should a holder have died). */
-function namespacesOf(pids: Partial<LabPids>, labDir: string): string[] {
-  const live = [pids.hostHolder, pids.containerHolder].filter((p): p is number => !!p && isAlive(p)).map(mountNs).filter((n): n is string => !!n);
-  // A recorded namespace counts only while a process in it belongs to this lab (inode numbers are reused).
+/** A lab's id: names its cgroup and LXC path, so labs side by side never share LXC's abstract sockets or cgroups. */
+function labId(labDir: string): string {
+  return createHash("sha256").update(labDir).digest("hex").slice(0, 12);
+}
+
+/** Processes in the host machine's mount namespace (a lab whose cgroup is gone, or from before the lab had one). */
+function namespaceProcs(pids: Partial<LabPids>, labDir: string): number[] {
+  const holder = pids.hostHolder;
+  const ns = holder && isAlive(holder) ? mountNs(holder) : null;
+  const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []);
   const ours = (pid: number) =>
     ["cmdline", "environ"].some((f) => {
       try {
@@ -95,8 +107,31 @@ function namespacesOf(pids: Partial<LabPids>, labDir: string): string[] {
         return false;
       }
     });
-  const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []).filter((ns) => !live.includes(ns) && pidsInNamespace(ns).some(ours));
-  return [...live, ...recorded];
+  const out = new Set<number>();
+  if (ns) for (const p of pidsInNamespace(ns)) out.add(p);
+  // A recorded namespace counts only while a process in it belongs to this lab (inode numbers are reused).
+  for (const r of recorded) if (r !== ns && pidsInNamespace(r).some(ours)) for (const p of pidsInNamespace(r)) out.add(p);
+  return [...out];
+}
+
+function labProcesses(info: LabInfo | null, pids: Partial<LabPids>, labDir: string): number[] {
+  const all = new Set<number>(namespaceProcs(pids, labDir));
+  if (info?.lxc?.cgroupDir) for (const p of cgroupTreeProcs(info.lxc.cgroupDir)) all.add(p);
+  return [...all].filter((p) => p !== process.pid);
+}
+
+/** The container's view of lab.json: what the stand-ins inside read (SGLANG_LAB_DIR=/var/lib/sglang-lab). */
+function containerView(info: LabInfo): LabInfo {
+  const share = (f: string) => path.join(CT_LAB.share, path.relative(info.share.lab, f));
+  return {
+    ...info,
+    labDir: CT_LAB.share,
+    distDir: path.join(CT_LAB.lib, "dist"),
+    nodePath: path.join(CT_LAB.lib, "node"),
+    gpuStateDir: share(info.gpuStateDir),
+    faultsFile: share(info.faultsFile),
+    eventsFile: share(info.eventsFile),
+  };
 }
 
 /** Brings the lab up (idempotent: an up lab is left as it is) and returns lab.json. */
@@ -110,10 +145,12 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
 
   const repo = repoDir();
   if (opts.fresh) {
-    for (const d of [L.machine("host"), L.machine("container"), L.state, L.gpu, L.shims]) fs.rmSync(d, { recursive: true, force: true });
-    for (const f of [L.events, L.faults]) fs.rmSync(f, { force: true });
+    for (const d of [L.machine("host"), L.machine("container"), L.state, L.share, L.shims, L.ctLib]) fs.rmSync(d, { recursive: true, force: true });
   }
-  const distDir = buildStandIns(repo);
+  // The stand-ins, copied into the lab: the machines run them from there, not from the checkout.
+  const distDir = path.join(L.ctLib, "dist");
+  fs.rmSync(distDir, { recursive: true, force: true });
+  fs.cpSync(buildStandIns(repo), distDir, { recursive: true });
   const hostAddress = opts.hostAddress ?? "127.0.2.5";
   const containerAddress = opts.containerAddress ?? "127.0.1.29";
   let sshPort = opts.sshPort ?? 22;
@@ -130,19 +167,23 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
   fs.writeFileSync(L.knownHosts, `${knownHostsPattern(hostAddress, sshPort)} ${hostKey}\n${knownHostsPattern(containerAddress, sshPort)} ${ctKey}\n`);
   fs.chmodSync(L.clientKey, 0o600);
 
+  const rootfsImage = ensureRootfs(opts.log);
+  const id = labId(labDir);
   const vmid = opts.vmid ?? 129;
   const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
   const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
-  const mounts = { host: machineMounts(labDir, "host"), container: machineMounts(labDir, "container") };
+  const mounts = { host: machineMounts(labDir, "host", rootfsImage), container: machineMounts(labDir, "container") };
   const modelWeightBytes = opts.modelWeightBytes ?? 52e9;
   const info: LabInfo = {
-    schema: 1,
+    schema: 2,
     labDir,
     repoDir: repo,
     distDir,
     nodePath: process.execPath,
+    lxc: { lxcPath: `/var/lib/lxc/lab-${id}`, cgroupDir: createLabCgroup(id), rootfsImage, rootfsInHost: ROOTFS_IN_HOST },
+    share: { lab: L.share, inContainer: CT_LAB.share },
     host: { hostname: "kpro5", address: hostAddress, sshPort, hostKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.machine("host"), "sshd.log") },
-    container: { hostname: "llm-two", address: containerAddress, sshPort, hostKey: ctKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.machine("container"), "sshd.log"), vmid },
+    container: { hostname: "llm-two", address: containerAddress, sshPort, hostKey: ctKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.share, "sshd.log"), vmid },
     vmid,
     clientKeyPath: L.clientKey,
     clientPublicKey,
@@ -158,79 +199,113 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     gpuStateDir: L.gpu,
     faultsFile: L.faults,
     eventsFile: L.events,
-    journalDir: { inContainer: "/var/log/journal/lab", lab: path.join(mounts.container["/var/log"]!, "journal", "lab") },
     simulator: { startupSeconds: opts.startupSeconds ?? 3, gpuReleaseDelaySeconds: opts.gpuReleaseDelaySeconds ?? 2 },
     proxmoxVersion: "8.3.2",
     mounts,
   };
 
-  // The stand-ins, reached through /usr/local/sbin (first on root's PATH) and the venv's bin.
+  // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
+  // there and the venv's python3/sglang (the simulator), run by the host's node bound into the container.
   const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
   for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir);
-  for (const n of ["systemctl", "journalctl", "nvidia-smi"]) writeShim(path.join(L.shims, "container", n), info.nodePath, js(n), labDir);
-  for (const n of ["python3", "python"]) writeShim(path.join(L.shims, "venv", n), info.nodePath, js("python3"), labDir);
-  writeShim(path.join(L.shims, "venv", "sglang"), info.nodePath, js("sglang"), labDir);
+  const ct = containerView(info);
+  const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
+  writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);
+  for (const n of ["python3", "python"]) writeShim(path.join(L.shims, "venv", n), ct.nodePath, ctJs("python3"), ct.labDir);
+  writeShim(path.join(L.shims, "venv", "sglang"), ct.nodePath, ctJs("sglang"), ct.labDir);
 
   for (const m of ["host", "container"] as MachineName[]) {
-    for (const [target, dir] of Object.entries(mounts[m])) if (target !== "/proc/devices") fs.mkdirSync(dir, { recursive: true });
-    fs.mkdirSync(path.join(mounts[m]["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
+    for (const [target, dir] of Object.entries(mounts[m])) if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST) fs.mkdirSync(dir, { recursive: true });
   }
-  fs.mkdirSync(info.journalDir.lab, { recursive: true });
+  fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
   fs.mkdirSync(L.gpu, { recursive: true });
+  // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.
+  fs.writeFileSync(path.join(L.ctLib, "node"), "");
+  // The container's sshd: Debian's ssh.service with the lab's address, pinned host key and client key.
+  const ctSsh = mounts.container[CT_LAB.ssh]!;
+  fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key"), path.join(ctSsh, "ssh_host_ed25519_key"));
+  fs.chmodSync(path.join(ctSsh, "ssh_host_ed25519_key"), 0o600);
+  fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key.pub"), path.join(ctSsh, "ssh_host_ed25519_key.pub"));
+  fs.copyFileSync(L.authorizedKeys, path.join(ctSsh, "authorized_keys"));
+  fs.writeFileSync(sshdSpec(info, "container").configFile, renderSshdConfig(sshdSpec(info, "container")));
+  // LXC on the host finds the lab's containers in its own lxcpath.
+  const hostEtc = path.join(L.machine("host"), "etc.upper", "lxc");
+  fs.mkdirSync(hostEtc, { recursive: true });
+  fs.writeFileSync(path.join(hostEtc, "lxc.conf"), `lxc.lxcpath = ${info.lxc.lxcPath}\n`);
   fs.writeFileSync(mounts.host["/proc/devices"]!, procDevicesWithNvidia(fs.readFileSync("/proc/devices", "utf8"), deviceMajors));
   if (!fs.existsSync(path.join(info.modelDir, "config.json"))) writeModelDir(info.modelDir, modelWeightBytes);
   writeJsonAtomic(L.info, info);
+  writeJsonAtomic(path.join(L.share, "lab.json"), ct);
   if (!fs.existsSync(confFile(info, vmid))) writeConf(info, vmid, fieldContainerConf(vmid, info.container.hostname, nvidiaDevices(gpus.length, deviceMajors)));
 
   try {
-    // /root becomes each machine's own home unless the lab itself lives there.
+    // /root becomes the host's own home unless the lab itself lives there.
     const bindRootHome = ![labDir, repo, process.execPath].some((p) => under(p, "/root"));
-    const hostHolder = await startMachine(machineSpec(info, "host", bindRootHome));
-    updatePids(info, { hostHolder });
-    const containerHolder = await startMachine(machineSpec(info, "container", bindRootHome));
-    updatePids(info, { containerHolder });
-    writeJsonAtomic(path.join(L.state, "namespaces.json"), [hostHolder, containerHolder].map(mountNs));
-    const hostSshd = await startSshd(hostHolder, sshdSpec(info, "host"));
-    updatePids(info, { hostSshd });
+    const hostHolder = await startMachine(machineSpec(info, bindRootHome));
+    writeJsonAtomic(L.pids, { hostHolder });
+    writeJsonAtomic(path.join(L.state, "namespaces.json"), [mountNs(hostHolder)]);
+    const inHost = (argv: string[]) => inMachineArgv(hostHolder, info.lxc.cgroupDir, argv);
+    const sshdInNs = await startSshd(inHost, { ...sshdSpec(info, "host"), pidFile: sshdSpec(info, "host").pidFile! });
+    // The pid file holds the host's own pid of sshd; lab.json's pids are this machine's.
+    const hostSshd = cgroupProcs(path.join(info.lxc.cgroupDir, "init.scope")).find((p) => nsPid(p) === sshdInNs);
+    writeJsonAtomic(L.pids, { hostHolder, ...(hostSshd ? { hostSshd } : {}) });
     // Proxmox starts onboot containers when the host boots.
-    if (readConf(info, vmid)?.options.get("onboot") === "1") await startContainer(info, vmid);
-    else writeJsonAtomic(L.ctState(vmid), { status: "stopped" });
+    if (readConf(info, vmid)?.options.get("onboot") === "1") {
+      const r = runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
+      if (r.code !== 0) throw new Error(`lab: pct start ${vmid} failed (exit ${r.code}): ${r.stderr.trim()}`);
+      await waitListening(containerAddress, sshPort, 20_000);
+    }
     await waitListening(hostAddress, sshPort, 10_000);
   } catch (e) {
-    await labDown(labDir).catch(() => undefined);
+    // SGLANG_LAB_KEEP_FAILED=1 leaves a lab that failed to come up as it is, to look at it (then `lab down`).
+    if (process.env.SGLANG_LAB_KEEP_FAILED !== "1") await labDown(labDir).catch(() => undefined);
     throw e;
   }
   return info;
 }
 
-/** Stops everything the lab started (init, units, simulators, sshds, namespace holders). Idempotent. */
+/**
+ * Stops everything the lab started: the container cleanly first (systemd stops
+ * its units, so simulators release their simulated GPU memory), then every
+ * process in the lab's cgroup; then the cgroup itself. Idempotent.
+ */
 export async function labDown(labDir = defaultLabDir()): Promise<{ killed: number }> {
   labDir = path.resolve(labDir);
   const L = labPaths(labDir);
   const pids = readJson<Partial<LabPids>>(L.pids, {});
-  const namespaces = namespacesOf(pids, labDir);
   let info: LabInfo | null = null;
   try {
     info = readLabInfoFrom(labDir);
   } catch {
     info = null;
   }
-  // Graceful first: init stops its units, so simulators release their (simulated) GPU memory.
-  if (info && pids.supervisor && isAlive(pids.supervisor)) await stopContainer(info, info.vmid, true, 15_000);
-  const victims = new Set<number>();
-  for (const ns of namespaces) for (const p of pidsInNamespace(ns)) victims.add(p);
-  for (const p of [pids.hostSshd, pids.containerSshd, pids.supervisor, pids.hostHolder, pids.containerHolder]) if (p && isAlive(p) && namespaces.includes(mountNs(p) ?? "")) victims.add(p);
-  killTree([...victims], "SIGKILL");
-  const left = await waitGone([...victims], 10_000);
+  const cgroupDir = info?.lxc?.cgroupDir;
+  if (info && cgroupDir && pids.hostHolder && isAlive(pids.hostHolder) && isRunning(info, info.vmid)) {
+    runInMachine(pids.hostHolder, cgroupDir, ["/usr/local/sbin/pct", "shutdown", String(info.vmid), "--timeout", "15", "--forceStop", "1"], { timeoutMs: 30_000 });
+  }
+  const victims = labProcesses(info, pids, labDir);
+  if (cgroupDir) killCgroup(cgroupDir);
+  killTree(victims, "SIGKILL");
+  const left = await waitGone(victims, 10_000);
   if (left.length > 0) throw new Error(`lab: processes still alive after SIGKILL: ${left.join(", ")}`);
+  if (cgroupDir && fs.existsSync(cgroupDir)) {
+    const deadline = Date.now() + 5000;
+    let busy = removeCgroup(cgroupDir);
+    while (busy.length > 0 && Date.now() < deadline) {
+      killCgroup(cgroupDir);
+      await sleep(50);
+      busy = removeCgroup(cgroupDir);
+    }
+    if (busy.length > 0) throw new Error(`lab: cgroups still busy after down: ${busy.join(", ")}`);
+  }
   fs.rmSync(L.pids, { force: true });
   fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
-  if (info) {
-    for (const f of fs.existsSync(L.state) ? fs.readdirSync(L.state) : []) {
-      if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
-    }
+  // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
+  if (info) fs.rmSync(path.join(info.mounts.host["/run"]!, "lxc"), { recursive: true, force: true });
+  if (info && fs.existsSync(L.state)) {
+    for (const f of fs.readdirSync(L.state)) if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
   }
-  return { killed: victims.size };
+  return { killed: victims.length };
 }
 
 export function labStatus(labDir = defaultLabDir()): LabStatus {
@@ -243,35 +318,25 @@ export function labStatus(labDir = defaultLabDir()): LabStatus {
   } catch {
     info = null;
   }
-  const namespaces = namespacesOf(pids, labDir);
-  const processes = namespaces.flatMap((ns) => pidsInNamespace(ns));
-  const ctNs = pids.containerHolder && isAlive(pids.containerHolder) ? mountNs(pids.containerHolder) : null;
-  const simulators = ctNs
-    ? pidsInNamespace(ctNs).filter((p) => {
-        try {
-          return /bin\/(python3|sglang)\.js/.test(fs.readFileSync(`/proc/${p}/cmdline`, "utf8"));
-        } catch {
-          return false;
-        }
-      })
-    : [];
-  const host = info
-    ? { namespace: isAlive(pids.hostHolder), sshd: isAlive(pids.hostSshd), listening: isAlive(pids.hostSshd), address: info.host.address, port: info.host.sshPort }
-    : null;
-  const container = info
-    ? {
-        namespace: isAlive(pids.containerHolder),
-        running: readCtState(info, info.vmid).status === "running",
-        sshd: isAlive(pids.containerSshd),
-        init: isAlive(pids.supervisor),
-        listening: isAlive(pids.containerSshd),
-        address: info.container.address,
-        port: info.container.sshPort,
-        simulators,
-      }
-    : null;
-  const up = !!host && !!container && host.namespace && host.sshd && container.namespace;
-  return { labDir, up, host, container, processes };
+  const processes = labProcesses(info, pids, labDir);
+  if (!info || info.schema !== 2) return { labDir, up: false, host: null, container: null, processes };
+  const cg = info.lxc.cgroupDir;
+  const ctCg = path.join(cg, "lxc", String(info.vmid));
+  const cmdline = (p: number) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const ctProcs = cgroupTree(ctCg).flatMap(cgroupProcs).filter(isAlive);
+  const simulators = ctProcs.filter((p) => /bin\/(python3|sglang)\.js/.test(cmdline(p)));
+  const running = isRunning(info, info.vmid);
+  const sshd = cgroupTree(path.join(ctCg, "ns", "system.slice", "ssh.service")).flatMap(cgroupProcs).some(isAlive);
+  const hostUp = isAlive(pids.hostHolder) && processes.includes(pids.hostHolder!);
+  const host = { namespace: hostUp, sshd: isAlive(pids.hostSshd), listening: isAlive(pids.hostSshd), address: info.host.address, port: info.host.sshPort };
+  const container = { namespace: running, running, sshd, init: running, listening: sshd, address: info.container.address, port: info.container.sshPort, simulators };
+  return { labDir, up: host.namespace && host.sshd, host, container, processes };
 }
 
 /** Whether both sshds accept connections (for `lab status`). */

@@ -1,7 +1,8 @@
 // The lab's description (lab.json) and where its state lives. Shared by the
 // control API (run by tests and `npm run lab`) and by the stand-ins that run
 // inside the lab's machines (compiled to JS; they find the lab through the
-// SGLANG_LAB_DIR their shim sets).
+// SGLANG_LAB_DIR their shim sets). Inside container 129 the stand-ins read a
+// copy with the container's paths (share/lab.json, at /var/lib/sglang-lab).
 import * as fs from "fs";
 import * as path from "path";
 
@@ -17,6 +18,17 @@ export interface MachineInfo {
   knownHostsFile: string;
   /** Lab-side file with sshd's log (-E). */
   sshdLog: string;
+}
+
+/** Container 129 as LXC runs it on the lab's Proxmox host. */
+export interface LxcInfo {
+  /** LXC's lxcpath on the host (PVE's /var/lib/lxc plus the lab's id: LXC's command socket is an abstract socket named after it, and labs share the network namespace). */
+  lxcPath: string;
+  /** The lab's cgroup as this machine sees it; the host's cgroup namespace is rooted there. */
+  cgroupDir: string;
+  /** The cached Debian rootfs (lab/rootfs.ts), and where the host sees it (read-only). */
+  rootfsImage: string;
+  rootfsInHost: string;
 }
 
 export interface GpuSpec {
@@ -35,12 +47,15 @@ export interface SimulatorSettings {
 }
 
 export interface LabInfo {
-  schema: 1;
+  schema: 2;
   labDir: string;
   repoDir: string;
   /** Compiled stand-ins (JS) used by the shims. */
   distDir: string;
   nodePath: string;
+  lxc: LxcInfo;
+  /** Files the lab and the container share: lab-side directory, and its path inside the container. */
+  share: { lab: string; inContainer: string };
   host: MachineInfo;
   container: MachineInfo & { vmid: number };
   vmid: number;
@@ -64,21 +79,16 @@ export interface LabInfo {
   faultsFile: string;
   /** JSON lines appended by the simulators (see lab/sglang/events.ts). */
   eventsFile: string;
-  /** The supervisor's journal: one JSON-lines file per unit. */
-  journalDir: { inContainer: string; lab: string };
   simulator: SimulatorSettings;
   proxmoxVersion: string;
   /** Real path inside a machine -> lab directory bind-mounted there. */
   mounts: { host: Record<string, string>; container: Record<string, string> };
 }
 
-/** Runtime pids of a running lab (state/pids.json). */
+/** Runtime pids of a running lab (state/pids.json), as this machine sees them. */
 export interface LabPids {
   hostHolder: number;
-  containerHolder: number;
   hostSshd?: number;
-  containerSshd?: number;
-  supervisor?: number;
 }
 
 export const LAB_ENV = "SGLANG_LAB_DIR";
@@ -112,9 +122,13 @@ export function labPaths(labDir: string) {
     knownHosts: path.join(labDir, "keys", "known_hosts"),
     authorizedKeys: path.join(labDir, "keys", "authorized_keys"),
     shims: path.join(labDir, "shims"),
-    gpu: path.join(labDir, "gpu"),
-    faults: path.join(labDir, "faults.json"),
-    events: path.join(labDir, "events.jsonl"),
+    /** Shared with the container (read-write at /var/lib/sglang-lab). */
+    share: path.join(labDir, "share"),
+    gpu: path.join(labDir, "share", "gpu"),
+    faults: path.join(labDir, "share", "faults.json"),
+    events: path.join(labDir, "share", "events.jsonl"),
+    /** Bound read-only into the container at /usr/local/lib/sglang-lab: node and the compiled stand-ins. */
+    ctLib: path.join(labDir, "ct-lib"),
     machine: (m: MachineName) => path.join(labDir, m === "host" ? "host" : "ct"),
   };
 }

@@ -1,13 +1,23 @@
 // Where each machine's real paths come from in the lab directory, and the
-// specs (namespace, sshd) built from lab.json. Used by `lab up` and by pct.
+// specs (host namespace, sshd, the container's bind mounts) built from
+// lab.json. Used by `lab up` and by pct.
 import * as path from "path";
 import { LabInfo, labPaths, MachineName } from "./lab-info";
-import { MachineSpec } from "./machine-ns";
+import { BindMount, MachineSpec } from "./machine-ns";
 import { nvidiaDevices } from "./pve/pct-conf";
+import { CT_LAB } from "./rootfs";
 import { SshdSpec } from "./sshd";
 
-/** Real path inside the machine -> lab directory (the lab.json `mounts`). */
-export function machineMounts(labDir: string, m: MachineName): Record<string, string> {
+/** Where the host sees the cached rootfs (PVE's template cache directory). */
+export const ROOTFS_IN_HOST = "/var/lib/vz/template/cache/sglang-lab-rootfs";
+
+/**
+ * Real path inside the machine -> lab directory (the lab.json `mounts`). The
+ * container's are LXC bind mounts (see containerBinds): what a real
+ * container keeps across restarts on its disk lives in the lab; everything
+ * else is in the container's writable layer, fresh at every start.
+ */
+export function machineMounts(labDir: string, m: MachineName, rootfsImage = ""): Record<string, string> {
   const L = labPaths(labDir);
   const dir = L.machine(m);
   if (m === "host") {
@@ -18,58 +28,90 @@ export function machineMounts(labDir: string, m: MachineName): Record<string, st
       "/root": path.join(dir, "home"),
       "/usr/local/sbin": path.join(L.shims, "host"),
       "/proc/devices": path.join(L.labDir, "proc-devices"),
+      [ROOTFS_IN_HOST]: rootfsImage,
     };
   }
   return {
     "/etc/systemd/system": path.join(dir, "systemd", "system"),
     "/etc/sglang": path.join(dir, "sglang"),
-    "/var/log": path.join(dir, "log"),
-    "/run": path.join(dir, "run"),
     "/root": path.join(dir, "home"),
     "/models": path.join(dir, "models"),
     "/opt": path.join(dir, "opt"),
     "/opt/sglang/venv/bin": path.join(L.shims, "venv"),
     "/usr/local/sbin": path.join(L.shims, "container"),
+    [CT_LAB.lib]: L.ctLib,
+    [CT_LAB.share]: L.share,
+    [CT_LAB.ssh]: path.join(dir, "ssh"),
     "/proc/devices": path.join(L.labDir, "proc-devices"),
   };
 }
 
-const TOP_LEVEL = new Set(["/run", "/root", "/models", "/opt"]);
+const READ_ONLY_IN_CONTAINER = new Set(["/opt/sglang/venv/bin", "/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, "/proc/devices"]);
 
-export function machineSpec(info: LabInfo, m: MachineName, bindRootHome: boolean): MachineSpec {
-  const mounts = info.mounts[m];
+/**
+ * The container's bind mounts, in mount order, as lxc.mount.entry lines take
+ * them: the lab.json `mounts` plus the host's node binary (run by the
+ * simulator and the stand-ins inside). This is also where the SGLang site
+ * directories of the real ServerArgs (lab/sglang/real) would be bound in.
+ */
+export function containerBinds(info: LabInfo): BindMount[] {
+  const binds: BindMount[] = Object.entries(info.mounts.container)
+    .sort(([a], [b]) => a.split("/").length - b.split("/").length)
+    .map(([target, source]) => ({ target, source, file: target === "/proc/devices", readOnly: READ_ONLY_IN_CONTAINER.has(target) }));
+  binds.push({ target: path.join(CT_LAB.lib, "node"), source: info.nodePath, file: true, readOnly: true });
+  return binds;
+}
+
+const TOP_LEVEL = new Set(["/run", "/root"]);
+
+export function machineSpec(info: LabInfo, bindRootHome: boolean): MachineSpec {
+  const mounts = info.mounts.host;
   const topLevel: Record<string, string> = {};
   const binds: MachineSpec["binds"] = [];
   for (const [target, source] of Object.entries(mounts)) {
     if (TOP_LEVEL.has(target)) {
       if (target === "/root" && !bindRootHome) continue;
       topLevel[target.slice(1)] = source;
-    } else binds.push({ target, source, file: target === "/proc/devices" });
+    } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST });
   }
   return {
-    name: m,
-    hostname: m === "host" ? info.host.hostname : info.container.hostname,
-    dir: labPaths(info.labDir).machine(m),
+    name: "host",
+    hostname: info.host.hostname,
+    dir: labPaths(info.labDir).machine("host"),
     topLevel,
-    overlays: ["etc"],
+    // /var too: LXC's directories (/var/lib/lxc) and the template cache live in the lab's upper layer.
+    overlays: ["etc", "var"],
     binds,
-    // The host has every NVIDIA node; the container gets its nodes when it starts (pct start), from its config.
-    devices: m === "host" ? nvidiaDevices(info.gpus.length, info.deviceMajors) : [],
+    // The host has every NVIDIA node; the container gets those its config passes through (lxc.mount.entry).
+    devices: nvidiaDevices(info.gpus.length, info.deviceMajors),
+    cgroupDir: info.lxc.cgroupDir,
   };
 }
 
 export function sshdSpec(info: LabInfo, m: MachineName): SshdSpec {
   const L = labPaths(info.labDir);
   const dir = L.machine(m);
-  const mi = m === "host" ? info.host : info.container;
+  if (m === "host") {
+    return {
+      name: m,
+      address: info.host.address,
+      port: info.host.sshPort,
+      hostKeyFile: path.join(L.keys, m, "ssh_host_ed25519_key"),
+      authorizedKeysFile: L.authorizedKeys,
+      pidFile: path.join(dir, "sshd.pid"),
+      logFile: info.host.sshdLog,
+      configFile: path.join(dir, "sshd_config"),
+    };
+  }
+  // Debian's ssh.service in the container reads this through /etc/ssh/sshd_config.d/00-lab.conf.
   return {
     name: m,
-    address: mi.address,
-    port: mi.sshPort,
-    hostKeyFile: path.join(L.keys, m, "ssh_host_ed25519_key"),
-    authorizedKeysFile: L.authorizedKeys,
-    pidFile: path.join(dir, "sshd.pid"),
-    logFile: mi.sshdLog,
-    configFile: path.join(dir, "sshd_config"),
+    address: info.container.address,
+    port: info.container.sshPort,
+    hostKeyFile: `${CT_LAB.ssh}/ssh_host_ed25519_key`,
+    authorizedKeysFile: `${CT_LAB.ssh}/authorized_keys`,
+    logFile: info.container.sshdLog,
+    configFile: path.join(dir, "ssh", "sshd_config"),
+    included: true,
   };
 }

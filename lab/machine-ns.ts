@@ -1,9 +1,13 @@
-// A lab "machine": a private mount + UTS namespace whose root is a tmpfs
-// holding the real system (each top-level directory bind-mounted) with the
-// lab's own directories mounted over the paths the stack writes. A holder
-// process (`sleep infinity`) keeps the namespace alive; everything else enters
-// it with nsenter. Nothing is mounted or created outside the namespace except
-// in the lab directory.
+// A lab "machine" (the simulated Proxmox host): private mount, UTS, PID and
+// cgroup namespaces whose root is a tmpfs holding the real system (each
+// top-level directory bind-mounted, /etc and /var as overlays with the upper
+// layer in the lab) with the lab's own directories mounted over the paths the
+// stack and pct write. Its PID 1 is a holder (a reaper, shown as
+// `sglang-lab-holder host`); its cgroup namespace is rooted at the lab's
+// cgroup, where it sees cgroup2 at /sys/fs/cgroup as a Proxmox 8 host does
+// (its own processes in /init.scope, LXC's in /lxc and /lxc.monitor).
+// Nothing is mounted or created outside the namespaces except in the lab
+// directory and the lab's cgroup.
 import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
@@ -28,13 +32,15 @@ export interface MachineSpec {
   hostname: string;
   /** Lab directory of this machine; the root tmpfs is mounted on <dir>/root. */
   dir: string;
-  /** Top-level entries of / replaced by a lab directory (e.g. root, opt, run, models). */
+  /** Top-level entries of / replaced by a lab directory (e.g. root, run). */
   topLevel: Record<string, string>;
   /** Top-level directories shown as an overlay of the real one with the upper layer in the lab. */
   overlays: string[];
   /** Mounted after the top level is in place, in order. Their mountpoints are created only in lab-owned places. */
   binds: BindMount[];
   devices: DeviceNode[];
+  /** The lab's cgroup (outside view): the machine's cgroup namespace is rooted there. */
+  cgroupDir: string;
 }
 
 export const SETUP_READY = "ns-ready";
@@ -64,7 +70,7 @@ export function renderSetupScript(spec: MachineSpec): string {
     `hostname ${q(spec.hostname)}`,
     "cd /",
   ];
-  const skip = new Set(["dev", ...Object.keys(spec.topLevel), ...spec.overlays]);
+  const skip = new Set(["dev", "proc", ...Object.keys(spec.topLevel), ...spec.overlays]);
   lines.push(
     `for e in $(ls -A /); do`,
     `  case "$e" in ${[...skip].map((s) => q(s)).join("|")}) continue;; esac`,
@@ -73,6 +79,17 @@ export function renderSetupScript(spec: MachineSpec): string {
     `  elif [ -f "/$e" ]; then touch "$R/$e"; mount --bind "/$e" "$R/$e"`,
     `  fi`,
     `done`,
+  );
+  lines.push(
+    `mkdir "$R/proc"`,
+    `mount -t proc -o nosuid,nodev,noexec proc "$R/proc"`,
+    // cgroup2 alone at /sys/fs/cgroup, rooted at the lab's cgroup (this machine's v1 or hybrid layout stays outside).
+    // PID 1 moves into /init.scope (where systemd's own processes are on a Proxmox host), which LXC
+    // takes as the host's init cgroup: containers go to /lxc/<vmid>, their monitors to /lxc.monitor/<vmid>.
+    `umount -R -l "$R/sys/fs/cgroup" 2>/dev/null || true`,
+    `mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 "$R/sys/fs/cgroup"`,
+    `mkdir -p "$R/sys/fs/cgroup/init.scope"`,
+    `echo $$ > "$R/sys/fs/cgroup/init.scope/cgroup.procs"`,
   );
   for (const [name, source] of Object.entries(spec.topLevel)) {
     lines.push(`mkdir -p "$R/${name}"`, `mount --bind ${q(source)} "$R/${name}"`);
@@ -89,7 +106,8 @@ export function renderSetupScript(spec: MachineSpec): string {
     }
   }
   // A container-style /dev: a tmpfs with the few real nodes a shell and sshd need,
-  // plus the NVIDIA nodes (created on the lab's tmpfs; opening them is never needed).
+  // plus the mknod'ed NVIDIA nodes (no driver: opening one gives ENXIO, unless a
+  // container's device cgroup denies it first with EPERM).
   lines.push(
     `mkdir -p "$R/dev"`,
     `mount -t tmpfs -o mode=0755,size=1m lab-dev-${spec.name} "$R/dev"`,
@@ -122,7 +140,8 @@ export function renderSetupScript(spec: MachineSpec): string {
     `umount -l /.lab-oldroot`,
     `rmdir /.lab-oldroot`,
     `: > ${q(path.join(spec.dir, SETUP_READY))}`,
-    `exec -a ${q(`sglang-lab-holder ${spec.name}`)} sleep infinity`,
+    // PID 1 reaps the orphans of the namespace (daemonized sshd, LXC monitors, sessions).
+    `exec -a ${q(`sglang-lab-holder ${spec.name}`)} /bin/bash -c 'while :; do sleep 3600 & wait $!; done'`,
   );
   return lines.join("\n") + "\n";
 }
@@ -142,7 +161,9 @@ export async function startMachine(spec: MachineSpec, timeoutMs = 20000): Promis
   fs.rmSync(ready, { force: true });
   fs.writeFileSync(script, renderSetupScript(spec), { mode: 0o755 });
   const fd = fs.openSync(log, "w");
-  const child = spawn("unshare", ["--mount", "--uts", "--propagation", "private", "--", "/bin/bash", script], {
+  // The machine's processes go into the lab's cgroup before `unshare --cgroup`, so its cgroup namespace is rooted there.
+  const enter = 'echo $$ > "$0/cgroup.procs" && exec unshare --mount --uts --pid --cgroup --fork --propagation private -- /bin/bash "$1"';
+  const child = spawn("/bin/sh", ["-c", enter, spec.cgroupDir, script], {
     detached: true,
     stdio: ["ignore", fd, fd],
     env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", LANG: "C.UTF-8" },
@@ -162,19 +183,113 @@ export async function startMachine(spec: MachineSpec, timeoutMs = 20000): Promis
     }
     await sleep(25);
   }
-  if (!child.pid) throw new Error(`lab: machine ${spec.name}: no holder pid`);
-  return child.pid;
+  // `unshare --fork` itself stays outside the PID namespace, in the cgroup root: move it to /init.scope too.
+  for (const p of cgroupProcs(spec.cgroupDir)) fs.writeFileSync(path.join(spec.cgroupDir, "init.scope", "cgroup.procs"), String(p));
+  const holder = cgroupProcs(path.join(spec.cgroupDir, "init.scope")).find((p) => nsPid(p) === 1);
+  if (!holder) throw new Error(`lab: machine ${spec.name}: no holder (PID 1) in ${spec.cgroupDir}/init.scope`);
+  return holder;
 }
 
-export function nsenterArgv(holderPid: number, argv: string[]): string[] {
-  return ["nsenter", "-t", String(holderPid), "-m", "-u", "--", ...argv];
+/**
+ * argv that runs a command inside the machine: its namespaces (PID included, so
+ * LXC's pids mean the same to it) and its /init.scope cgroup, with its root and cwd.
+ */
+export function inMachineArgv(holderPid: number, cgroupDir: string, argv: string[]): string[] {
+  const script = 'cg="$1"; pid="$2"; shift 2; echo $$ > "$cg/init.scope/cgroup.procs" && exec nsenter -t "$pid" -m -u -p -C -r -w -- "$@"';
+  return ["/bin/sh", "-c", script, "sh", cgroupDir, String(holderPid), ...argv];
 }
 
 /** Runs argv inside a machine and waits (for short set-up commands). */
-export function runInMachine(holderPid: number, argv: string[], env?: NodeJS.ProcessEnv): { code: number; stdout: string; stderr: string } {
-  const [cmd, ...args] = nsenterArgv(holderPid, argv);
-  const r = spawnSync(cmd!, args, { encoding: "utf8", env: env ?? cleanEnv() });
+export function runInMachine(holderPid: number, cgroupDir: string, argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): { code: number; stdout: string; stderr: string } {
+  const [cmd, ...args] = inMachineArgv(holderPid, cgroupDir, argv);
+  const r = spawnSync(cmd!, args, { encoding: "utf8", env: opts.env ?? cleanEnv(), timeout: opts.timeoutMs ?? 60_000 });
   return { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: (r.stderr ?? "") + (r.error ? String(r.error) : "") };
+}
+
+// ---- the lab's cgroup ---------------------------------------------------------
+
+/** Where this machine's cgroup2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid layout). */
+export function cgroup2Mount(): string | null {
+  for (const line of fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+    const sep = line.indexOf(" - ");
+    if (sep < 0) continue;
+    if (line.slice(sep + 3).split(" ")[0] === "cgroup2") return line.split(" ")[4]!.replace(/\\040/g, " ");
+  }
+  return null;
+}
+
+/** Creates the lab's cgroup (a sibling of no one's: sglang-lab-<id> at the top of cgroup2). */
+export function createLabCgroup(id: string): string {
+  const mount = cgroup2Mount();
+  if (!mount) throw new Error("lab: this machine has no cgroup2 hierarchy mounted (the lab's container needs one)");
+  const dir = path.join(mount, `sglang-lab-${id}`);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, "init.scope"), { recursive: true });
+  return dir;
+}
+
+/** Pids (in our PID namespace) directly in one cgroup. */
+export function cgroupProcs(dir: string): number[] {
+  try {
+    return fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Every cgroup below (and including) dir, deepest first. */
+export function cgroupTree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    let entries: fs.Dirent[] = [];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
+    out.push(d);
+  };
+  walk(dir);
+  return out;
+}
+
+/** Every process in the lab's cgroup tree. */
+export function cgroupTreeProcs(dir: string): number[] {
+  return cgroupTree(dir).flatMap(cgroupProcs).filter(isAlive);
+}
+
+/** SIGKILLs everything in the tree (cgroup.kill, kernel 5.14+; one by one otherwise). */
+export function killCgroup(dir: string): void {
+  try {
+    fs.writeFileSync(path.join(dir, "cgroup.kill"), "1");
+  } catch {
+    killTree(cgroupTreeProcs(dir), "SIGKILL");
+  }
+}
+
+/** Removes the (empty) tree; returns the cgroups that could not be removed. */
+export function removeCgroup(dir: string): string[] {
+  const left: string[] = [];
+  for (const d of cgroupTree(dir)) {
+    try {
+      fs.rmdirSync(d);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") left.push(d);
+    }
+  }
+  return left;
+}
+
+/** A process's pid in its own (innermost) PID namespace. */
+export function nsPid(pid: number): number | null {
+  try {
+    const line = /^NSpid:\s*(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    const ids = (line ?? "").trim().split(/\s+/).map(Number);
+    return ids[ids.length - 1] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** The environment a daemon started by the lab gets (like one started by init). */

@@ -1,7 +1,8 @@
 // nvidia-smi stand-in: --query-gpu / --query-compute-apps with --format=csv
 // (noheader, nounits), -L, -i, and a plain summary table. GPUs are those whose
-// /dev/nvidiaN node exists in this machine (the container sees what its
-// passthrough config gave it); memory used comes from the simulated servers.
+// /dev/nvidiaN node this process may open (the container sees what its
+// passthrough lines bind in, and opens what its device cgroup allows); memory
+// used comes from the simulated servers.
 import * as fs from "fs";
 import { readUsage } from "../gpu/gpu-state";
 import { currentLab, GpuSpec, LabInfo } from "../lab-info";
@@ -53,9 +54,34 @@ function fail(msg: string, code: number): never {
   process.exit(code);
 }
 
+/**
+ * How opening a device node ends: the nodes are mknod'ed without a driver, so
+ * a node this machine may use opens with ENXIO; a container's device cgroup
+ * denying it answers EPERM first (the kernel's check, not the lab's).
+ */
+function openNode(node: string): "ok" | "missing" | "denied" {
+  try {
+    fs.closeSync(fs.openSync(node, "r+"));
+    return "ok";
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return "missing";
+    if (code === "EPERM" || code === "EACCES") return "denied";
+    return "ok";
+  }
+}
+
 function visibleGpus(info: LabInfo): GpuSpec[] {
-  if (!fs.existsSync("/dev/nvidiactl")) fail("Failed to initialize NVML: Unknown Error", 255);
-  return info.gpus.filter((g) => fs.existsSync(`/dev/nvidia${g.index}`));
+  switch (openNode("/dev/nvidiactl")) {
+    case "missing":
+      fail("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", 9);
+    case "denied":
+      // What nvidia-smi prints in a container whose device cgroup does not allow the NVIDIA major.
+      fail("Failed to initialize NVML: Unknown Error", 255);
+    case "ok":
+      break;
+  }
+  return info.gpus.filter((g) => openNode(`/dev/nvidia${g.index}`) === "ok");
 }
 
 function main(argv: string[]): void {

@@ -1,12 +1,14 @@
-// pct stand-in on the lab's Proxmox host: list, status, config, pending, set,
-// create, destroy, start, stop, shutdown, reboot, exec. Errors are printed the
-// way PVE's CLI handler prints them and exit 255.
+// pct on the lab's Proxmox host: list, status, config, pending, set, create,
+// destroy, start, stop, shutdown, reboot, exec, over LXC like pve-container
+// (src/PVE/CLI/pct.pm, src/PVE/API2/LXC/Status.pm): start/stop/shutdown/
+// reboot drive lxc-start and lxc-stop, exec is lxc-attach, status is the
+// container's LXC command socket. Errors are printed the way PVE's CLI
+// handler prints them and exit 255.
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
-import { currentLab, LabInfo } from "../lab-info";
-import { isAlive, nsenterArgv } from "../machine-ns";
-import { confFile, readConf, readCtState, readPids, startContainer, stopContainer, writeConf } from "../pve/ct-runtime";
+import { currentLab, LabInfo, LAB_ENV } from "../lab-info";
+import { confFile, isRunning, readConf, startContainer, stopContainer, writeConf } from "../pve/ct-runtime";
 import { emptyConf, PctConf, withPending } from "../pve/pct-conf";
 import { isCreateOnly, isHotplug, optionSpec, verifyOption } from "../pve/pct-options";
 
@@ -84,8 +86,10 @@ function loadConf(info: LabInfo, vmid: number): PctConf {
 }
 
 function running(info: LabInfo, vmid: number): boolean {
-  return readCtState(info, vmid).status === "running";
+  return isRunning(info, vmid);
 }
+
+const status = (info: LabInfo, vmid: number): string => (running(info, vmid) ? "running" : "stopped");
 
 function verifyAll(cmd: string, options: Array<[string, string]>, creating: boolean): Array<[string, string]> {
   const errors: string[] = [];
@@ -128,7 +132,7 @@ async function run(info: LabInfo, argv: string[]): Promise<number> {
       let out = `${"VMID".padEnd(10)} ${"Status".padEnd(10)} ${"Lock".padEnd(12)} ${"Name".padEnd(20)}\n`;
       for (const id of ids) {
         const c = readConf(info, id);
-        out += `${String(id).padEnd(10)} ${readCtState(info, id).status.padEnd(10)} ${(c?.options.get("lock") ?? "").padEnd(12)} ${(c?.options.get("hostname") ?? `CT${id}`).padEnd(20)}\n`;
+        out += `${String(id).padEnd(10)} ${status(info, id).padEnd(10)} ${(c?.options.get("lock") ?? "").padEnd(12)} ${(c?.options.get("hostname") ?? `CT${id}`).padEnd(20)}\n`;
       }
       process.stdout.write(ids.length > 0 ? out : "");
       return 0;
@@ -137,7 +141,7 @@ async function run(info: LabInfo, argv: string[]): Promise<number> {
       const p = parseCli("status", rest, known(["verbose"]), ["verbose"]);
       const vmid = vmidArg("status", p);
       loadConf(info, vmid);
-      process.stdout.write(`status: ${readCtState(info, vmid).status}\n`);
+      process.stdout.write(`status: ${status(info, vmid)}\n`);
       return 0;
     }
     case "config": {
@@ -245,8 +249,11 @@ async function run(info: LabInfo, argv: string[]): Promise<number> {
       const vmid = vmidArg(cmd, p);
       loadConf(info, vmid);
       if (!running(info, vmid)) throw new PveError(`CT ${vmid} not running`);
-      const timeout = Number(p.options.find(([k]) => k === "timeout")?.[1] ?? 60) * 1000;
-      await stopContainer(info, vmid, cmd !== "stop", timeout);
+      const timeout = p.options.find(([k]) => k === "timeout")?.[1];
+      const forceStop = p.options.some(([k, v]) => k === "forceStop" && v !== "0");
+      // vm_stop($vmid, 1) | vm_stop($vmid, 0, $timeout // 60, $forceStop) | vm_reboot: stop (killing after the timeout), start.
+      if (cmd === "stop") await stopContainer(info, vmid, { kill: true });
+      else await stopContainer(info, vmid, { kill: false, timeoutSeconds: timeout !== undefined ? Number(timeout) : 60, killAfterTimeout: cmd === "reboot" || forceStop });
       if (cmd === "reboot") await startContainer(info, vmid);
       return 0;
     }
@@ -254,20 +261,22 @@ async function run(info: LabInfo, argv: string[]): Promise<number> {
       const dd = rest.indexOf("--");
       const before = dd >= 0 ? rest.slice(0, dd) : rest;
       const extraAfter = dd >= 0 ? rest.slice(dd + 1) : [];
-      const p = parseCli("exec", before, known(["keep-env"]));
+      const p = parseCli("exec", before, known(["keep-env"]), ["keep-env"]);
       const vmid = vmidArg("exec", p);
       const command = [...p.positional.slice(1), ...extraAfter];
       loadConf(info, vmid);
-      if (!running(info, vmid)) throw new PveError(`CT ${vmid} not running`);
+      if (!running(info, vmid)) throw new PveError(`container '${vmid}' not running!`);
+      // PVE: die "missing command" (without a newline, so Perl adds " at .../pct.pm line N.").
       if (command.length === 0) throw new PveError("missing command");
-      const holder = readPids(info).containerHolder;
-      if (vmid !== info.vmid || !holder || !isAlive(holder)) throw new PveError(`lab: CT ${vmid} has no lab machine; only CT ${info.vmid} runs commands`);
-      // lxc-attach --clear-env: a fresh environment inside the container.
-      const env: NodeJS.ProcessEnv = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", container: "lxc", HOME: "/root", LANG: "C.UTF-8" };
-      if (process.env.TERM) env.TERM = process.env.TERM;
-      const [bin, ...args] = nsenterArgv(holder, command);
+      if (vmid !== info.vmid) throw new PveError(`lab: CT ${vmid} is a config file only; only CT ${info.vmid} runs commands`);
+      // --keep-env defaults to 1 in PVE 8: lxc-attach passes pct's environment into the container.
+      const keepEnv = p.options.find(([k]) => k === "keep-env")?.[1] !== "0";
+      const env: NodeJS.ProcessEnv = { ...process.env };
+      // What the lab's pct shim added is not part of the caller's environment.
+      delete env[LAB_ENV];
+      delete env.SGLANG_LAB_ARGV0;
       return await new Promise<number>((resolve) => {
-        const child = spawn(bin!, args, { stdio: "inherit", env });
+        const child = spawn("lxc-attach", ["-n", String(vmid), keepEnv ? "--keep-env" : "--clear-env", "--", ...command], { stdio: "inherit", env });
         for (const s of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(s, () => child.kill(s));
         child.on("error", (e) => {
           process.stderr.write(`lxc-attach: ${vmid}: ${e.message}\n`);

@@ -2,14 +2,19 @@
 // (<gpuStateDir>/<pid>.json) saying what it holds on each GPU; nvidia-smi
 // adds them up. Memory stays "used" for a release delay after the process
 // exits (a dead process that wrote no exit time is noticed by the next reader).
+// The server runs in the container's PID namespace and nvidia-smi also on
+// the host, so liveness is not a pid: the server holds a FIFO
+// (<pid>.alive) open for reading, and a reader that can open it for writing
+// without blocking knows the server is alive (the kernel closes it when the
+// process dies, however it dies).
+import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { writeJsonAtomic } from "../lab-info";
 
 export interface GpuHolding {
+  /** The server's pid in its own (the container's) PID namespace. */
   pid: number;
-  /** /proc/<pid>/stat start time, to tell a reused pid. */
-  startTicks: string;
   processName: string;
   /** GPU index -> MiB held. */
   perGpuMiB: Record<string, number>;
@@ -17,21 +22,27 @@ export interface GpuHolding {
   exitedAtMs?: number;
 }
 
-export function processStartTicks(pid: number): string {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "";
-  } catch {
-    return "";
-  }
+const aliveFile = (dir: string, pid: number) => path.join(dir, `${pid}.alive`);
+
+/** The server's side: the FIFO it keeps open for as long as it lives (the fd is never closed). */
+const held = new Set<string>();
+export function holdAlive(dir: string, pid: number): void {
+  const fifo = aliveFile(dir, pid);
+  if (held.has(fifo)) return;
+  held.add(fifo);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.rmSync(fifo, { force: true });
+  const r = spawnSync("mkfifo", ["-m", "0600", fifo]);
+  if (r.status !== 0) return;
+  fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
 }
 
-function alive(h: GpuHolding): boolean {
+function alive(dir: string, h: GpuHolding): boolean {
   try {
-    const stat = fs.readFileSync(`/proc/${h.pid}/stat`, "utf8");
-    const after = stat.slice(stat.lastIndexOf(")") + 2);
-    return after[0] !== "Z" && after.split(" ")[19] === h.startTicks;
+    fs.closeSync(fs.openSync(aliveFile(dir, h.pid), fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+    return true;
   } catch {
+    // ENXIO: nobody holds it for reading any more; ENOENT: gone
     return false;
   }
 }
@@ -73,7 +84,7 @@ export function readUsage(dir: string, now = Date.now()): GpuUsage {
     } catch {
       continue;
     }
-    const live = h.exitedAtMs === undefined && alive(h);
+    const live = h.exitedAtMs === undefined && alive(dir, h);
     if (!live && h.exitedAtMs === undefined) {
       h.exitedAtMs = now;
       try {
@@ -84,6 +95,7 @@ export function readUsage(dir: string, now = Date.now()): GpuUsage {
     }
     if (!live && now >= (h.exitedAtMs ?? now) + h.releaseDelaySeconds * 1000) {
       fs.rmSync(file, { force: true });
+      fs.rmSync(aliveFile(dir, h.pid), { force: true });
       continue;
     }
     for (const [idx, mib] of Object.entries(h.perGpuMiB)) {

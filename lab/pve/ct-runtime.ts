@@ -1,16 +1,20 @@
-// Starting and stopping the lab's container 129: its namespace stays (held by
-// its holder process); "running" means its init (the lab's systemd), its sshd
-// and its NVIDIA device nodes (from the passthrough lines in its config, as
-// LXC applies them at start). Used by `lab up/down` and by `pct`.
-import { spawn } from "child_process";
+// Starting and stopping container 129 on the lab's Proxmox host, the way
+// pve-container does (src/PVE/LXC.pm vm_start / vm_stop / check_running):
+// pending changes applied, /var/lib/lxc/<vmid>/config written from the PVE
+// config, lxc-start; lxc-stop [--kill | --nokill --timeout N]; "running"
+// means the container's LXC command socket is listening. The lab's rootfs
+// step (PVE: activate the volume, its prestart hook writes /etc/hostname):
+// the cached Debian image with a fresh tmpfs as writable layer, so every
+// start boots a clean system. Run by pct inside the host machine.
+import { spawnSync } from "child_process";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
-import { LabInfo, LabPids, labPaths, readJson, writeJsonAtomic } from "../lab-info";
-import { sshdSpec } from "../layout";
-import { cleanEnv, isAlive, killTree, mountNs, nsenterArgv, pidsInNamespace, runInMachine, sleep, waitGone } from "../machine-ns";
-import { startSshd } from "../sshd";
-import { MANAGER_SOCKET } from "../systemd/protocol";
-import { nvidiaDevices, parsePctConf, PctConf, renderPctConf, visibleDevices, withPending } from "./pct-conf";
+import { LabInfo, labPaths, readJson, writeJsonAtomic } from "../lab-info";
+import { containerBinds } from "../layout";
+import { sleep } from "../machine-ns";
+import { renderLxcConfig } from "./lxc-config";
+import { parsePctConf, PctConf, renderPctConf, withPending } from "./pct-conf";
 
 export interface CtState {
   status: "running" | "stopped";
@@ -36,98 +40,150 @@ export function writeConf(info: LabInfo, vmid: number, conf: PctConf): void {
   fs.renameSync(tmp, file);
 }
 
-export function readCtState(info: LabInfo, vmid: number): CtState {
-  const s = readJson<CtState>(labPaths(info.labDir).ctState(vmid), { status: "stopped" });
-  if (vmid === info.vmid && s.status === "running") {
-    // The lab's container is running while its init is.
-    const pids = readPids(info);
-    if (!isAlive(pids.supervisor)) return { status: "stopped" };
-  }
-  return s;
+/** LXC's command socket of a container: an abstract unix socket named after lxcpath and name. */
+export function commandSocket(info: LabInfo, vmid: number): string {
+  return `@${info.lxc.lxcPath}/${vmid}/command`;
 }
 
-export function writeCtState(info: LabInfo, vmid: number, s: CtState): void {
+/** check_running: the command socket in /proc/net/unix (the lab's machines share one network namespace). Other vmids are config files only. */
+export function isRunning(info: LabInfo, vmid: number): boolean {
+  if (vmid !== info.vmid) return readJson<CtState>(labPaths(info.labDir).ctState(vmid), { status: "stopped" }).status === "running";
+  const sock = commandSocket(info, vmid);
+  try {
+    return fs.readFileSync("/proc/net/unix", "utf8").split("\n").some((l) => l.endsWith(` ${sock}`));
+  } catch {
+    return false;
+  }
+}
+
+function writeCtState(info: LabInfo, vmid: number, s: CtState): void {
   writeJsonAtomic(labPaths(info.labDir).ctState(vmid), s);
 }
 
-export function readPids(info: LabInfo): Partial<LabPids> {
-  return readJson<Partial<LabPids>>(labPaths(info.labDir).pids, {});
+function run(argv: string[], timeoutMs = 60_000): { code: number; out: string } {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: timeoutMs, stdio: ["ignore", "pipe", "pipe"] });
+  return { code: r.status ?? (r.signal ? 128 : 1), out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? r.error.message : ""}`.trim() };
 }
 
-export function updatePids(info: LabInfo, patch: Partial<LabPids>): void {
-  const cur = readPids(info);
-  const next: Record<string, number | undefined> = { ...cur, ...patch };
-  for (const k of Object.keys(next)) if (next[k] === undefined || next[k] === 0) delete next[k];
-  writeJsonAtomic(labPaths(info.labDir).pids, next);
+function ctDir(info: LabInfo, vmid: number): string {
+  return path.join(info.lxc.lxcPath, String(vmid));
 }
 
-export function socketOnLab(info: LabInfo): string {
-  return path.join(info.mounts.container["/run"]!, MANAGER_SOCKET.replace(/^\/run\//, ""));
+function mountedAt(target: string): boolean {
+  return fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === target);
 }
 
-/** Applies pending changes (they take effect at start), then brings up the container's devices, sshd and init. */
+/** The poststop step: the rootfs overlay and its writable layer go (the layer's content with them). */
+function releaseRootfs(dir: string): void {
+  for (const m of [path.join(dir, "rootfs"), path.join(dir, "rw")]) {
+    while (mountedAt(m)) {
+      if (run(["umount", "-l", m]).code !== 0) break;
+    }
+  }
+}
+
+/** The image with a fresh tmpfs over it, and what PVE's prestart hook writes into a container (hostname, hosts). */
+function prepareRootfs(info: LabInfo, dir: string, hostname: string): void {
+  releaseRootfs(dir);
+  const rw = path.join(dir, "rw");
+  const rootfs = path.join(dir, "rootfs");
+  fs.mkdirSync(rw, { recursive: true });
+  fs.mkdirSync(rootfs, { recursive: true });
+  const steps = [
+    ["mount", "-t", "tmpfs", "-o", "mode=0755", `ct${info.vmid}-rw`, rw],
+    ["mkdir", path.join(rw, "upper"), path.join(rw, "work")],
+    ["mount", "-t", "overlay", "-o", `lowerdir=${info.lxc.rootfsInHost},upperdir=${rw}/upper,workdir=${rw}/work`, `ct${info.vmid}-rootfs`, rootfs],
+  ];
+  for (const s of steps) {
+    const r = run(s);
+    if (r.code !== 0) {
+      releaseRootfs(dir);
+      throw new Error(`lab: preparing the rootfs of CT ${info.vmid} failed: ${s.join(" ")}: ${r.out}`);
+    }
+  }
+  fs.writeFileSync(path.join(rootfs, "etc", "hostname"), `${hostname}\n`);
+  fs.writeFileSync(path.join(rootfs, "etc", "hosts"), `127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n${info.container.address} ${hostname}\n`);
+}
+
+function cgroupControllers(): string[] {
+  try {
+    return fs.readFileSync("/sys/fs/cgroup/cgroup.controllers", "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** vm_start: pending changes applied, the LXC config written, the rootfs prepared, lxc-start. */
 export async function startContainer(info: LabInfo, vmid: number): Promise<void> {
   const conf = readConf(info, vmid);
   if (!conf) throw new Error(`Configuration file 'nodes/${info.host.hostname}/lxc/${vmid}.conf' does not exist`);
-  if (conf.pending.size > 0 || conf.pendingDelete.length > 0) writeConf(info, vmid, withPending(conf));
   const applied = withPending(conf);
+  if (conf.pending.size > 0 || conf.pendingDelete.length > 0) writeConf(info, vmid, applied);
   if (vmid !== info.vmid) {
     writeCtState(info, vmid, { status: "running", startedAt: new Date().toISOString() });
     return;
   }
-  const holder = readPids(info).containerHolder;
-  if (!holder || !isAlive(holder)) throw new Error(`lab: container ${vmid} has no namespace (is the lab up?)`);
-  const devs = visibleDevices(applied, nvidiaDevices(info.gpus.length, info.deviceMajors));
-  const hostname = applied.options.get("hostname") ?? info.container.hostname;
-  const script = [
-    `hostname ${JSON.stringify(hostname)}`,
-    "rm -f /dev/nvidia*",
-    ...devs.map((d) => `mknod -m 666 /dev/${d.name} c ${d.major} ${d.minor}`),
-  ].join("\n");
-  const r = runInMachine(holder, ["/bin/sh", "-ec", script]);
-  if (r.code !== 0) throw new Error(`lab: preparing container ${vmid} failed: ${r.stderr}`);
-  fs.mkdirSync(path.join(info.mounts.container["/run"]!, "sshd"), { recursive: true });
-  const containerSshd = await startSshd(holder, sshdSpec(info, "container"));
-  const sock = socketOnLab(info);
-  fs.rmSync(sock, { force: true });
-  const log = fs.openSync(path.join(labPaths(info.labDir).machine("container"), "init.log"), "a");
-  const [cmd, ...args] = nsenterArgv(holder, [info.nodePath, path.join(info.distDir, "bin", "supervisor.js")]);
-  const child = spawn(cmd!, args, { detached: true, stdio: ["ignore", log, log], env: cleanEnv({ SGLANG_LAB_DIR: info.labDir }) });
-  fs.closeSync(log);
-  child.unref();
-  const supervisor = child.pid ?? 0;
-  const deadline = Date.now() + 15000;
-  while (!fs.existsSync(sock)) {
-    if (!isAlive(supervisor) || Date.now() > deadline) {
-      throw new Error(`lab: the container's init did not come up; see ${path.join(labPaths(info.labDir).machine("container"), "init.log")}`);
+  const dir = ctDir(info, vmid);
+  const hostname = applied.options.get("hostname") ?? `CT${vmid}`;
+  const logFile = `/var/log/lxc/${vmid}.log`;
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, "config"),
+    renderLxcConfig(applied, {
+      vmid,
+      lxcPath: info.lxc.lxcPath,
+      controllers: cgroupControllers(),
+      cpus: os.cpus().map((_, i) => i),
+      binds: containerBinds(info),
+      logFile,
+    }),
+  );
+  prepareRootfs(info, dir, hostname);
+  const logStart = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
+  // A session of its own: LXC takes a controlling terminal, if it has one, as the console's peer.
+  const r = run(["setsid", "-w", "lxc-start", "-n", String(vmid), "-d"], 60_000);
+  if (r.code !== 0) {
+    releaseRootfs(dir);
+    let log = "";
+    try {
+      log = fs.readFileSync(logFile, "utf8").slice(logStart).trim().split("\n").slice(-15).join("\n");
+    } catch {
+      // no log
     }
-    await sleep(20);
+    throw new Error(`startup for container '${vmid}' failed\n${r.out}${log ? `\n${log}` : ""}`);
   }
-  updatePids(info, { containerSshd, supervisor });
   writeCtState(info, vmid, { status: "running", startedAt: new Date().toISOString() });
 }
 
-/** Stops the container: graceful (init stops its units first) or hard (every process killed at once). */
-export async function stopContainer(info: LabInfo, vmid: number, graceful: boolean, timeoutMs = 60_000): Promise<void> {
+export interface StopOptions {
+  /** lxc-stop --kill (pct stop). */
+  kill: boolean;
+  /** Seconds for a clean shutdown (pct shutdown --timeout, default 60). */
+  timeoutSeconds?: number;
+  /** Kill when the shutdown times out (pct shutdown --forceStop, pct reboot). */
+  killAfterTimeout?: boolean;
+}
+
+/** vm_stop: lxc-stop, then wait until the command socket is gone; the rootfs is released. */
+export async function stopContainer(info: LabInfo, vmid: number, opts: StopOptions): Promise<void> {
   if (vmid !== info.vmid) {
     writeCtState(info, vmid, { status: "stopped" });
     return;
   }
-  const pids = readPids(info);
-  const holder = pids.containerHolder;
-  if (graceful && pids.supervisor && isAlive(pids.supervisor)) {
-    killTree([pids.supervisor], "SIGTERM");
-    await waitGone([pids.supervisor], timeoutMs);
-  }
-  if (holder && isAlive(holder)) {
-    const ns = mountNs(holder);
-    if (ns) {
-      const victims = pidsInNamespace(ns).filter((p) => p !== holder);
-      killTree(victims, "SIGKILL");
-      await waitGone(victims, 5000);
+  const dir = ctDir(info, vmid);
+  if (isRunning(info, vmid)) {
+    const argv = ["lxc-stop", "-n", String(vmid)];
+    if (opts.kill) argv.push("--kill");
+    else {
+      if (!opts.killAfterTimeout) argv.push("--nokill");
+      if (opts.timeoutSeconds !== undefined) argv.push("--timeout", String(opts.timeoutSeconds));
     }
+    const r = run(argv, ((opts.timeoutSeconds ?? 60) + 5) * 1000);
+    const deadline = Date.now() + 10_000;
+    while (isRunning(info, vmid) && Date.now() < deadline) await sleep(25);
+    if (isRunning(info, vmid)) throw new Error(`${r.out ? `${r.out}\n` : ""}container did not stop`);
   }
-  fs.rmSync(socketOnLab(info), { force: true });
-  updatePids(info, { containerSshd: undefined, supervisor: undefined });
+  releaseRootfs(dir);
   writeCtState(info, vmid, { status: "stopped" });
 }

@@ -3,7 +3,7 @@
 // memory, the HTTP API, and the faults of lab.json's faultsFile.
 import * as fs from "fs";
 import * as path from "path";
-import { markExited, processStartTicks, writeHolding } from "../gpu/gpu-state";
+import { holdAlive, markExited, writeHolding } from "../gpu/gpu-state";
 import { currentLab, LabInfo } from "../lab-info";
 import { ArgValue, parseServerArgs } from "./argparse";
 import { appendEvent } from "./events";
@@ -44,9 +44,18 @@ function readModel(modelPath: string): ModelConfig | null {
   }
 }
 
+/** GPU nodes this process can use: present, and not denied by the container's device cgroup (EPERM; no driver gives ENXIO). */
 function visibleGpuCount(): number {
   try {
-    return fs.readdirSync("/dev").filter((d) => /^nvidia\d+$/.test(d)).length;
+    return fs.readdirSync("/dev").filter((d) => {
+      if (!/^nvidia\d+$/.test(d)) return false;
+      try {
+        fs.closeSync(fs.openSync(`/dev/${d}`, "r+"));
+        return true;
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code !== "EPERM";
+      }
+    }).length;
   } catch {
     return 0;
   }
@@ -91,9 +100,9 @@ class Simulator {
   private hold(perGpuGiB: number): void {
     const perGpuMiB: Record<string, number> = {};
     for (const g of this.gpus) perGpuMiB[String(g)] = Math.round(perGpuGiB * 1024 + 512);
+    holdAlive(this.info.gpuStateDir, process.pid);
     writeHolding(this.info.gpuStateDir, {
       pid: process.pid,
-      startTicks: processStartTicks(process.pid),
       processName: process.env.SGLANG_LAB_ARGV0 ?? "python3",
       perGpuMiB,
       releaseDelaySeconds: this.releaseDelay,

@@ -5,7 +5,8 @@ import * as path from "path";
 import { labDown, labExec, labStatus, labUp } from "../../lab/control";
 import { canConnect } from "../../lab/sshd";
 
-// A lab of its own (other addresses, other directory): up, idempotent up, down, nothing left.
+// A lab of its own (other addresses, other directory): up, idempotent up, down, nothing left
+// (processes, mounts, namespaces, cgroups, LXC's runtime files).
 describe("lab lifecycle", function () {
   this.timeout(90_000);
   const host = "127.0.104.5";
@@ -25,10 +26,14 @@ describe("lab lifecycle", function () {
     const info = await labUp({ labDir: dir, hostAddress: host, containerAddress: container, startupSeconds: 1 });
     const up = labStatus(dir);
     assert.equal(up.up, true);
-    assert.ok(up.processes.length >= 4, `holders, sshds and init: ${up.processes.join(",")}`);
+    assert.equal(up.container?.running, true);
+    assert.ok(up.processes.length >= 6, `holder, sshd, LXC's monitor, systemd, journald, the container's sshd: ${up.processes.join(",")}`);
     const namespaces = new Set(up.processes.map((p) => fs.readlinkSync(`/proc/${p}/ns/mnt`)));
-    assert.equal(namespaces.size, 2, "one mount namespace per machine");
-    assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own namespace");
+    assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own mount namespace");
+    const cgroup = info.lxc.cgroupDir;
+    assert.ok(fs.existsSync(path.join(cgroup, "lxc", "129")), "the container's cgroup is below the lab's");
+    const lockDir = path.join(info.mounts.host["/run"]!, "lxc");
+    assert.ok(fs.existsSync(lockDir), "LXC keeps its locks in the host's /run, a lab directory");
 
     // A running server and an open session inside, to be cleaned up too.
     await labExec("container", `cat > /etc/systemd/system/sglang-life.service`, {
@@ -42,7 +47,7 @@ describe("lab lifecycle", function () {
     const again = await labUp({ labDir: dir, hostAddress: host, containerAddress: container });
     assert.equal(again.host.hostKey, info.host.hostKey);
     assert.equal(fs.readFileSync(pidsFile, "utf8"), before, "the second up started nothing new");
-    assert.ok(((JSON.parse(before) as { supervisor?: number }).supervisor ?? 0) > 0);
+    assert.ok(((JSON.parse(before) as { hostSshd?: number }).hostSshd ?? 0) > 0);
 
     await labDown(dir);
     const down = labStatus(dir);
@@ -57,6 +62,9 @@ describe("lab lifecycle", function () {
     });
     assert.deepEqual(left, [], "no process left in the lab's namespaces");
     assert.ok(!fs.readFileSync("/proc/self/mountinfo", "utf8").includes(dir), "no mount of the lab directory in the outer namespace");
+    assert.equal(fs.existsSync(cgroup), false, "the lab's cgroup is gone");
+    assert.equal(fs.existsSync(lockDir), false, "LXC's runtime files are gone");
+    assert.equal(fs.existsSync(`/run/lxc/lock${info.lxc.lxcPath}`), false, "no LXC lock on this machine's /run");
     assert.equal(await canConnect(host, info.host.sshPort), false);
     assert.equal(await canConnect(container, info.container.sshPort), false);
     assert.equal(await canConnect(container, 30200), false);

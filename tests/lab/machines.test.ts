@@ -47,10 +47,34 @@ describe("lab machines", function () {
     assert.match(r.stderr, /Host key verification failed/);
   });
 
-  it("puts the stand-ins first on root's PATH in ssh sessions", async () => {
+  it("puts the stand-ins first on root's PATH in ssh sessions, and the container's own systemctl and journalctl", async () => {
     assert.equal((await ok("host", "command -v pct")).trim(), "/usr/local/sbin/pct");
-    assert.equal((await ok("container", "command -v systemctl")).trim(), "/usr/local/sbin/systemctl");
-    assert.equal((await ok("container", "command -v journalctl")).trim(), "/usr/local/sbin/journalctl");
+    assert.equal((await ok("container", "command -v nvidia-smi")).trim(), "/usr/local/sbin/nvidia-smi");
+    assert.equal((await ok("container", "command -v systemctl")).trim(), "/usr/bin/systemctl");
+    assert.equal((await ok("container", "command -v journalctl")).trim(), "/usr/bin/journalctl");
+  });
+
+  it("runs container 129 as a real LXC container with systemd 252 as PID 1, journald and Debian's sshd", async () => {
+    assert.match(await ok("container", "systemctl --version"), /^systemd 252 /);
+    assert.equal(await ok("container", "ps -p 1 -o comm="), "systemd\n");
+    assert.equal(await ok("container", "cat /proc/1/environ | tr '\\0' '\\n' | grep ^container="), "container=lxc\n");
+    assert.equal(await ok("container", "systemctl is-active systemd-journald ssh"), "active\nactive\n");
+    assert.match(await ok("host", "pct exec 129 -- journalctl -u ssh -n 20 --no-pager"), /systemd\[1\]: Started ssh\.service - OpenBSD Secure Shell server\./);
+    assert.match(await ok("host", "lxc-info -n 129"), /^State:\s+RUNNING$/m);
+  });
+
+  it("keeps the container off this machine's /tmp, /run and /etc", async () => {
+    const marker = path.join("/tmp", `sglang-lab-probe-${process.pid}`);
+    fs.writeFileSync(marker, "");
+    try {
+      assert.equal((await exec("container", `test -e ${marker}`)).code, 1, "the container has its own /tmp");
+      assert.equal((await exec("container", `test -e ${testLabDir()}`)).code, 1, "the lab directory is not visible inside");
+      await ok("container", "touch /tmp/from-the-container /run/from-the-container /etc/from-the-container");
+      for (const f of ["/tmp/from-the-container", "/run/from-the-container", "/etc/from-the-container"]) assert.equal(fs.existsSync(f), false, f);
+      assert.ok(fs.existsSync(marker), "systemd-tmpfiles in the container left this machine's /tmp alone");
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
   });
 
   it("bind-mounts the real paths from the lab directory, leaving the machine itself untouched", async () => {
@@ -61,6 +85,7 @@ describe("lab machines", function () {
     assert.match(await ok("container", "cat /models/Qwen3.6-27B/config.json"), /Qwen3_5ForConditionalGeneration/);
     assert.match(await ok("host", "ls /etc/pve/lxc"), /^129\.conf$/m);
     assert.equal((await exec("container", "test -e /etc/pve/lxc/129.conf")).code, 1, "the container does not see the host's /etc/pve");
+    assert.equal(fs.existsSync("/etc/pve"), false, "nor does this machine have one");
   });
 
   it("shows the NVIDIA device majors in /proc/devices and /dev on the host", async () => {

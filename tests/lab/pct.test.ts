@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { gpuPassthroughLines } from "../../core/pct-config";
 import { exec, lab, ok } from "./lab-fixture";
 
 describe("lab pct", function () {
@@ -84,15 +85,19 @@ describe("lab pct", function () {
     assert.equal(await ok("host", "pct status 129"), "status: stopped\n");
     const r = await exec("host", "pct exec 129 -- true");
     assert.equal(r.code, 255);
-    assert.equal(r.stderr, "CT 129 not running\n");
+    assert.equal(r.stderr, "container '129' not running!\n");
+    // Below pct, LXC itself: lxc-attach on a stopped container.
+    const attach = await exec("host", "lxc-attach -n 129 -- true");
+    assert.equal(attach.code, 1);
+    assert.match(attach.stderr, /Failed to get init pid/);
     assert.equal((await exec("host", "pct stop 129")).code, 255);
     await ok("host", "pct start 129");
     assert.equal(await ok("host", "pct status 129"), "status: running\n");
     assert.equal(await ok("host", "pct exec 129 -- hostname"), "llm-two\n");
   });
 
-  it("gives the container only the GPUs its passthrough lines allow, from its next start", async function () {
-    this.timeout(30_000);
+  it("gives the container only the GPUs its passthrough lines bind in, from its next start", async function () {
+    this.timeout(60_000);
     const conf = await ok("host", "cat /etc/pve/lxc/129.conf");
     const oneGpu = conf.split("\n").filter((l) => !l.includes("/dev/nvidia1 ")).join("\n");
     await ok("host", "cat > /etc/pve/lxc/129.conf", oneGpu);
@@ -103,10 +108,49 @@ describe("lab pct", function () {
     await ok("host", "cat > /etc/pve/lxc/129.conf", noCtl);
     await ok("host", "pct reboot 129");
     const r = await exec("host", "pct exec 129 -- nvidia-smi");
-    assert.equal(r.code, 255);
-    assert.equal(r.stdout, "Failed to initialize NVML: Unknown Error\n");
+    assert.equal(r.code, 9);
+    assert.match(r.stdout, /^NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\./);
     await ok("host", "cat > /etc/pve/lxc/129.conf", conf);
     await ok("host", "pct reboot 129");
     assert.equal((await ok("host", "pct exec 129 -- nvidia-smi -L")).trim().split("\n").length, 2);
+  });
+
+  it("denies the NVIDIA devices in the kernel without the cgroup allow line, and the stack's passthrough lines allow them again", async function () {
+    this.timeout(60_000);
+    const conf = await ok("host", "cat /etc/pve/lxc/129.conf");
+    const noAllow = conf.split("\n").filter((l) => !l.startsWith("lxc.cgroup2.devices.allow: c 195:")).join("\n");
+    await ok("host", "cat > /etc/pve/lxc/129.conf", noAllow);
+    await ok("host", "pct reboot 129");
+    // The nodes are bound in, but the container's device cgroup (LXC's BPF program) refuses to open them:
+    // EPERM from the kernel. An allowed node without a driver opens with ENXIO.
+    assert.equal(await ok("host", "pct exec 129 -- sh -c 'test -c /dev/nvidia0 && test -c /dev/nvidiactl && echo present'"), "present\n");
+    const denied = await exec("host", "pct exec 129 -- sh -c 'exec 3<>/dev/nvidia0'");
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /Operation not permitted/);
+    const uvm = await exec("host", "pct exec 129 -- sh -c 'exec 3<>/dev/nvidia-uvm'");
+    assert.match(uvm.stderr, /No such device or address/, "508:* is still allowed");
+    const smi = await exec("host", "pct exec 129 -- nvidia-smi");
+    assert.deepEqual([smi.code, smi.stdout], [255, "Failed to initialize NVML: Unknown Error\n"]);
+
+    // The stack's own passthrough lines (core/pct-config.ts), as LxcContainer writes them.
+    const stackLines = gpuPassthroughLines([0, 1], { nvidia: 195, nvidiaUvm: 508 }).map((l) => (l.kind === "option" ? `${l.key}: ${l.value}` : `#${l.text}`));
+    const restored = [...noAllow.trimEnd().split("\n").filter((l) => !l.startsWith("lxc.")), ...stackLines].join("\n") + "\n";
+    await ok("host", "cat > /etc/pve/lxc/129.conf", restored);
+    await ok("host", "pct reboot 129");
+    const allowed = await exec("host", "pct exec 129 -- sh -c 'exec 3<>/dev/nvidia0'");
+    assert.match(allowed.stderr, /No such device or address/);
+    assert.equal((await ok("host", "pct exec 129 -- nvidia-smi -L")).trim().split("\n").length, 2);
+    await ok("host", "cat > /etc/pve/lxc/129.conf", conf);
+  });
+
+  it("writes LXC's config from the PVE config at start, the passthrough lines verbatim", async () => {
+    const lxc = await ok("host", "cat $(sed -n 's/^lxc.lxcpath = //p' /etc/lxc/lxc.conf)/129/config");
+    assert.match(lxc, /^lxc\.uts\.name = llm-two$/m);
+    assert.match(lxc, /^lxc\.cgroup\.dir\.container = lxc\/129$/m);
+    assert.match(lxc, /^lxc\.cgroup2\.devices\.allow = c 195:\* rwm$/m);
+    assert.match(lxc, /^lxc\.mount\.entry = \/dev\/nvidia0 dev\/nvidia0 none bind,optional,create=file$/m);
+    assert.match(lxc, /^lxc\.net\.0\.type = none$/m);
+    assert.match(await ok("host", "lxc-info -n 129 -s"), /^State:\s+RUNNING$/m);
+    assert.match(await ok("host", "cat /proc/self/cgroup; ls /sys/fs/cgroup/lxc"), /^0::\/init\.scope\n129$/m);
   });
 });
