@@ -132,11 +132,14 @@ export function parsePollOutput(stdout: string, stderr: string, code: number): P
     cursor = last.slice("-- cursor: ".length).trim();
     lines.pop();
   }
+  // journalctl (systemd 252) with --show-cursor exits 1 without a word when no entry matches (it has no
+  // cursor to show): the first poll after a restart, before the new process has logged. No entries, not an error.
+  const nothingYet = code === 1 && stderr.trim() === "" && lines.length === 0;
   return {
     unit: { activeState, subState: props.get("SubState") ?? "", mainPid: num("MainPID"), nRestarts: num("NRestarts") },
     lines: lines.filter((l) => l !== "-- No entries --"),
     cursor,
-    journalError: code !== 0 ? (stderr.trim() || `journalctl exited ${code}`).slice(0, 300) : null,
+    journalError: code !== 0 && !nothingYet ? (stderr.trim() || `journalctl exited ${code}`).slice(0, 300) : null,
   };
 }
 

@@ -313,4 +313,19 @@ describe("journal helpers", () => {
       journalError: null,
     });
   });
+
+  it("takes journalctl's silent exit 1 for no entries yet, as systemd 252 answers --show-cursor --since with nothing after it", () => {
+    const out = ["ActiveState=activating", "SubState=start", "MainPID=77", "NRestarts=0", "--8<-- sglang-serve journal --8<--", ""].join("\n");
+    assert.deepEqual(parsePollOutput(out, "", 1), {
+      unit: { activeState: "activating", subState: "start", mainPid: 77, nRestarts: 0 },
+      lines: [],
+      cursor: null,
+      journalError: null,
+    });
+  });
+
+  it("still reports a journalctl that fails with a message", () => {
+    const out = ["ActiveState=active", "SubState=running", "MainPID=77", "NRestarts=0", "--8<-- sglang-serve journal --8<--", ""].join("\n");
+    assert.equal(parsePollOutput(out, "Failed to open journal: Permission denied\n", 1).journalError, "Failed to open journal: Permission denied");
+  });
 });
