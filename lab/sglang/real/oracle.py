@@ -182,25 +182,107 @@ def case_env(base, case):
     return env
 
 
+class Capture:
+    """What a stretch of code prints (fd 1 and 2) and logs (log records, Python warnings)."""
+
+    def __init__(self):
+        self.stdout = self.stderr = ""
+        self.logs = []
+
+    def silent(self):
+        return not (self.stdout or self.stderr or self.logs)
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        self._saved = (os.dup(1), os.dup(2))
+        self._fds = (os.memfd_create("stdout"), os.memfd_create("stderr"))
+        os.dup2(self._fds[0], 1)
+        os.dup2(self._fds[1], 2)
+        self._call_handlers = call_handlers = logging.Logger.callHandlers
+        logs = self.logs
+
+        def record_log(logger, record):
+            logs.append({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
+            return call_handlers(logger, record)
+
+        logging.Logger.callHandlers = record_log
+        self._show = show = warnings.showwarning
+
+        def record_warning(message, category, filename, lineno, file=None, line=None):
+            logs.append({"level": "WARNING", "logger": "py.warnings", "category": category.__name__,
+                         "message": str(message), "source": f"{filename}:{lineno}"})
+            return show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = record_warning
+        return self
+
+    def __exit__(self, *exc):
+        import logging
+        import warnings
+
+        logging.Logger.callHandlers = self._call_handlers
+        warnings.showwarning = self._show
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        self.stdout, self.stderr = (_read_memfd(fd) for fd in self._fds)
+        for fd in (*self._saved, *self._fds):
+            os.close(fd)
+        return False
+
+
+def import_if_silent(name):
+    """Import `name` in the parent, unless that prints or logs anything (or fails).
+
+    A module imported here is not imported again by the cases, so whatever its
+    import says would be missing from their output: such a module (or one
+    that fails) is left for each case to import itself.
+    """
+    if name in sys.modules:
+        return True
+    before = set(sys.modules)
+    ok = True
+    with Capture() as out:
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001
+            ok = False
+    if ok and out.silent():
+        return True
+    for partial in set(sys.modules) - before:
+        del sys.modules[partial]
+    return False
+
+
+# Imported by both entries before they parse arguments: their import-time
+# output belongs to every case (the prelude). Then what some cases import,
+# preloaded only where silent.
+PRELUDE_MODULES = ("sglang", "sglang.srt.server_args")
+WARM_MODULES = ("sglang.cli.main", "sglang.cli.serve", "sglang.launch_server", "sglang.srt.configs.model_config")
+
+
 def preload():
-    """Import what every case needs, once, in the parent (imports only, no calls)."""
-    import sglang  # noqa: F401
-    import sglang.cli.main  # noqa: F401
-    import sglang.cli.serve  # noqa: F401
-    import sglang.launch_server  # noqa: F401
-    import sglang.srt.configs.model_config  # noqa: F401
-    import sglang.srt.server_args  # noqa: F401
+    with Capture() as prelude:
+        for name in PRELUDE_MODULES:
+            __import__(name)
+    for name in WARM_MODULES:
+        import_if_silent(name)
+    return prelude
 
 
 def preload_more(names):
     # Modules a case imported lazily: import them here so later cases start warm.
     for name in sorted(names):
-        if name in sys.modules or name in LAUNCHERS:
-            continue
-        try:
-            __import__(name)
-        except BaseException:  # noqa: BLE001  (a module that fails here fails in the case too)
-            pass
+        if name not in LAUNCHERS:
+            import_if_silent(name)
 
 
 def clear_sglang_caches():
@@ -258,11 +340,13 @@ def _extract_function(path, qualname):
     return node, tree
 
 
-def run_release_function(path, qualname, module_name, env):
-    """Run a function exactly as the release wrote it, outside its (GPU-bound) module.
+@functools.lru_cache(maxsize=None)
+def release_function(path, qualname, module_name):
+    """A function exactly as the release wrote it, outside its (GPU-bound) module.
 
-    Its free names are bound from the module's own top-level imports; `env`
-    supplies the rest (the running server's state, which is simulated).
+    Its free names are bound from the module's own top-level imports; the
+    caller puts the rest (the running server's state, simulated) into the
+    returned globals. Parsed once, in the parent.
     """
     node, tree = _extract_function(path, qualname)
     if node is None:
@@ -276,14 +360,28 @@ def run_release_function(path, qualname, module_name, env):
         elif isinstance(top, ast.ImportFrom):
             for alias in top.names:
                 imports[alias.asname or alias.name] = ast.ImportFrom(module=top.module, names=[alias], level=top.level)
-    ns = {"__name__": module_name, "__builtins__": __builtins__, **env}
+    ns = {"__name__": module_name, "__builtins__": __builtins__}
     for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
         if name in imports and name not in ns:
             mod = ast.fix_missing_locations(ast.Module(body=[imports[name]], type_ignores=[]))
             exec(compile(mod, path, "exec"), ns)  # noqa: S102
     code = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
     exec(compile(code, path, "exec"), ns)  # noqa: S102
-    return ns[node.name]
+    return ns[node.name], ns
+
+
+SERVER_INFO_FUNCTIONS = (
+    ("sglang/srt/managers/scheduler.py", "Scheduler.get_init_info", "sglang.srt.managers.scheduler"),
+    ("sglang/srt/entrypoints/http_server.py", "server_info", "sglang.srt.entrypoints.http_server"),
+)
+
+
+def load_server_info_functions(site):
+    for rel, qualname, module_name in SERVER_INFO_FUNCTIONS:
+        try:
+            release_function(os.path.join(site, rel), qualname, module_name)
+        except Exception:  # noqa: BLE001  (reported per case by server_info)
+            pass
 
 
 class _SchedulerState:
@@ -304,13 +402,12 @@ def server_info(server_args, site):
     real ServerArgs; what only a running scheduler knows (token capacity,
     memory, throughput) is null and listed in the second value.
     """
-    http_py = os.path.join(site, "sglang", "srt", "entrypoints", "http_server.py")
-    sched_py = os.path.join(site, "sglang", "srt", "managers", "scheduler.py")
+    (sched_rel, sched_name, sched_mod), (http_rel, http_name, http_mod) = SERVER_INFO_FUNCTIONS
     simulated = []
 
     touched = []
     try:
-        init_info = run_release_function(sched_py, "Scheduler.get_init_info", "sglang.srt.managers.scheduler", {})
+        init_info, _ = release_function(os.path.join(site, sched_rel), sched_name, sched_mod)
         scheduler_info = init_info(_SchedulerState(touched))
         simulated += sorted(set(k for k, v in scheduler_info.items() if v is None))
     except Exception:  # noqa: BLE001  (needs more of a live scheduler than this)
@@ -334,8 +431,8 @@ def server_info(server_args, site):
     tokenizer_manager = types.SimpleNamespace(server_args=server_args, get_internal_state=get_internal_state,
                                               startup_time=None)
     global_state = types.SimpleNamespace(tokenizer_manager=tokenizer_manager, scheduler_info=scheduler_info)
-    handler = run_release_function(http_py, "server_info", "sglang.srt.entrypoints.http_server",
-                                   {"_global_state": global_state})
+    handler, handler_globals = release_function(os.path.join(site, http_rel), http_name, http_mod)
+    handler_globals["_global_state"] = global_state
     info = asyncio.run(handler())
     if "startup_time" in info:
         simulated.append("startup_time")
@@ -381,39 +478,16 @@ def run_entry(case, site):
         raise ValueError(f"unknown entry {entry!r}: sglang-serve or launch-server")
 
 
-def child(case, env, site, out_w):
-    import logging
-    import warnings
-
+def child(case, env, site, out_w, prelude):
     import _sglang_lab_stub
 
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    cap_out, cap_err = os.memfd_create("stdout"), os.memfd_create("stderr")
-    os.dup2(cap_out, 1)
-    os.dup2(cap_err, 2)
     os.environ.clear()
     os.environ.update(env)
     clear_sglang_caches()
     before_modules = set(sys.modules)
     touched_before = set(_sglang_lab_stub.touched())
-
-    logs = []
-    call_handlers = logging.Logger.callHandlers
-
-    def record_log(self, record):
-        logs.append({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
-        return call_handlers(self, record)
-
-    logging.Logger.callHandlers = record_log
-    show = warnings.showwarning
-
-    def record_warning(message, category, filename, lineno, file=None, line=None):
-        logs.append({"level": "WARNING", "logger": "py.warnings", "category": category.__name__,
-                     "message": str(message), "source": f"{filename}:{lineno}"})
-        return show(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = record_warning
     argparse_errors = []
     parser_error = argparse.ArgumentParser.error
 
@@ -423,6 +497,7 @@ def child(case, env, site, out_w):
 
     argparse.ArgumentParser.error = record_parser_error
     install_launch_boundary()
+    capture = Capture().__enter__()
 
     result = {"status": None, "exitCode": None, "exceptionType": None, "message": None,
               "serverArgs": None, "serverInfo": None, "serverInfoSimulated": None, "launcher": None}
@@ -445,8 +520,6 @@ def child(case, env, site, out_w):
         print_traceback(exc)
         result.update(status="exception", exitCode=1, exceptionType=exception_type_name(exc), message=str(exc))
 
-    logging.Logger.callHandlers = call_handlers
-    warnings.showwarning = show
     if launched is not None:
         args = launched.server_args
         result["serverArgs"] = jsonable(server_args_dict(args))
@@ -456,14 +529,10 @@ def child(case, env, site, out_w):
         except Exception as exc:  # noqa: BLE001
             result["serverInfoError"] = f"{exception_type_name(exc)}: {exc}"
 
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    result["stdout"] = _read_memfd(cap_out)
-    result["stderr"] = _read_memfd(cap_err)
-    result["logs"] = logs
+    capture.__exit__(None, None, None)
+    result["stdout"] = prelude.stdout + capture.stdout
+    result["stderr"] = prelude.stderr + capture.stderr
+    result["logs"] = prelude.logs + capture.logs
     result["stubsTouched"] = sorted(set(_sglang_lab_stub.touched()) - touched_before)
     result["_modules"] = sorted(m for m in set(sys.modules) - before_modules if not m.startswith("__"))
     data = (json.dumps(result, default=repr) + "\n").encode()
@@ -505,7 +574,8 @@ def main():
 
     import _sglang_lab_stub  # noqa: F401  (before anything imports torch)
 
-    preload()
+    prelude = preload()
+    load_server_info_functions(site)
     import sglang.version
 
     if sglang.version.__version__ != cli.version:
@@ -519,6 +589,12 @@ def main():
             except json.JSONDecodeError as exc:
                 sys.exit(f"oracle.py: stdin line {lineno}: {exc}")
 
+    # Children share the parent's pages until they write them: keep the
+    # collector from touching (and so copying) every imported object.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     out = sys.stdout
     results = [None] * len(cases)
     running = {}  # read fd -> (index, pid, started, chunks)
@@ -536,11 +612,12 @@ def main():
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
+                gc.disable()
                 os.close(r)
                 oracle_stderr = os.dup(2)
                 try:
                     case = cases[next_case]
-                    child(case, case_env(base, case), site, w)
+                    child(case, case_env(base, case), site, w, prelude)
                 except BaseException:  # noqa: BLE001  (the oracle's own failure, not SGLang's verdict)
                     text = traceback.format_exc()
                     os.write(oracle_stderr, f"oracle.py: case {next_case + 1}: {text}".encode())
