@@ -16,11 +16,11 @@ async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   switch (cmd) {
     case "up": {
-      const info = await labUp({ fresh: rest.includes("--fresh") });
+      const info = await labUp({ fresh: rest.includes("--fresh"), log: (m) => process.stderr.write(`${m}\n`) });
       process.stdout.write(
         `lab up in ${info.labDir}\n` +
           `  host ${info.host.hostname}: ssh -i ${info.clientKeyPath} -o UserKnownHostsFile=${info.knownHostsFile} -p ${info.host.sshPort} root@${info.host.address}\n` +
-          `  container ${info.vmid} (${info.container.hostname}): root@${info.container.address}:${info.container.sshPort}, or 'pct exec ${info.vmid} -- <cmd>' on the host\n` +
+          `  container ${info.vmid} (${info.container.hostname}): root@${info.container.address}:${info.container.sshPort}, or 'pct exec ${info.vmid} -- <cmd>' on the host (LXC, systemd 252 as init)\n` +
           `  lab.json: ${info.labDir}/lab.json\n`,
       );
       return 0;
@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
           `  host      ${s.host.address}:${s.host.port}  namespace=${s.host.namespace} sshd=${s.host.sshd} listening=${l.host}\n` +
           `  container ${s.container.address}:${s.container.port}  namespace=${s.container.namespace} running=${s.container.running} init=${s.container.init} sshd=${s.container.sshd} listening=${l.container}\n` +
           `  simulated SGLang servers: ${s.container.simulators.length > 0 ? s.container.simulators.join(", ") : "none"}\n` +
-          `  processes in lab namespaces: ${s.processes.length}\n`,
+          `  processes in the lab's cgroup: ${s.processes.length}\n`,
       );
       return s.up ? 0 : 3;
     }

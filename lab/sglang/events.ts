@@ -23,7 +23,7 @@ export interface SimulatorEvent {
   port?: number;
   /** e.g. the exception line for startup-failed / crashed. */
   detail?: string;
-  /** INVOCATION_ID when started by the lab's systemd. */
+  /** systemd's INVOCATION_ID (the unit's run) when started by the container's systemd. */
   invocationId?: string;
 }
 
