@@ -27,3 +27,5 @@ fi
 scripts/engine.sh >/dev/null
 # The newest CLI the tests also run under (tests/e2e/engines.test.ts).
 scripts/engine.sh next >/dev/null
+# The real SGLang releases the lab tests use as their oracle (lab/sglang/real/README.md).
+lab/sglang/real/install.sh

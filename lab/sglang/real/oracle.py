@@ -678,7 +678,10 @@ def write_report(path, site, deps, touched):
             top = sorted({str(f).split("/", 1)[0].removesuffix(".py") for f in (dist.files or [])
                           if "/" in str(f) or str(f).endswith(".py")})
         if any(t in tops for t in top):
-            where = "site" if str(dist.locate_file("")).rstrip("/") == site.rstrip("/") else "deps"
+            if type(dist).__name__ == "_StubDistribution":
+                where = "stub"
+            else:
+                where = "site" if str(dist.locate_file("")).rstrip("/") == site.rstrip("/") else "deps"
             imported[dist.metadata["Name"]] = {"version": dist.version, "in": where}
     report = {"imported": dict(sorted(imported.items(), key=lambda kv: kv[0].lower())),
               "stubDistributions": json.loads(os.environ.get("SGLANG_LAB_STUB_DISTS", "{}")),
