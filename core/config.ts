@@ -6,29 +6,20 @@
  */
 import { z } from "zod";
 import { fromBooleanString, fromNumericString } from "./config-scalars";
+import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import {
     API_KEY_ENV,
     ASSUMED_AUTO_MEM_FRACTION,
     DEFAULT_LISTEN_HOST,
     DEFAULT_PORT,
-    DRAFT_MODEL_ALGORITHMS,
     HEALTH_CHECK_TIMEOUT_SECONDS,
-    isHybridLinearAttention,
     MAMBA_SCHEDULER_STRATEGIES,
     MIN_PROBE_TIMEOUT_SECONDS,
-    NO_DRAFT_MODEL_ALGORITHMS,
     OWNED_FLAGS,
     parseSglangBool,
-    RADIX_SPECULATIVE_RULE_SINCE,
-    radixDisabledWarning,
-    radixSpeculativeError,
-    resolvedMambaStrategy,
     SPEC_V2_ENV,
-    speculativeAlgorithmsFor,
-    specV2Enabled,
-    VERIFIED_VERSIONS,
-    versionAtLeast,
 } from "./sglang-rules";
+import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
 
@@ -316,6 +307,31 @@ export const ReadinessSchema = z.strictObject({
         .default(30),
     gpuReleaseTimeoutSeconds: fromNumericString(z.int().min(0).max(3600)).default(120),
     chatCheck: fromBooleanString(z.boolean()).default(true),
+    /**
+     * After ready and the checks, the server must stay healthy this long (same
+     * MainPID, unit active, no fatal journal line, GET /health = 200 on every
+     * poll) before the rollout succeeds; 0 turns the window off. Default 30:
+     * SGLang's /health needs up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s) to call
+     * a hung scheduler down, plus 10 s (Nomad's min_healthy_time) for the
+     * crashes seconds after ready. README "Readiness and the healthy window".
+     */
+    minHealthySeconds: fromNumericString(
+        z
+            .int({ error: "must be a whole number of seconds (0 turns the healthy window off)" })
+            .min(0, { error: "must be 0 (no healthy window) or more seconds" })
+            .max(3600, { error: "must be at most 3600 s: a longer wait belongs in monitoring, not in pulumi up" }),
+    ).default(30),
+    /**
+     * Starts of a new config (and of the previous one on rollback) before the
+     * rollout gives up, for failures that can pass on retry (not an argument
+     * or ServerArgs error, not out of memory). Default 2: one retry.
+     */
+    startAttempts: fromNumericString(
+        z
+            .int({ error: "must be a whole number of starts: 1 (no retry) or more" })
+            .min(1, { error: "must be at least 1 (1 starts once and never retries)" })
+            .max(10, { error: "must be at most 10: each attempt may take the whole startupTimeoutSeconds" }),
+    ).default(2),
 });
 
 export const StackConfigSchema = z.strictObject({
@@ -616,136 +632,121 @@ function sshKeyRule(input: RuleInput, f: Findings): void {
 }
 
 function versionRule(service: ServiceConfig, f: Findings): void {
-    const { sglangVersion: v } = service;
-    if (!versionAtLeast(v, VERIFIED_VERSIONS.oldest) || !versionAtLeast(VERIFIED_VERSIONS.newest, v)) {
+    if (!sglangRelease(service.sglangVersion).verified) {
         f.warn(
-            `${pulumiKey("service.sglangVersion")} is ${v}; the SGLang rules here were checked for ${VERIFIED_VERSIONS.oldest} to ${VERIFIED_VERSIONS.newest} only ` +
-                "(newer releases renamed --mamba-scheduler-strategy and dropped SGLANG_ENABLE_SPEC_V2): check core/sglang-rules.ts before relying on them.",
+            `${pulumiKey("service.sglangVersion")} is ${service.sglangVersion}; the SGLang rules here were checked against the releases ` +
+                `${SGLANG_RELEASES.map((r) => r.version).join(", ")} only (newer releases renamed --mamba-scheduler-strategy and dropped ` +
+                `${SPEC_V2_ENV}): the rules of ${sglangRelease(service.sglangVersion).version === service.sglangVersion ? "the nearest one" : "the nearest older one"} are applied; check core/sglang-releases.ts before relying on them.`,
         );
     }
 }
 
-function algorithmRule(service: ServiceConfig, f: Findings): boolean {
-    const spec = service.speculative;
-    if (!spec) return true;
-    const allowed = speculativeAlgorithmsFor(service.sglangVersion);
-    if (allowed.includes(spec.algorithm)) return true;
-    const path = "service.speculative.algorithm";
-    const list = allowed.join(", ");
-    const caseFix = allowed.find((a) => a.toLowerCase() === spec.algorithm.toLowerCase());
-    let message: string;
-    if (spec.algorithm.toUpperCase() === "MTP") {
-        message = `${path} is ${spec.algorithm}, but MTP is not a value: use NEXTN to use the model's own MTP head (allowed in SGLang ${service.sglangVersion}: ${list}).`;
-    } else if (caseFix) {
-        message = `${path} is ${spec.algorithm}, but SGLang's choices are case-sensitive: write ${caseFix} (allowed: ${list}).`;
-    } else if (spec.algorithm === "DFLASH") {
-        message = `${path} is DFLASH, which SGLang ${service.sglangVersion} does not offer: upgrade SGLang (and record the release in core/sglang-rules.ts DFLASH_SINCE), or serve the DFlash drafter with EAGLE3 and draftModelPath (allowed: ${list}).`;
-    } else {
-        message = `${path} is ${spec.algorithm}, which SGLang ${service.sglangVersion} does not accept: use one of ${list}.`;
-    }
-    f.issue(path, spec.algorithm, message);
-    return false;
+/** `--mamba-track-interval=N` in extraArgs, with its index. */
+function mambaTrackInterval(service: ServiceConfig): { value: number; index: number } | undefined {
+    const index = service.extraArgs.findIndex((a) => /^--mamba-track-interval=\d+$/.test(a));
+    return index === -1 ? undefined : { value: Number(service.extraArgs[index]!.split("=")[1]), index };
 }
 
-function draftModelRule(service: ServiceConfig, f: Findings): void {
-    const spec = service.speculative;
-    if (!spec) return;
-    const path = "service.speculative.draftModelPath";
-    if (DRAFT_MODEL_ALGORITHMS.includes(spec.algorithm) && spec.draftModelPath === undefined) {
-        f.issue(
-            path,
-            undefined,
-            `${path} is required with algorithm ${spec.algorithm}: set it to the drafter's folder (absolute path), or use algorithm NEXTN to draft with the model's own MTP head.`,
-        );
-    }
-    if (NO_DRAFT_MODEL_ALGORITHMS.includes(spec.algorithm) && spec.draftModelPath !== undefined) {
-        const why = spec.algorithm === "NEXTN" ? "NEXTN drafts with the checkpoint's own MTP head" : "NGRAM drafts from n-gram lookup";
-        f.issue(
-            path,
-            spec.draftModelPath,
-            `${path} must not be set with algorithm ${spec.algorithm} (${why}): remove it, or switch to algorithm EAGLE3 to use a separate drafter.`,
-        );
-    }
-    if (spec.draftModelPath !== undefined && spec.draftModelPath === service.model.path) {
-        f.issue(
-            path,
-            spec.draftModelPath,
-            `${path} is the served model itself: to draft with the model's own MTP head use algorithm NEXTN without draftModelPath.`,
-        );
-    }
-}
+const SERVER_ARGS_INPUTS = ["service.speculative", "service.disableRadixCache", "service.model.architecture", "service.sglangVersion", "service.mambaSchedulerStrategy"];
 
-/** The EAGLE-family step settings: all three or none, with topk 1 forcing draft tokens = steps + 1. */
-function speculativeStepsRule(service: ServiceConfig, f: Findings): void {
+/**
+ * SGLang's own verdict on the settings (core/sglang-server-args.ts, per
+ * release): the exception it would raise at startup fails the preview under
+ * the key it is about, with SGLang's text and the fix; what it would change
+ * silently is a warning naming the value it will run.
+ */
+function serverArgsRule(service: ServiceConfig, f: Findings): void {
+    const release = sglangRelease(service.sglangVersion);
     const spec = service.speculative;
-    if (!spec || spec.algorithm === "NGRAM") return;
-    const fields = { numSteps: spec.numSteps, eagleTopk: spec.eagleTopk, numDraftTokens: spec.numDraftTokens };
-    const given = Object.entries(fields).filter(([, v]) => v !== undefined);
-    if (given.length > 0 && given.length < 3) {
-        for (const [name, value] of Object.entries(fields)) {
-            if (value !== undefined) continue;
-            f.issue(
-                `service.speculative.${name}`,
-                undefined,
-                `service.speculative.${name} is missing: set numSteps, eagleTopk and numDraftTokens together, or none of them to let SGLang pick (a partial set fails at startup with an AssertionError or TypeError).`,
+    const interval = mambaTrackInterval(service);
+    const verdict = judgeServerArgs(release, {
+        architecture: service.model.architecture,
+        speculative: spec,
+        mambaSchedulerStrategy: service.mambaSchedulerStrategy,
+        disableRadixCache: service.disableRadixCache,
+        maxRunningRequests: service.maxRunningRequests,
+        mambaTrackInterval: interval?.value,
+        environment: service.environment,
+    });
+    for (const refusal of verdict.refusals) {
+        const key = refusal.key === "service.mambaTrackInterval" ? `service.extraArgs[${interval!.index}]` : refusal.key;
+        const value = valueOfKey(service, refusal.key, interval);
+        let message = `${key} is ${shownValue(value)}: SGLang ${service.sglangVersion} refuses it at startup with\n       ${refusal.error}\n       Fix: ${refusal.fix}.`;
+        if (refusal.key === "service.speculative.algorithm" && spec) message += algorithmHint(spec.algorithm, release.speculativeAlgorithms);
+        f.issue(key, value, message, SERVER_ARGS_INPUTS);
+    }
+    if (verdict.refusals.length > 0) return;
+    if (spec) {
+        const runs = verdict.runs;
+        const changed = (name: "numSteps" | "eagleTopk" | "numDraftTokens") =>
+            spec[name] !== undefined && runs[name] !== undefined && runs[name] !== spec[name];
+        for (const name of ["numSteps", "eagleTopk", "numDraftTokens"] as const) {
+            if (!changed(name)) continue;
+            f.warn(
+                `${pulumiKey(`service.speculative.${name}`)} is ${spec[name]}, but SGLang ${service.sglangVersion} runs ${runs[name]} ` +
+                    `(${spec.algorithm === "DFLASH" ? "DFLASH runs one step with topk 1" : "with eagleTopk 1 it runs numSteps + 1 draft tokens"}): declare ${runs[name]}.`,
             );
         }
-        return;
+        if ((spec.algorithm === "NEXTN" || spec.algorithm === "EAGLE") && spec.draftModelPath !== undefined) {
+            f.warn(
+                spec.draftModelPath === service.model.path
+                    ? `${pulumiKey("service.speculative.draftModelPath")} is the served model itself: ${spec.algorithm} drafts with the model's own MTP head without it; remove it.`
+                    : `${pulumiKey("service.speculative.draftModelPath")} is set with ${spec.algorithm}: SGLang runs EAGLE with that drafter, not the model's own MTP head.`,
+            );
+        }
     }
-    const { numSteps, eagleTopk, numDraftTokens } = fields;
-    if (numSteps === undefined || eagleTopk === undefined || numDraftTokens === undefined) return;
-    if (eagleTopk === 1 && numDraftTokens !== numSteps + 1) {
-        f.issue(
-            "service.speculative.numDraftTokens",
-            numDraftTokens,
-            `service.speculative.numDraftTokens is ${numDraftTokens} but must be numSteps + 1 = ${numSteps + 1} when eagleTopk is 1 (SGLang overrides it silently): set numDraftTokens: ${numSteps + 1}.`,
+    if (verdict.runs.disableRadixCache && !service.disableRadixCache) {
+        f.warn(
+            `SGLang ${service.sglangVersion} serves ${service.model.architecture} without the radix cache here (it logs "${verdict.warnings.find((w) => /radix cache/i.test(w)) ?? "Disabling radix cache"}"): ` +
+                `set ${pulumiKey("service.disableRadixCache")}: true to say so.`,
         );
     }
-    if (eagleTopk > 1 && specV2Enabled(service.environment)) {
-        f.issue(
-            "service.speculative.eagleTopk",
-            eagleTopk,
-            `service.speculative.eagleTopk is ${eagleTopk} but ${SPEC_V2_ENV} on (the V2 speculative worker) supports only eagleTopk 1: set eagleTopk: 1 and numDraftTokens: ${numSteps + 1}, or remove ${SPEC_V2_ENV}.`,
+    const specV2Value = service.environment[SPEC_V2_ENV];
+    if (specV2Value !== undefined && parseSglangBool(specV2Value) === undefined) {
+        f.warn(
+            `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is "${specV2Value}", which SGLang cannot read: it warns and uses its default (${release.specV2Default ? "on" : "off"} in ${release.version}); write "1" or "0".`,
+        );
+    }
+    if (spec && !release.specV2Default && ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) && !specV2On(release, service.environment)) {
+        f.warn(
+            `SGLang ${release.version} runs speculative decoding without the overlap scheduler unless ${SPEC_V2_ENV} is on: set ${pulumiKey(`service.environment.${SPEC_V2_ENV}`)}: "1" for it (advice, not required).`,
+        );
+    }
+    if (spec && DRAFTER_ALGORITHMS.includes(spec.algorithm) && spec.draftModelPath === undefined) {
+        f.warn(
+            `${pulumiKey("service.speculative.draftModelPath")} is not set with ${spec.algorithm}: SGLang loads the served model as the drafter; set the drafter's folder.`,
         );
     }
 }
 
-const RADIX_RULE_INPUTS = ["service.speculative", "service.disableRadixCache", "service.model.architecture", "service.sglangVersion"];
+/** Algorithms that draft with a separate checkpoint (EAGLE and NEXTN draft with the model's own MTP head without one). */
+const DRAFTER_ALGORITHMS = ["EAGLE3", "STANDALONE"];
 
-/** The startup ValueError that crashed the field's first launch (0.5.10+), or 0.5.9's silent fallback. */
-function radixCacheRule(service: ServiceConfig, f: Findings): void {
-    const { speculative, disableRadixCache, sglangVersion, model } = service;
-    if (!speculative || disableRadixCache || !isHybridLinearAttention(model.architecture)) return;
-    const strategyOk = resolvedMambaStrategy(service.mambaSchedulerStrategy) === "extra_buffer";
-    const specV2Ok = specV2Enabled(service.environment);
-    if (strategyOk && specV2Ok) return;
-    if (!versionAtLeast(sglangVersion, RADIX_SPECULATIVE_RULE_SINCE)) {
-        f.warn(
-            `SGLang ${sglangVersion} will log "${radixDisabledWarning(model.architecture)}" and serve without the radix cache: ` +
-                `set ${pulumiKey("service.disableRadixCache")}: true to say so, or upgrade to >= ${RADIX_SPECULATIVE_RULE_SINCE} and use mambaSchedulerStrategy extra_buffer with ${SPEC_V2_ENV}=1.`,
-        );
-        return;
+function valueOfKey(service: ServiceConfig, key: ServerArgsKey, interval: { value: number; index: number } | undefined): unknown {
+    switch (key) {
+        case "service.mambaSchedulerStrategy":
+            return service.mambaSchedulerStrategy;
+        case "service.mambaTrackInterval":
+            return interval ? service.extraArgs[interval.index] : undefined;
+        case "service.environment":
+            return service.environment[SPEC_V2_ENV];
+        default:
+            return service.speculative?.[key.slice("service.speculative.".length) as keyof NonNullable<ServiceConfig["speculative"]>];
     }
-    const crash = radixSpeculativeError(model.architecture);
-    const fix =
-        `Fix: set service.mambaSchedulerStrategy: extra_buffer and service.environment.${SPEC_V2_ENV}: "1" ` +
-        "(keeps prefix caching), or set service.disableRadixCache: true.";
-    if (!strategyOk) {
-        f.issue(
-            "service.mambaSchedulerStrategy",
-            service.mambaSchedulerStrategy,
-            `service.mambaSchedulerStrategy is ${service.mambaSchedulerStrategy ?? "unset (auto = no_buffer)"} with speculative decoding and the radix cache on a hybrid model: SGLang ${sglangVersion} exits at startup with\n       ${crash}\n       ${fix}`,
-            RADIX_RULE_INPUTS,
-        );
-    }
-    if (!specV2Ok) {
-        f.issue(
-            `service.environment.${SPEC_V2_ENV}`,
-            service.environment[SPEC_V2_ENV],
-            `service.environment.${SPEC_V2_ENV} is not on, which SGLang ${sglangVersion} needs for speculative decoding with the radix cache on ${model.architecture}; without it SGLang exits at startup with\n       ${crash}\n       ${fix}`,
-            RADIX_RULE_INPUTS,
-        );
-    }
+}
+
+function shownValue(value: unknown): string {
+    if (value === undefined) return "unset";
+    return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The stack's own hints for a refused algorithm: MTP is not a value, choices are case-sensitive. */
+function algorithmHint(algorithm: string, allowed: readonly string[]): string {
+    if (algorithm.toUpperCase() === "MTP") return "\n       MTP is not a value: NEXTN uses the model's own MTP head.";
+    const caseFix = allowed.find((a) => a.toLowerCase() === algorithm.toLowerCase());
+    if (caseFix) return `\n       SGLang's choices are case-sensitive: write ${caseFix}.`;
+    if (algorithm === "DFLASH") return "\n       DFLASH is a choice from SGLang 0.5.11 on: upgrade, or serve the drafter with EAGLE3.";
+    return "";
 }
 
 function environmentRule(service: ServiceConfig, f: Findings): void {
@@ -770,9 +771,6 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
                 `${path} must be letters, digits and ._/@+,=:%- only (no spaces, quotes, $, \\ or control characters), so it is safe in the unit file: change the value.`,
             );
             continue;
-        }
-        if (name === SPEC_V2_ENV && parseSglangBool(value) === undefined) {
-            f.issue(path, value, `${path} is not a boolean SGLang reads (it would fall back to off): write "1" or "0".`);
         }
     }
 }
@@ -917,6 +915,16 @@ function readinessRule(readiness: ReadinessConfig, f: Findings): void {
             `readiness.startupTimeoutSeconds (${readiness.startupTimeoutSeconds}) is shorter than one probe (probeTimeoutSeconds ${readiness.probeTimeoutSeconds}): allow about 900 s for loading and CUDA-graph capture.`,
         );
     }
+    const { minHealthySeconds: window, pollIntervalSeconds: poll } = readiness;
+    if (window > 0 && window < 2 * poll) {
+        f.issue(
+            "readiness.minHealthySeconds",
+            window,
+            `readiness.minHealthySeconds (${window}) is shorter than two polls (pollIntervalSeconds ${poll}): the healthy window would see one poll at most. ` +
+                `Use at least ${2 * poll} s (the default 30 covers SGLang's 20 s health-check timeout), or 0 to turn the window off.`,
+            ["readiness.pollIntervalSeconds"],
+        );
+    }
 }
 
 function applyRules(input: RuleInput, f: Findings): void {
@@ -925,12 +933,8 @@ function applyRules(input: RuleInput, f: Findings): void {
     const { service, readiness } = input;
     if (service) {
         versionRule(service, f);
-        if (algorithmRule(service, f)) {
-            draftModelRule(service, f);
-            speculativeStepsRule(service, f);
-        }
         environmentRule(service, f);
-        radixCacheRule(service, f);
+        serverArgsRule(service, f);
         extraArgsRule(service, f);
         listenRule(service, f);
     }

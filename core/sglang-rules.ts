@@ -1,7 +1,8 @@
 /**
- * Facts about SGLang that the config rules, the argv renderer and the drift
- * check depend on. Each fact names where it comes from; see
- * /work/shared/sglang-facts.md (SGLang 0.5.9 .. 0.5.11 sources).
+ * Facts about SGLang that hold across the releases the stack knows: versions,
+ * the owned flags, the names SGLang reads, endpoints' timeouts. What differs
+ * per release is in core/sglang-releases.ts, and what ServerArgs does with a
+ * command line in core/sglang-server-args.ts.
  */
 
 /** A release as `major.minor.patch`; SGLang's own tags carry no suffix we rely on. */
@@ -32,71 +33,13 @@ function mustParseVersion(text: string): Version {
     return v;
 }
 
-/** The releases whose behaviour these rules were checked against; others get a warning. */
-export const VERIFIED_VERSIONS = { oldest: "0.5.9", newest: "0.5.11" } as const;
-
-/**
- * From 0.5.10 SGLang refuses speculative decoding on hybrid linear-attention
- * models with the radix cache on under `--mamba-scheduler-strategy no_buffer`
- * (0.5.9 silently disabled the radix cache instead).
- */
-export const RADIX_SPECULATIVE_RULE_SINCE = "0.5.10";
-
 /** `sglang serve` is the recommended entrypoint from here on; `launch_server` prints a deprecation warning. */
 export const SERVE_LAUNCHER_SINCE = "0.5.10";
-
-/**
- * Architectures (config.json `architectures[0]`) with linear-attention / Mamba
- * layers, for which SGLang keeps recurrent state per request: the radix-cache
- * rule below applies to them.
- */
-export const HYBRID_LINEAR_ATTENTION_ARCHITECTURES: readonly string[] = [
-    "Qwen3_5ForConditionalGeneration",
-    "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3NextForCausalLM",
-    "NemotronHForCausalLM",
-    "FalconH1ForCausalLM",
-];
-
-export function isHybridLinearAttention(architecture: string): boolean {
-    return HYBRID_LINEAR_ATTENTION_ARCHITECTURES.includes(architecture);
-}
-
-/** argparse choices of `--speculative-algorithm` in 0.5.9 .. 0.5.11 (case-sensitive). */
-export const SPECULATIVE_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"] as const;
-export type SpeculativeAlgorithm = (typeof SPECULATIVE_ALGORITHMS)[number] | "DFLASH";
-
-/**
- * DFLASH was added to the choices in a 0.5.x release after 0.5.11; the exact
- * release is not verified, so no version accepts it yet. Set this to the first
- * release that lists it (check `--speculative-algorithm` choices in
- * server_args.py) to allow `algorithm: DFLASH`.
- */
-export const DFLASH_SINCE: string | undefined = undefined;
-
-export function speculativeAlgorithmsFor(version: string): readonly string[] {
-    const withDflash = DFLASH_SINCE !== undefined && versionAtLeast(version, DFLASH_SINCE);
-    return withDflash ? [...SPECULATIVE_ALGORITHMS, "DFLASH"] : SPECULATIVE_ALGORITHMS;
-}
-
-/** Algorithms whose drafter is a separate checkpoint: `--speculative-draft-model-path` is required. */
-export const DRAFT_MODEL_ALGORITHMS: readonly string[] = ["EAGLE", "EAGLE3", "STANDALONE", "DFLASH"];
-
-/**
- * NEXTN drafts with the checkpoint's own MTP layers and NGRAM with n-gram
- * lookup: a draft model path would be ignored or would mean something else.
- */
-export const NO_DRAFT_MODEL_ALGORITHMS: readonly string[] = ["NEXTN", "NGRAM"];
 
 export const MAMBA_SCHEDULER_STRATEGIES = ["auto", "no_buffer", "extra_buffer"] as const;
 export type MambaSchedulerStrategy = (typeof MAMBA_SCHEDULER_STRATEGIES)[number];
 
-/** `auto` resolves to no_buffer in 0.5.10 / 0.5.11. */
-export function resolvedMambaStrategy(strategy: MambaSchedulerStrategy | undefined): "no_buffer" | "extra_buffer" {
-    return strategy === "extra_buffer" ? "extra_buffer" : "no_buffer";
-}
-
-/** The environment switch for the V2 speculative worker (overlap scheduler); only topk 1 works with it on. */
+/** The environment switch for the V2 speculative worker (overlap scheduler); see core/sglang-releases.ts. */
 export const SPEC_V2_ENV = "SGLANG_ENABLE_SPEC_V2";
 
 /**
@@ -111,11 +54,6 @@ export function parseSglangBool(value: string): boolean | undefined {
     return undefined;
 }
 
-export function specV2Enabled(environment: Readonly<Record<string, string>>): boolean {
-    const raw = environment[SPEC_V2_ENV];
-    return raw !== undefined && parseSglangBool(raw) === true;
-}
-
 /** SGLang's startup error for the radix-cache rule, verbatim (note the missing space after "no_buffer."). */
 export function radixSpeculativeError(architecture: string): string {
     return (
@@ -123,11 +61,6 @@ export function radixSpeculativeError(architecture: string): string {
         `--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use ` +
         `--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.`
     );
-}
-
-/** SGLang 0.5.9's log line for the same situation (it disables the cache and carries on). */
-export function radixDisabledWarning(architecture: string): string {
-    return `Disabling radix cache since speculative decoding for ${architecture} is not supported with radix cache yet.`;
 }
 
 /** `SGLANG_HEALTH_CHECK_TIMEOUT` default: /health answers 503 after this long. */

@@ -7,7 +7,7 @@ import {
     STATIC_POOL_RESERVE_GIB,
     validateStackConfig,
 } from "../../core/config";
-import { HYBRID_LINEAR_ATTENTION_ARCHITECTURES, radixSpeculativeError } from "../../core/sglang-rules";
+import { radixSpeculativeError } from "../../core/sglang-rules";
 import { fieldConfig, FieldRaw, withField } from "./fixtures";
 
 function issuesOf(raw: unknown): ConfigIssue[] {
@@ -124,9 +124,8 @@ describe("stack config: reporting", () => {
     });
 });
 
-describe("stack config: speculative decoding on hybrid linear-attention models", () => {
+describe("stack config: speculative decoding on hybrid linear-attention models (SGLang's own rules per release)", () => {
     const spec = "service.mambaSchedulerStrategy";
-    const env = "service.environment.SGLANG_ENABLE_SPEC_V2";
 
     it("rejects no_buffer with SGLang's exact startup error and the fix", () => {
         const issue = issueAt(
@@ -148,26 +147,22 @@ describe("stack config: speculative decoding on hybrid linear-attention models",
             withField((r) => delete (r.service as Partial<typeof r.service>).mambaSchedulerStrategy),
             spec,
         );
-        assert.match(issue.message, /unset \(auto = no_buffer\)/);
+        assert.match(issue.message, /service\.mambaSchedulerStrategy is unset: SGLang 0\.5\.11 refuses it/);
     });
 
-    it("rejects extra_buffer without SGLANG_ENABLE_SPEC_V2, naming the environment key", () => {
-        const issue = issueAt(
-            withField((r) => (r.service.environment = {} as typeof r.service.environment)),
-            env,
-        );
-        assert.ok(issue.message.includes(radixSpeculativeError("Qwen3_5ForConditionalGeneration")));
-        assert.equal(issuesOf(withField((r) => (r.service.environment = {} as typeof r.service.environment))).length, 1);
+    it("accepts extra_buffer without SGLANG_ENABLE_SPEC_V2 on 0.5.11 (the check looks at the strategy; spec v2 is on by default)", () => {
+        accepted(withField((r) => (r.service.environment = {} as typeof r.service.environment)));
+        accepted(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "0")));
     });
 
-    it("reports both keys when both are missing", () => {
-        const paths = issuesOf(
+    it("accepts extra_buffer without SGLANG_ENABLE_SPEC_V2 on 0.5.10, advising it for the overlap scheduler", () => {
+        const result = accepted(
             withField((r) => {
-                r.service.mambaSchedulerStrategy = "auto";
+                r.service.sglangVersion = "0.5.10";
                 r.service.environment = {} as typeof r.service.environment;
             }),
-        ).map((i) => i.path);
-        assert.deepEqual(paths.sort(), [env, spec].sort());
+        );
+        assert.ok(result.warnings.some((w) => /overlap scheduler/.test(w) && /advice, not required/.test(w)), result.warnings.join("\n"));
     });
 
     for (const value of ["1", "true", "True"]) {
@@ -176,34 +171,51 @@ describe("stack config: speculative decoding on hybrid linear-attention models",
         });
     }
 
-    it("rejects SGLANG_ENABLE_SPEC_V2=0 as off", () => {
-        issueAt(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "0")), env);
+    it("warns about a SGLANG_ENABLE_SPEC_V2 value SGLang cannot read, naming the default it falls back to", () => {
+        const result = accepted(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "on")));
+        assert.ok(result.warnings.some((w) => /SGLANG_ENABLE_SPEC_V2 is "on", which SGLang cannot read: it warns and uses its default \(on in 0\.5\.11\)/.test(w)));
     });
 
-    it("rejects a SGLANG_ENABLE_SPEC_V2 value SGLang cannot read", () => {
-        assert.match(issueAt(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "on")), env).message, /not a boolean/);
-    });
-
-    it("accepts disableRadixCache instead of extra_buffer + SPEC_V2", () => {
+    it("accepts disableRadixCache with no_buffer", () => {
         accepted(
             withField((r) => {
                 r.service.mambaSchedulerStrategy = "no_buffer";
-                r.service.environment = {} as typeof r.service.environment;
                 (r.service as Record<string, unknown>).disableRadixCache = true;
             }),
         );
     });
 
-    for (const architecture of HYBRID_LINEAR_ATTENTION_ARCHITECTURES) {
-        it(`applies to ${architecture}`, () => {
-            const issue = issueAt(
+    it("rejects extra_buffer with disableRadixCache (0.5.10+), with SGLang's message", () => {
+        const issue = issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = true)), spec);
+        assert.ok(issue.message.includes("ValueError: mamba extra_buffer is not compatible with --disable-radix-cache"));
+    });
+
+    for (const architecture of ["Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3NextForCausalLM"]) {
+        it(`supports extra_buffer on ${architecture}`, () => {
+            accepted(withField((r) => (r.service.model.architecture = architecture)));
+        });
+    }
+
+    for (const architecture of ["NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM"]) {
+        it(`refuses extra_buffer on ${architecture} (AssertionError), and its only fix with speculation is --disable-radix-cache`, () => {
+            const issue = issueAt(withField((r) => (r.service.model.architecture = architecture)), spec);
+            assert.ok(issue.message.includes(`AssertionError: mamba extra_buffer is not supported for ${architecture} model`));
+            assert.match(issue.message, /disableRadixCache: true/);
+            const noBuffer = issueAt(
                 withField((r) => {
                     r.service.model.architecture = architecture;
                     r.service.mambaSchedulerStrategy = "no_buffer";
                 }),
                 spec,
             );
-            assert.ok(issue.message.includes(`Speculative decoding for ${architecture} is not compatible`));
+            assert.ok(noBuffer.message.includes(`Speculative decoding for ${architecture} is not compatible with radix cache`));
+            accepted(
+                withField((r) => {
+                    r.service.model.architecture = architecture;
+                    delete (r.service as Partial<typeof r.service>).mambaSchedulerStrategy;
+                    (r.service as Record<string, unknown>).disableRadixCache = true;
+                }),
+            );
         });
     }
 
@@ -245,33 +257,78 @@ describe("stack config: speculative decoding on hybrid linear-attention models",
         );
         assert.ok(result.warnings.some((w) => w.includes("Disabling radix cache since speculative decoding for Qwen3_5ForConditionalGeneration")));
     });
+
+    it("requires --mamba-track-interval to be at least the draft-token count with extra_buffer", () => {
+        const issue = issueAt(
+            withField((r) => {
+                r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 4 } as typeof r.service.speculative;
+                (r.service as Record<string, unknown>).extraArgs = ["--mamba-track-interval=2"];
+            }),
+            "service.extraArgs[0]",
+        );
+        assert.ok(issue.message.includes("AssertionError: mamba_track_interval 2 must be greater than or equal to speculative_num_draft_tokens 4"));
+    });
 });
 
-describe("stack config: speculative algorithm and drafter", () => {
+describe("stack config: speculative algorithm and drafter (SGLang's own rules per release)", () => {
     const path = "service.speculative.algorithm";
 
-    it("rejects MTP and says to use NEXTN for the model's own MTP head", () => {
+    it("rejects MTP with argparse's message and says to use NEXTN for the model's own MTP head", () => {
         const issue = issueAt(withField((r) => (r.service.speculative.algorithm = "MTP")), path);
-        assert.match(issue.message, /MTP is not a value: use NEXTN to use the model's own MTP head/);
-        assert.match(issue.message, /EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
+        assert.match(issue.message, /sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP'/);
+        assert.match(issue.message, /MTP is not a value: NEXTN uses the model's own MTP head/);
+        assert.match(issue.message, /DFLASH, EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
     });
 
     it("is case-sensitive like SGLang's argparse", () => {
         assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "nextn")), path).message, /case-sensitive: write NEXTN/);
     });
 
-    it("rejects DFLASH on 0.5.11, which does not have it", () => {
+    it("accepts DFLASH with a drafter on 0.5.11: steps 1, topk 1, draft tokens the drafter's block size", () => {
+        const result = accepted(
+            withField((r) => {
+                r.service.speculative = {
+                    algorithm: "DFLASH",
+                    draftModelPath: "/models/dflash-drafter",
+                    numSteps: 1,
+                    eagleTopk: 1,
+                    numDraftTokens: 16,
+                } as typeof r.service.speculative;
+            }),
+        );
+        assert.deepEqual(result.warnings.filter((w) => /numSteps|eagleTopk|numDraftTokens/.test(w)), []);
+    });
+
+    it("rejects DFLASH without a drafter (ValueError)", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.speculative = { algorithm: "DFLASH" } as typeof r.service.speculative)),
+            "service.speculative.draftModelPath",
+        );
+        assert.ok(issue.message.includes("ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path."));
+    });
+
+    it("rejects DFLASH on 0.5.10, whose argparse does not offer it", () => {
         const issue = issueAt(
             withField((r) => {
+                r.service.sglangVersion = "0.5.10";
                 r.service.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter" } as typeof r.service.speculative;
             }),
             path,
         );
-        assert.match(issue.message, /does not offer/);
+        assert.match(issue.message, /invalid choice: 'DFLASH' \(choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)/);
+    });
+
+    it("warns that DFLASH runs one step with topk 1 whatever was declared", () => {
+        const result = accepted(
+            withField((r) => {
+                r.service.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 3, eagleTopk: 1, numDraftTokens: 16 } as typeof r.service.speculative;
+            }),
+        );
+        assert.ok(result.warnings.some((w) => /numSteps is 3, but SGLang 0\.5\.11 runs 1/.test(w)), result.warnings.join("\n"));
     });
 
     it("lists the allowed values for anything else", () => {
-        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "MEDUSA")), path).message, /use one of EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
+        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "MEDUSA")), path).message, /use one of DFLASH, EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
     });
 
     it("switches to a separate drafter by config alone (EAGLE3 + draftModelPath)", () => {
@@ -288,19 +345,20 @@ describe("stack config: speculative algorithm and drafter", () => {
         );
     });
 
-    for (const algorithm of ["EAGLE", "EAGLE3", "STANDALONE"]) {
-        it(`requires draftModelPath for ${algorithm}`, () => {
-            const issue = issueAt(withField((r) => (r.service.speculative.algorithm = algorithm)), "service.speculative.draftModelPath");
-            assert.match(issue.message, /is required with algorithm/);
+    it("accepts EAGLE without a draft path: it drafts from the model path, like NEXTN", () => {
+        accepted(withField((r) => (r.service.speculative.algorithm = "EAGLE")));
+    });
+
+    for (const algorithm of ["EAGLE3", "STANDALONE"]) {
+        it(`warns that ${algorithm} without draftModelPath loads the served model as the drafter`, () => {
+            const result = accepted(withField((r) => (r.service.speculative.algorithm = algorithm)));
+            assert.ok(result.warnings.some((w) => /draftModelPath is not set with/.test(w)));
         });
     }
 
-    it("rejects draftModelPath with NEXTN (it uses the checkpoint's MTP head)", () => {
-        const issue = issueAt(
-            withField((r) => ((r.service.speculative as Record<string, unknown>).draftModelPath = "/models/drafter")),
-            "service.speculative.draftModelPath",
-        );
-        assert.match(issue.message, /NEXTN drafts with the checkpoint's own MTP head/);
+    it("warns that NEXTN with a draftModelPath runs as EAGLE with that drafter", () => {
+        const result = accepted(withField((r) => ((r.service.speculative as Record<string, unknown>).draftModelPath = "/models/drafter")));
+        assert.ok(result.warnings.some((w) => /SGLang runs EAGLE with that drafter/.test(w)));
     });
 
     it("requires an absolute draftModelPath", () => {
@@ -313,33 +371,51 @@ describe("stack config: speculative algorithm and drafter", () => {
     });
 });
 
-describe("stack config: speculative steps", () => {
-    it("requires numDraftTokens = numSteps + 1 when eagleTopk is 1", () => {
-        const issue = issueAt(withField((r) => (r.service.speculative.numDraftTokens = 3)), "service.speculative.numDraftTokens");
-        assert.ok(issue.message.startsWith("service.speculative.numDraftTokens is 3 but must be numSteps + 1 = 2 when eagleTopk is 1"));
-        assert.equal(issue.value, 3);
+describe("stack config: speculative steps (SGLang's own rules per release)", () => {
+    it("warns that with eagleTopk 1 SGLang runs numSteps + 1 draft tokens, naming the value", () => {
+        const result = accepted(withField((r) => (r.service.speculative.numDraftTokens = 3)));
+        assert.ok(result.warnings.some((w) => /numDraftTokens is 3, but SGLang 0\.5\.11 runs 2/.test(w)), result.warnings.join("\n"));
     });
 
-    it("requires numSteps, eagleTopk and numDraftTokens together", () => {
-        const raw = withField((r) => {
-            r.service.speculative = { algorithm: "NEXTN", numSteps: 3 } as typeof r.service.speculative;
-        });
-        const paths = issuesOf(raw).map((i) => i.path);
-        assert.deepEqual(paths.sort(), ["service.speculative.eagleTopk", "service.speculative.numDraftTokens"]);
+    it("accepts numSteps with eagleTopk 1 and no draft-token count (SGLang sets numSteps + 1)", () => {
+        accepted(withField((r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 } as typeof r.service.speculative)));
+    });
+
+    it("rejects numSteps without eagleTopk (SGLang's TypeError)", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3 } as typeof r.service.speculative)),
+            "service.speculative.eagleTopk",
+        );
+        assert.ok(issue.message.includes("TypeError: '>' not supported between instances of 'NoneType' and 'int'"));
+    });
+
+    it("rejects eagleTopk or numDraftTokens without numSteps (SGLang's bare AssertionError)", () => {
+        issueAt(withField((r) => (r.service.speculative = { algorithm: "NEXTN", eagleTopk: 1 } as typeof r.service.speculative)), "service.speculative.numSteps");
+        issueAt(withField((r) => (r.service.speculative = { algorithm: "NEXTN", numDraftTokens: 4 } as typeof r.service.speculative)), "service.speculative.numSteps");
     });
 
     it("accepts none of them (SGLang picks)", () => {
         accepted(withField((r) => (r.service.speculative = { algorithm: "NEXTN" } as typeof r.service.speculative)));
     });
 
-    it("rejects eagleTopk > 1 with SGLANG_ENABLE_SPEC_V2 on", () => {
+    it("accepts eagleTopk > 1 on 0.5.11 (falls back to spec v1) but rejects it on 0.5.10 with SGLANG_ENABLE_SPEC_V2 on", () => {
+        const topk4 = (r: FieldRaw) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 4, numDraftTokens: 8 } as typeof r.service.speculative);
+        accepted(withField(topk4));
         const issue = issueAt(
             withField((r) => {
-                r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 4, numDraftTokens: 8 } as typeof r.service.speculative;
+                topk4(r);
+                r.service.sglangVersion = "0.5.10";
             }),
             "service.speculative.eagleTopk",
         );
-        assert.match(issue.message, /supports only eagleTopk 1/);
+        assert.ok(issue.message.includes("ValueError: Spec v2 currently only supports topk = 1 for speculative decoding."));
+        accepted(
+            withField((r) => {
+                topk4(r);
+                r.service.sglangVersion = "0.5.10";
+                r.service.environment = {} as typeof r.service.environment;
+            }),
+        );
     });
 });
 
@@ -498,7 +574,7 @@ describe("stack config: host, container, readiness", () => {
 
     it("warns for SGLang versions the rules were not checked against", () => {
         const result = accepted(withField((r) => (r.service.sglangVersion = "0.6.0")));
-        assert.ok(result.warnings.some((w) => w.includes("checked for 0.5.9 to 0.5.11")));
+        assert.ok(result.warnings.some((w) => w.includes("checked against the releases 0.5.9, 0.5.10, 0.5.11 only")), result.warnings.join("\n"));
     });
 });
 

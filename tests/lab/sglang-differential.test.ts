@@ -1,0 +1,38 @@
+import * as assert from "node:assert/strict";
+import { ensureInstalled } from "../../lab/sglang/real/oracle";
+import { runDifferential } from "./sglang-differential";
+
+const CASES = 1000;
+const SEED = 20261201;
+
+// The stack's SGLang rules (core/sglang-releases.ts, core/sglang-server-args.ts)
+// judged by the real releases: for each, 1,000 generated stack configs, the
+// stack's verdict against what that release's own `sglang serve` CLI and
+// ServerArgs do with the command line the stack renders.
+describe("the stack's SGLang rules against the real releases (differential)", function () {
+    this.timeout(300_000);
+    before(async () => {
+        await ensureInstalled();
+    });
+
+    for (const version of ["0.5.9", "0.5.10", "0.5.11"]) {
+        it(`agrees with SGLang ${version} on accept/reject, and names the key SGLang's error is about, for ${CASES} generated configs`, async () => {
+            const r = await runDifferential(version, CASES, SEED);
+            console.log(
+                `      SGLang ${version}: ${r.compared} configs compared, ${r.agreed} agree (${((100 * r.agreed) / r.compared).toFixed(1)}%): ` +
+                    `${r.acceptedBoth} accepted by both, ${r.rejectedBoth} rejected by both under SGLang's key; ${r.disagreements.length} disagree`,
+            );
+            const shown = r.disagreements.slice(0, 5).map((d) =>
+                JSON.stringify({
+                    service: { model: d.service.model, speculative: d.service.speculative, mambaSchedulerStrategy: d.service.mambaSchedulerStrategy, disableRadixCache: d.service.disableRadixCache, environment: d.service.environment, extraArgs: d.service.extraArgs },
+                    stack: d.stack.accepted ? "accepts" : `rejects ${d.stack.keys.join(", ")}`,
+                    sglang: `${d.sglang.status} ${d.sglang.exceptionType ?? ""}: ${(d.sglang.message ?? "").slice(0, 200)}`,
+                }),
+            );
+            assert.deepEqual(shown, [], `${r.disagreements.length} disagreements, first ones:\n${shown.join("\n")}`);
+            assert.equal(r.compared, CASES, "every generated config is one SGLang judges");
+            // Both verdicts are exercised, not one side only.
+            assert.ok(r.acceptedBoth >= CASES / 5 && r.rejectedBoth >= CASES / 5, JSON.stringify(r));
+        });
+    }
+});

@@ -1,0 +1,212 @@
+/**
+ * The differential test's machinery: stack configs generated with fast-check
+ * (biased to the speculative / mamba / radix / architecture corners), each
+ * judged twice, by the stack (validateStackConfig) and by the real SGLang
+ * release (lab/sglang/real/oracle.py: the release's own `sglang serve` CLI
+ * and ServerArgs, hardware stubbed) on the command line the stack renders.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import fc from "fast-check";
+import { validateStackConfig } from "../../core/config";
+import { renderArgv } from "../../core/sglang-args";
+import { fieldConfig, FieldRaw } from "../core/fixtures";
+import { fixtureModelPath, OracleResult, runOracle } from "../../lab/sglang/real/oracle";
+
+const QWEN_CONFIG = path.join(fixtureModelPath("qwen3.6-27b"), "config.json");
+
+/**
+ * Architectures of the branches of SGLang's hybrid-model handling, and plain
+ * ones. Not here: KimiLinear and BailingMoeV2_5 (SGLang serves them without a
+ * radix cache, 2138-2142), whose config classes need fields (MLA, rope
+ * parameters) a re-labelled Qwen config.json does not have; that branch is
+ * tested in tests/core/sglang-server-args.test.ts.
+ */
+export const ARCHITECTURES = [
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3NextForCausalLM",
+    "NemotronHForCausalLM",
+    "FalconH1ForCausalLM",
+    "JetNemotronForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "Lfm2ForCausalLM",
+    "Qwen3ForCausalLM",
+    "LlamaForCausalLM",
+] as const;
+
+/** A folder per architecture with a config.json SGLang reads (the Qwen3.6-27B one, re-labelled; Granite with mamba layers). */
+export function modelFolders(root: string): Record<string, string> {
+    const base = JSON.parse(fs.readFileSync(QWEN_CONFIG, "utf8")) as Record<string, unknown>;
+    const out: Record<string, string> = {};
+    for (const arch of ARCHITECTURES) {
+        const dir = path.join(root, arch);
+        fs.mkdirSync(dir, { recursive: true });
+        const config: Record<string, unknown> = { ...base, architectures: [arch] };
+        if (arch === "GraniteMoeHybridForCausalLM") config.layer_types = ["mamba", "attention", "mamba", "attention"];
+        fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config, null, 2));
+        out[arch] = dir;
+    }
+    const drafter = path.join(root, "drafter");
+    fs.mkdirSync(drafter, { recursive: true });
+    fs.writeFileSync(path.join(drafter, "config.json"), JSON.stringify({ ...base, architectures: ["Qwen3_5ForConditionalGeneration"] }, null, 2));
+    out.drafter = drafter;
+    return out;
+}
+
+export interface Case {
+    service: Record<string, unknown>;
+}
+
+const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
+
+/** Service sections over the corners SGLang judges; everything else as the field config has it. */
+export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, unknown>> {
+    const algorithm = fc.oneof(
+        { weight: 6, arbitrary: fc.constantFrom("NEXTN", "EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DFLASH") },
+        { weight: 1, arbitrary: fc.constantFrom("MTP", "nextn", "MEDUSA") },
+    );
+    const speculative = fc.record(
+        {
+            algorithm,
+            draftModelPath: maybe(fc.constant("/models/drafter")),
+            numSteps: maybe(fc.constantFrom(1, 2, 3, 5)),
+            eagleTopk: maybe(fc.constantFrom(1, 2, 4)),
+            numDraftTokens: maybe(fc.constantFrom(2, 3, 4, 6, 16, 300)),
+        },
+        { requiredKeys: ["algorithm"] },
+    );
+    return fc
+        .record({
+            architecture: fc.constantFrom(...ARCHITECTURES),
+            speculative: fc.option(speculative, { nil: undefined, freq: 6 }),
+            mambaSchedulerStrategy: maybe(fc.constantFrom("auto", "no_buffer", "extra_buffer")),
+            disableRadixCache: fc.boolean(),
+            specV2: maybe(fc.constantFrom("1", "0", "true", "false")),
+            trackInterval: fc.option(fc.constantFrom(2, 8, 256), { nil: undefined, freq: 4 }),
+            maxRunningRequests: fc.option(fc.constantFrom(8, 64), { nil: undefined, freq: 4 }),
+        })
+        .map((g) => {
+            const field = fieldConfig().service as Record<string, unknown>;
+            const service: Record<string, unknown> = {
+                ...field,
+                sglangVersion: version,
+                model: { ...(field.model as object), architecture: g.architecture },
+                disableRadixCache: g.disableRadixCache,
+                environment: g.specV2 === undefined ? {} : { SGLANG_ENABLE_SPEC_V2: g.specV2 },
+                extraArgs: g.trackInterval === undefined ? [] : [`--mamba-track-interval=${g.trackInterval}`],
+            };
+            if (g.speculative) service.speculative = Object.fromEntries(Object.entries(g.speculative).filter(([, v]) => v !== undefined));
+            else delete service.speculative;
+            if (g.mambaSchedulerStrategy) service.mambaSchedulerStrategy = g.mambaSchedulerStrategy;
+            else delete service.mambaSchedulerStrategy;
+            if (g.maxRunningRequests !== undefined) service.maxRunningRequests = g.maxRunningRequests;
+            return service;
+        });
+}
+
+/** Config keys whose problems are SGLang's to judge (the rest of the schema is the stack's own business). */
+const SGLANG_KEYS = /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs)/;
+
+export interface StackVerdict {
+    accepted: boolean;
+    /** How the rendered command starts the server: `sglang serve`, or `python -m sglang.launch_server` (before 0.5.10). */
+    entry?: "sglang-serve" | "launch-server";
+    keys: string[];
+    /** Problems outside what SGLang judges: the case is outside the comparison's domain. */
+    otherKeys: string[];
+    argv?: string[];
+}
+
+export function stackVerdict(service: Record<string, unknown>, folders: Record<string, string>): StackVerdict {
+    const raw = fieldConfig() as FieldRaw & Record<string, unknown>;
+    (raw as Record<string, unknown>).service = service;
+    const result = validateStackConfig(raw);
+    if (!result.ok) {
+        const keys = result.issues.map((i) => i.path);
+        return { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
+    }
+    const argv = renderArgv(result.config.service);
+    const arch = result.config.service.model.architecture;
+    const entry = argv.includes("sglang.launch_server") ? "launch-server" : "sglang-serve";
+    return { accepted: true, entry, keys: [], otherKeys: [], argv: localPaths(argv, result.config.service.model.path, folders[arch]!, folders.drafter!) };
+}
+
+/** The rendered flags with the box's model folders replaced by local ones with the same config.json. */
+function localPaths(rendered: string[], modelPath: string, modelDir: string, drafterDir: string): string[] {
+    // The flags after the launcher (`<venv>/bin/sglang serve` or `<python> -m sglang.launch_server`).
+    const argv = rendered.slice(rendered.findIndex((a) => a.startsWith("--")));
+    return argv.map((a) => (a === modelPath ? modelDir : a === "/models/drafter" ? drafterDir : a));
+}
+
+/** The config keys a real SGLang error is about (any of them counts as the stack naming it). */
+export function keysOfSglangError(r: OracleResult): string[] {
+    const text = `${r.exceptionType ?? ""}: ${r.message ?? ""} ${r.stderr ?? ""}`;
+    if (r.status === "argparse-error") {
+        if (/--speculative-algorithm/.test(text)) return ["service.speculative.algorithm"];
+        if (/--mamba-scheduler-strategy/.test(text)) return ["service.mambaSchedulerStrategy"];
+        return ["(argparse)"];
+    }
+    if (/is not compatible with radix cache|extra_buffer is not supported|extra_buffer is not compatible with --disable-radix-cache/.test(text)) {
+        return ["service.mambaSchedulerStrategy", "service.disableRadixCache"];
+    }
+    if (/mamba_track_interval \d+ must be greater/.test(text)) return ["service.speculative.numDraftTokens", "service.extraArgs[0]"];
+    if (/DFLASH speculative decoding requires/.test(text)) return ["service.speculative.draftModelPath"];
+    if (/Spec v2 currently only supports topk/.test(text)) return ["service.speculative.eagleTopk", "service.environment.SGLANG_ENABLE_SPEC_V2"];
+    if (r.exceptionType === "TypeError" && /NoneType/.test(text)) return ["service.speculative.eagleTopk"];
+    if (r.exceptionType === "AssertionError" && (r.message ?? "") === "") return ["service.speculative.numSteps"];
+    return [`(unmapped: ${r.exceptionType}: ${(r.message ?? "").slice(0, 120)})`];
+}
+
+export interface Disagreement {
+    service: Record<string, unknown>;
+    stack: StackVerdict;
+    sglang: OracleResult;
+}
+
+export interface DifferentialResult {
+    version: string;
+    cases: number;
+    compared: number;
+    outOfDomain: number;
+    agreed: number;
+    acceptedBoth: number;
+    rejectedBoth: number;
+    disagreements: Disagreement[];
+}
+
+export async function runDifferential(version: string, count: number, seed: number, root = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-diff-"))): Promise<DifferentialResult> {
+    const folders = modelFolders(root);
+    const services = fc.sample(serviceArbitrary(version), { numRuns: count, seed });
+    const judged = services.map((service) => ({ service, stack: stackVerdict(service, folders) }));
+    const inDomain = judged.filter((j) => j.stack.otherKeys.length === 0);
+    // What the stack refused is still run through SGLang: on the argv it would render without the rules.
+    const entry = inDomain.find((j) => j.stack.entry)?.stack.entry ?? "sglang-serve";
+    const cases = inDomain.map((j) => ({
+        argv: j.stack.argv ?? unvalidatedArgv(j.service, folders),
+        entry: j.stack.entry ?? entry,
+        env: (j.service.environment as Record<string, string>) ?? {},
+    }));
+    const results = await runOracle(version, cases);
+    const result: DifferentialResult = { version, cases: count, compared: inDomain.length, outOfDomain: count - inDomain.length, agreed: 0, acceptedBoth: 0, rejectedBoth: 0, disagreements: [] };
+    inDomain.forEach((j, i) => {
+        const r = results[i]!;
+        const sglangAccepts = r.status === "ok";
+        let agree = sglangAccepts === j.stack.accepted;
+        if (agree && !sglangAccepts) agree = keysOfSglangError(r).some((k) => j.stack.keys.includes(k));
+        if (agree) {
+            result.agreed++;
+            if (sglangAccepts) result.acceptedBoth++;
+            else result.rejectedBoth++;
+        } else result.disagreements.push({ service: j.service, stack: j.stack, sglang: r });
+    });
+    return result;
+}
+
+/** The command line for a service the rules refuse: rendered from the schema-valid config with the SGLang rules skipped. */
+function unvalidatedArgv(service: Record<string, unknown>, folders: Record<string, string>): string[] {
+    const argv = renderArgv({ ...service, launcher: "serve" } as never);
+    const model = service.model as { path: string; architecture: string };
+    return localPaths(argv, model.path, folders[model.architecture]!, folders.drafter!);
+}
