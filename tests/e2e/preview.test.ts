@@ -89,15 +89,49 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.match(r.output, /is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer/);
     });
 
-    it("fails naming the key when SGLANG_ENABLE_SPEC_V2 is removed", async () => {
-        const config = fieldConfig("kpro5");
-        const service = config["sglang-serve:service"] as { environment: Record<string, string> };
-        delete service.environment.SGLANG_ENABLE_SPEC_V2;
-        const r = await preview("kpro5", config);
-        assert.notEqual(r.code, 0);
-        assert.match(r.output, /SGLANG_ENABLE_SPEC_V2/);
-        assert.match(r.output, /is not compatible with radix cache/);
-    });
+    // The rows of the issue's table, judged as SGLang 0.5.11 judges them (tests/lab/sglang-differential.test.ts holds the rules to the release).
+    type Service = Record<string, unknown> & { speculative?: Record<string, unknown>; environment: Record<string, string>; model: Record<string, unknown> };
+    const rows: Array<{ row: string; edit: (s: Service) => void; fails?: { key: string; text: RegExp } }> = [
+        { row: "extra_buffer without SGLANG_ENABLE_SPEC_V2 starts (0.5.11 defaults it on)", edit: (s) => delete s.environment.SGLANG_ENABLE_SPEC_V2 },
+        {
+            row: "DFLASH with a drafter, steps 1, topk 1, draft tokens 16 starts",
+            edit: (s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }),
+        },
+        { row: "steps 3 and topk 1 without draft tokens starts (SGLang sets 4)", edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 }) },
+        {
+            row: "extra_buffer with disableRadixCache fails (ValueError, 0.5.10+)",
+            edit: (s) => (s.disableRadixCache = true),
+            fails: { key: "service.mambaSchedulerStrategy", text: /mamba extra_buffer is not compatible with --disable-radix-cache/ },
+        },
+        {
+            row: "NemotronH with extra_buffer and speculation fails (AssertionError)",
+            edit: (s) => (s.model.architecture = "NemotronHForCausalLM"),
+            fails: { key: "service.mambaSchedulerStrategy", text: /AssertionError: mamba extra_buffer is not supported for NemotronHForCausalLM model/ },
+        },
+        {
+            row: "Lfm2 with speculation and the radix cache fails (ValueError)",
+            edit: (s) => {
+                s.model.architecture = "Lfm2ForCausalLM";
+                delete s.mambaSchedulerStrategy;
+            },
+            fails: { key: "service.mambaSchedulerStrategy", text: /Speculative decoding for Lfm2ForCausalLM is not compatible with radix cache/ },
+        },
+        { row: "topk 2 with SGLANG_ENABLE_SPEC_V2 on starts on 0.5.11 (spec v1 fallback)", edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 }) },
+    ];
+    for (const { row, edit, fails } of rows) {
+        it(`judges as SGLang 0.5.11 does: ${row}`, async () => {
+            const config = fieldConfig("kpro5");
+            edit(config["sglang-serve:service"] as Service);
+            const r = await preview("kpro5", config);
+            if (!fails) {
+                expectExit(r, 0, row);
+                return;
+            }
+            assert.notEqual(r.code, 0, r.output);
+            assert.match(r.output, new RegExp(`sglang-serve:${fails.key.replace(/\./g, "\\.")} =`));
+            assert.match(r.output, fails.text);
+        });
+    }
 
     it("fails naming the allowed values when the algorithm is MTP", async () => {
         const config = fieldConfig("kpro5");
@@ -105,7 +139,7 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         const r = await preview("kpro5", config);
         assert.notEqual(r.code, 0);
         assert.match(r.output, /service\.speculative\.algorithm/);
-        for (const allowed of ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]) {
+        for (const allowed of ["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]) {
             assert.match(r.output, new RegExp(`\\b${allowed}\\b`));
         }
     });
