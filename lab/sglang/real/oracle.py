@@ -385,13 +385,9 @@ def load_server_info_functions(site):
 
 
 class _SchedulerState:
-    """`self` of Scheduler.get_init_info: the running scheduler's numbers are unknown here."""
-
-    def __init__(self, touched):
-        self._touched = touched
+    """`self` of Scheduler.get_init_info: the running scheduler's numbers are unknown here (None)."""
 
     def __getattr__(self, name):
-        self._touched.append(name)
         return None
 
 
@@ -405,10 +401,9 @@ def server_info(server_args, site):
     (sched_rel, sched_name, sched_mod), (http_rel, http_name, http_mod) = SERVER_INFO_FUNCTIONS
     simulated = []
 
-    touched = []
     try:
         init_info, _ = release_function(os.path.join(site, sched_rel), sched_name, sched_mod)
-        scheduler_info = init_info(_SchedulerState(touched))
+        scheduler_info = init_info(_SchedulerState())
         simulated += sorted(set(k for k, v in scheduler_info.items() if v is None))
     except Exception:  # noqa: BLE001  (needs more of a live scheduler than this)
         scheduler_info = {"status": "ready", "max_total_num_tokens": None, "max_req_input_len": None}
@@ -417,7 +412,8 @@ def server_info(server_args, site):
     dp = getattr(server_args, "dp_size", 1) or 1
     internal = []
     for _ in range(dp):
-        # Scheduler.get_internal_state (to 0.5.1x): vars() of the server args plus live numbers.
+        # Scheduler.get_internal_state (0.5.9-0.5.11): vars() of the server args plus live
+        # numbers; for 0.5.2x's resolved records, their resolved_dict().
         state = server_args_dict(server_args) if hasattr(server_args, "resolved_dict") else dict(vars(server_args))
         state.pop("model_config", None)
         state.update({"last_gen_throughput": 0.0, "memory_usage": None, "effective_max_running_requests_per_dp": None})
