@@ -28,8 +28,11 @@ interface GpuHostOutputs extends GpuHostInputs {
 
 const SEPARATOR = "----sglang-serve----";
 
-/** One remote command for all facts: nvidia-smi, /proc/devices, pveversion (absent inside a container). */
-const FACTS_SCRIPT = [
+/**
+ * One remote command for all facts: nvidia-smi, /proc/devices, pveversion (absent inside a container).
+ * The read-only gate (gate/sglang-serve-read-gate) allows exactly this text.
+ */
+export const FACTS_SCRIPT = [
     `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits || exit 1`,
     `echo ${SEPARATOR}`,
     "cat /proc/devices",

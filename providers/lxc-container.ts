@@ -47,10 +47,15 @@ interface LiveContainer {
     status: string;
 }
 
+/** The script behind readContainer; the read-only gate (gate/sglang-serve-read-gate) allows exactly this text. */
+export function containerReadScript(vmid: number): string {
+    const id = shQuote(String(vmid));
+    return `pct config ${id} --current || exit 3; echo ${SEP}; pct status ${id}`;
+}
+
 /** `pct config` and `pct status` in one command; null when the container does not exist. */
 async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveContainer | null> {
-    const id = shQuote(String(vmid));
-    const r = await remote.run(["sh", "-c", `pct config ${id} --current || exit 3; echo ${SEP}; pct status ${id}`]);
+    const r = await remote.run(["sh", "-c", containerReadScript(vmid)]);
     if (r.code === 3 || /does not exist/.test(r.stderr)) return null;
     if (r.code !== 0) throw new Error(`pct config ${vmid} failed on ${remote.describe()} (exit ${r.code}): ${r.stderr.trim()}`);
     const [config, status] = r.stdout.split(`${SEP}\n`);
