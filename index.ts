@@ -50,7 +50,7 @@ const apiKey: pulumi.Output<string> | undefined =
 
 const server = new SglangService(
     service.name,
-    { connection: serviceConnection, service, readiness, apiKey, gpuIndices },
+    { connection: serviceConnection, service, readiness, apiKey, gpuIndices, gpuMemoryMiB: host.gpus.memoryMiB },
     { dependsOn: [placement] },
 );
 

@@ -5,6 +5,7 @@ import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../core/
 import { renderArgv } from "../core/sglang-args";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { flagMap } from "../core/flag-map";
+import { boxExpectations } from "../core/box-facts";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 
@@ -21,6 +22,8 @@ export interface SglangServiceArgs {
     gpuIndices: number[];
     /** Recorded in the unit; another stack refuses to change or delete it. Default: this project and stack. */
     owner?: UnitOwner;
+    /** One GPU's memory (host.gpus.memoryMiB), for the memory check when the weights' size comes from the box. */
+    gpuMemoryMiB?: number;
 }
 
 class SystemdService extends DynamicResource {
@@ -80,6 +83,7 @@ export class SglangService extends pulumi.ComponentResource {
                 readiness: args.readiness,
                 owner: formatOwner(owner),
                 takeOverFrom: service.takeOverFrom,
+                expectBox: boxExpectations(service, args.gpuMemoryMiB),
                 revision: undefined,
                 activeState: undefined,
                 liveArgs: undefined,

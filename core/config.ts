@@ -241,12 +241,15 @@ export const SpeculativeSchema = z.strictObject({
 
 export const ModelSchema = z.strictObject({
     path: absolutePath(),
-    /** config.json `architectures[0]`: decides which SGLang rules apply. */
-    architecture: z.string().regex(ARCHITECTURE, {
-        error: "must be the class name from the model's config.json `architectures` (e.g. Qwen3_5ForConditionalGeneration)",
-    }),
-    /** Size of the weights in GB (1e9 bytes), for the memory check. */
-    weightsGB: fromNumericString(z.number().positive().max(100000)),
+    /** config.json `architectures[0]`: decides which SGLang rules apply. Left out: read from the box's config.json. */
+    architecture: z
+        .string()
+        .regex(ARCHITECTURE, {
+            error: "must be the class name from the model's config.json `architectures` (e.g. Qwen3_5ForConditionalGeneration)",
+        })
+        .optional(),
+    /** Size of the weights in GB (1e9 bytes), for the memory check. Left out: read from the box's safetensors index. */
+    weightsGB: fromNumericString(z.number().positive().max(100000)).optional(),
     /** The name clients send as `model`; served with --served-model-name. */
     servedName: z.string().regex(SERVED_NAME, { error: "must be letters, digits and ._:/+- (starting with a letter or digit)" }),
 });
@@ -659,8 +662,9 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
     const release = sglangRelease(service.sglangVersion);
     const spec = service.speculative;
     const interval = mambaTrackInterval(service);
+    // Without a declared architecture the hybrid-model rules wait for the box's config.json (core/box-facts.ts).
     const verdict = judgeServerArgs(release, {
-        architecture: service.model.architecture,
+        architecture: service.model.architecture ?? "(from the box)",
         speculative: spec,
         mambaSchedulerStrategy: service.mambaSchedulerStrategy,
         disableRadixCache: service.disableRadixCache,
@@ -830,9 +834,10 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
     return usable;
 }
 
-function fitsPerGpu(service: ServiceConfig, memoryMiB: number, tp: number): { needGiB: number; budgetGiB: number; fits: boolean } {
-    const fraction = service.memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
-    const weightsGiB = (service.model.weightsGB * 1e9) / tp / GIB;
+/** Whether the weights over `tp` GPUs plus the reserve fit each GPU's static pool. */
+export function staticPoolFit(weightsGB: number, memFractionStatic: number | undefined, memoryMiB: number, tp: number): { needGiB: number; budgetGiB: number; fits: boolean } {
+    const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
+    const weightsGiB = (weightsGB * 1e9) / tp / GIB;
     const needGiB = weightsGiB + STATIC_POOL_RESERVE_GIB;
     const budgetGiB = (fraction * memoryMiB * MIB) / GIB;
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
@@ -842,7 +847,9 @@ function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Finding
     const { host, service } = input;
     if (!host || !service) return;
     const tp = service.tensorParallelSize;
-    const { needGiB, budgetGiB, fits } = fitsPerGpu(service, host.gpus.memoryMiB, tp);
+    const weightsGB = service.model.weightsGB;
+    if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box-facts.ts)
+    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, tp);
     if (fits) return;
     const fractionText =
         service.memFractionStatic === undefined
@@ -851,7 +858,7 @@ function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Finding
     const maxTp = usableGpus ?? host.gpus.count;
     let suggestion = "use a smaller or quantized model, or GPUs with more memory";
     for (let candidate = tp + 1; candidate <= maxTp; candidate++) {
-        if (fitsPerGpu(service, host.gpus.memoryMiB, candidate).fits) {
+        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, candidate).fits) {
             suggestion = `set tensorParallelSize: ${candidate}`;
             break;
         }

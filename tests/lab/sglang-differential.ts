@@ -128,7 +128,7 @@ export function stackVerdict(service: Record<string, unknown>, folders: Record<s
         return { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
     }
     const argv = renderArgv(result.config.service);
-    const arch = result.config.service.model.architecture;
+    const arch = result.config.service.model.architecture ?? "";
     const entry = argv.includes("sglang.launch_server") ? "launch-server" : "sglang-serve";
     return { accepted: true, entry, keys: [], otherKeys: [], argv: localPaths(argv, result.config.service.model.path, folders[arch]!, folders.drafter!) };
 }

@@ -1,0 +1,204 @@
+/**
+ * The box's own facts about the server it runs, read before anything is
+ * changed and on every refresh: the SGLang release installed for the
+ * configured python (its package metadata, never `import sglang`, which loads
+ * torch), and the model folder's config.json (architecture, MTP layers, layer
+ * types) and weights size (the safetensors index). A declared value the box
+ * contradicts fails the preview, naming both.
+ */
+import { ServiceConfig, staticPoolFit } from "./config";
+import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
+import { sglangRelease } from "./sglang-releases";
+
+export interface BoxFacts {
+    /** The installed distribution's version (importlib.metadata); null when sglang is not installed for that python. */
+    sglangVersion: string | null;
+    model: "present" | "missing" | "no-config" | "unreadable-config";
+    architecture?: string;
+    layerTypes?: string[];
+    /** `mtp_num_hidden_layers` (Qwen3.5/3.6) or `num_nextn_predict_layers` (DeepSeek family); 0 when neither is set. */
+    mtpLayers?: number;
+    /** The weights' total size: the safetensors index's `metadata.total_size`, else the .safetensors files' sizes. */
+    weightsBytes?: number;
+}
+
+/**
+ * Run as `<python> -c BOX_FACTS_SCRIPT <model path> sglang`: prints one JSON
+ * object. Reads files only; the distribution name comes as an argument.
+ */
+export const BOX_FACTS_SCRIPT = `import glob, json, os, sys
+import importlib.metadata as md
+path, dist = sys.argv[1], sys.argv[2]
+out = {}
+try:
+    out["sglangVersion"] = md.version(dist)
+except md.PackageNotFoundError:
+    out["sglangVersion"] = None
+config = os.path.join(path, "config.json")
+if not os.path.isdir(path):
+    out["model"] = "missing"
+elif not os.path.isfile(config):
+    out["model"] = "no-config"
+else:
+    try:
+        with open(config) as f:
+            c = json.load(f)
+        t = c.get("text_config") or {}
+        get = lambda k: c.get(k, t.get(k))
+        out["model"] = "present"
+        out["architecture"] = (c.get("architectures") or [None])[0]
+        out["layerTypes"] = get("layer_types")
+        out["mtpLayers"] = get("mtp_num_hidden_layers") or get("num_nextn_predict_layers") or 0
+    except (OSError, ValueError):
+        out["model"] = "unreadable-config"
+    index = os.path.join(path, "model.safetensors.index.json")
+    try:
+        with open(index) as f:
+            out["weightsBytes"] = int(json.load(f)["metadata"]["total_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        files = glob.glob(os.path.join(path, "*.safetensors"))
+        if files:
+            out["weightsBytes"] = sum(os.path.getsize(p) for p in files)
+print(json.dumps(out))
+`;
+
+export function boxFactsCommand(python: string, modelPath: string): string[] {
+    return [python, "-c", BOX_FACTS_SCRIPT, modelPath, "sglang"];
+}
+
+export class BoxFactsError extends Error {}
+
+export function parseBoxFacts(stdout: string): BoxFacts {
+    let value: unknown;
+    try {
+        value = JSON.parse(stdout.trim());
+    } catch {
+        throw new BoxFactsError(`the box's facts are not JSON: ${stdout.slice(0, 200)}`);
+    }
+    const v = value as Partial<BoxFacts> | null;
+    if (!v || typeof v !== "object" || !["present", "missing", "no-config", "unreadable-config"].includes(String(v.model))) {
+        throw new BoxFactsError(`the box's facts are not the expected object: ${stdout.slice(0, 200)}`);
+    }
+    return {
+        sglangVersion: typeof v.sglangVersion === "string" ? v.sglangVersion : null,
+        model: v.model as BoxFacts["model"],
+        ...(typeof v.architecture === "string" ? { architecture: v.architecture } : {}),
+        ...(Array.isArray(v.layerTypes) ? { layerTypes: v.layerTypes.map(String) } : {}),
+        ...(typeof v.mtpLayers === "number" ? { mtpLayers: v.mtpLayers } : {}),
+        ...(typeof v.weightsBytes === "number" ? { weightsBytes: v.weightsBytes } : {}),
+    };
+}
+
+/** What the declared server expects of the box. */
+export interface BoxExpectations {
+    python: string;
+    sglangVersion: string;
+    modelPath: string;
+    /** Declared, or left out to take the box's. */
+    architecture?: string;
+    weightsGB?: number;
+    /** The settings SGLang judges, to judge them with the box's architecture when it was left out. */
+    serverArgs: Omit<ServerArgsInput, "architecture" | "layerTypes">;
+    /** For the memory check with the box's weights when weightsGB was left out. */
+    memory: { tensorParallelSize: number; memFractionStatic?: number; gpuMemoryMiB?: number };
+}
+
+/** What the declared service expects of the box. */
+export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): BoxExpectations {
+    const interval = service.extraArgs.find((a) => /^--mamba-track-interval=\d+$/.test(a));
+    return {
+        python: service.python,
+        sglangVersion: service.sglangVersion,
+        modelPath: service.model.path,
+        ...(service.model.architecture !== undefined ? { architecture: service.model.architecture } : {}),
+        ...(service.model.weightsGB !== undefined ? { weightsGB: service.model.weightsGB } : {}),
+        serverArgs: {
+            ...(service.speculative ? { speculative: service.speculative } : {}),
+            ...(service.mambaSchedulerStrategy ? { mambaSchedulerStrategy: service.mambaSchedulerStrategy } : {}),
+            disableRadixCache: service.disableRadixCache,
+            ...(service.maxRunningRequests !== undefined ? { maxRunningRequests: service.maxRunningRequests } : {}),
+            ...(interval ? { mambaTrackInterval: Number(interval.split("=")[1]) } : {}),
+            environment: service.environment,
+        },
+        memory: {
+            tensorParallelSize: service.tensorParallelSize,
+            ...(service.memFractionStatic !== undefined ? { memFractionStatic: service.memFractionStatic } : {}),
+            ...(gpuMemoryMiB !== undefined ? { gpuMemoryMiB } : {}),
+        },
+    };
+}
+
+export interface BoxContradiction {
+    /** The config key, as the preview names it. */
+    property: string;
+    reason: string;
+}
+
+/** Declared weights within this share of the box's size agree (the field's 52 GB against 53.8e9 bytes). */
+const WEIGHTS_TOLERANCE = 0.1;
+
+/**
+ * Where the box contradicts the declared server, or cannot serve it: each with
+ * the key, the declared and the found value, and the fix. Empty when it can.
+ */
+export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): BoxContradiction[] {
+    const found: BoxContradiction[] = [];
+    if (facts.sglangVersion === null) {
+        found.push({
+            property: "service.python",
+            reason: `${expect.python} has no sglang installed (no package metadata for the distribution sglang): point service.python at the venv that has SGLang ${expect.sglangVersion}.`,
+        });
+    } else if (facts.sglangVersion !== expect.sglangVersion) {
+        found.push({
+            property: "service.sglangVersion",
+            reason: `service.sglangVersion is ${expect.sglangVersion} but ${expect.python} has SGLang ${facts.sglangVersion} installed: declare sglangVersion: ${facts.sglangVersion}, or point service.python at a venv with ${expect.sglangVersion}.`,
+        });
+    }
+    if (facts.model !== "present") {
+        const what = facts.model === "missing" ? "does not exist on the box" : facts.model === "no-config" ? "has no config.json" : "has a config.json that cannot be read";
+        found.push({ property: "service.model.path", reason: `service.model.path ${expect.modelPath} ${what}: copy the model there or fix the path.` });
+        return found;
+    }
+    if (expect.architecture !== undefined && facts.architecture !== undefined && facts.architecture !== expect.architecture) {
+        found.push({
+            property: "service.model.architecture",
+            reason: `service.model.architecture is ${expect.architecture} but ${expect.modelPath}/config.json says ${facts.architecture}: declare ${facts.architecture}, or leave architecture out to take the box's.`,
+        });
+    }
+    if (expect.weightsGB !== undefined && facts.weightsBytes !== undefined) {
+        const foundGB = facts.weightsBytes / 1e9;
+        if (Math.abs(foundGB - expect.weightsGB) > WEIGHTS_TOLERANCE * foundGB) {
+            found.push({
+                property: "service.model.weightsGB",
+                reason: `service.model.weightsGB is ${expect.weightsGB} but the weights in ${expect.modelPath} are ${foundGB.toFixed(1)} GB: declare weightsGB: ${Math.round(foundGB)}, or leave it out to take the box's.`,
+            });
+        }
+    }
+    const spec = expect.serverArgs.speculative;
+    const ownHead = spec && (spec.algorithm === "NEXTN" || (spec.algorithm === "EAGLE" && spec.draftModelPath === undefined));
+    if (ownHead && (facts.mtpLayers ?? 0) === 0) {
+        found.push({
+            property: "service.speculative.algorithm",
+            reason: `service.speculative.algorithm is ${spec!.algorithm}, which drafts with the checkpoint's own MTP layers, but ${expect.modelPath}/config.json has none (no mtp_num_hidden_layers or num_nextn_predict_layers): use a drafter (EAGLE3 or DFLASH with draftModelPath) or a checkpoint with an MTP head.`,
+        });
+    }
+    // What the declared config left to the box: SGLang's rules with the box's architecture, the memory check with its weights.
+    if (expect.architecture === undefined && facts.architecture !== undefined) {
+        const verdict = judgeServerArgs(sglangRelease(expect.sglangVersion), { ...expect.serverArgs, architecture: facts.architecture, layerTypes: facts.layerTypes });
+        for (const r of verdict.refusals) {
+            found.push({ property: r.key, reason: `${r.key}: on this box's ${facts.architecture} (from config.json), SGLang ${expect.sglangVersion} refuses it at startup with ${r.error}; fix: ${r.fix}.` });
+        }
+    }
+    const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;
+    if (expect.weightsGB === undefined && facts.weightsBytes !== undefined && gpuMemoryMiB !== undefined) {
+        const weightsGB = facts.weightsBytes / 1e9;
+        const fit = staticPoolFit(weightsGB, memFractionStatic, gpuMemoryMiB, tp);
+        if (!fit.fits) {
+            found.push({
+                property: "service.tensorParallelSize",
+                reason: `the weights in ${expect.modelPath} (${weightsGB.toFixed(1)} GB, from the box) over tensorParallelSize ${tp} need ${fit.needGiB.toFixed(1)} GiB per GPU with the reserve, but the static pool is ${fit.budgetGiB.toFixed(1)} GiB: raise tensorParallelSize or memFractionStatic.`,
+            });
+        }
+    }
+    return found;
+}

@@ -1,0 +1,125 @@
+import * as assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, parseBoxFacts } from "../../core/box-facts";
+import { validateStackConfig } from "../../core/config";
+import { fieldConfig } from "./fixtures";
+
+const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "real", "fixtures", "qwen3.6-27b", "config.json");
+
+function fieldExpectations(): BoxExpectations {
+    const result = validateStackConfig(fieldConfig());
+    assert.ok(result.ok);
+    return boxExpectations(result.config.service, 49140);
+}
+
+const fieldFacts = (): BoxFacts => ({
+    sglangVersion: "0.5.11",
+    model: "present",
+    architecture: "Qwen3_5ForConditionalGeneration",
+    mtpLayers: 1,
+    weightsBytes: 53.8e9,
+});
+
+describe("box facts: the script the stack runs on the box (real python3)", () => {
+    let dir: string;
+    before(() => {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "box-facts-"));
+    });
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    function run(modelPath: string, sitePackages?: string): BoxFacts {
+        const [python, ...args] = boxFactsCommand("python3", modelPath);
+        const env = { ...process.env, PYTHONPATH: sitePackages ?? "" };
+        const r = spawnSync(python!, args, { encoding: "utf8", env });
+        assert.equal(r.status, 0, r.stderr);
+        return parseBoxFacts(r.stdout);
+    }
+
+    it("reads the architecture, MTP layers, layer types and the safetensors index's total size from the model folder", () => {
+        const model = path.join(dir, "qwen");
+        fs.mkdirSync(model);
+        fs.copyFileSync(QWEN, path.join(model, "config.json"));
+        fs.writeFileSync(path.join(model, "model.safetensors.index.json"), JSON.stringify({ metadata: { total_size: 53_800_000_000 }, weight_map: {} }));
+        const facts = run(model);
+        assert.equal(facts.model, "present");
+        assert.equal(facts.architecture, "Qwen3_5ForConditionalGeneration");
+        assert.equal(facts.mtpLayers, 1);
+        assert.equal(facts.weightsBytes, 53_800_000_000);
+        assert.equal(facts.layerTypes?.filter((t) => t === "linear_attention").length, 48);
+        assert.equal(facts.layerTypes?.filter((t) => t === "full_attention").length, 16);
+    });
+
+    it("reads the installed SGLang's version from its package metadata, without importing it", () => {
+        const site = fs.mkdtempSync(path.join(dir, "site-"));
+        const distInfo = path.join(site, "sglang-0.5.11.dist-info");
+        fs.mkdirSync(distInfo);
+        fs.writeFileSync(path.join(distInfo, "METADATA"), "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.11\n");
+        // An import would fail: the package's code is not there at all.
+        assert.equal(run(path.join(dir, "nowhere"), site).sglangVersion, "0.5.11");
+        assert.equal(run(path.join(dir, "nowhere")).sglangVersion, null);
+    });
+
+    it("says a model folder is missing, or has no config.json", () => {
+        assert.equal(run(path.join(dir, "nowhere")).model, "missing");
+        const empty = path.join(dir, "empty");
+        fs.mkdirSync(empty);
+        assert.equal(run(empty).model, "no-config");
+    });
+});
+
+describe("box facts: the box contradicting the declared server", () => {
+    it("finds nothing for the field config on the field box", () => {
+        assert.deepEqual(boxContradictions(fieldExpectations(), fieldFacts()), []);
+    });
+
+    it("names both versions when the venv has another SGLang than declared", () => {
+        const expect = { ...fieldExpectations(), sglangVersion: "0.5.10" };
+        const [c] = boxContradictions(expect, fieldFacts());
+        assert.equal(c?.property, "service.sglangVersion");
+        assert.match(c!.reason, /service\.sglangVersion is 0\.5\.10 but \/opt\/sglang\/venv\/bin\/python3 has SGLang 0\.5\.11 installed/);
+    });
+
+    it("names the python when it has no SGLang at all", () => {
+        const [c] = boxContradictions(fieldExpectations(), { ...fieldFacts(), sglangVersion: null });
+        assert.equal(c?.property, "service.python");
+    });
+
+    it("names both architectures, and both weight sizes beyond 10%", () => {
+        const found = boxContradictions(fieldExpectations(), { ...fieldFacts(), architecture: "LlamaForCausalLM", weightsBytes: 70e9 });
+        assert.deepEqual(found.map((c) => c.property), ["service.model.architecture", "service.model.weightsGB"]);
+        assert.match(found[0]!.reason, /is Qwen3_5ForConditionalGeneration but .*config\.json says LlamaForCausalLM/);
+        assert.match(found[1]!.reason, /weightsGB is 52 but the weights .* are 70\.0 GB/);
+    });
+
+    it("refuses NEXTN on a checkpoint without MTP layers", () => {
+        const [c] = boxContradictions(fieldExpectations(), { ...fieldFacts(), mtpLayers: 0 });
+        assert.equal(c?.property, "service.speculative.algorithm");
+        assert.match(c!.reason, /has none \(no mtp_num_hidden_layers or num_nextn_predict_layers\)/);
+    });
+
+    it("refuses a missing model folder, and says nothing else about it", () => {
+        const found = boxContradictions(fieldExpectations(), { sglangVersion: "0.5.11", model: "missing" });
+        assert.deepEqual(found.map((c) => c.property), ["service.model.path"]);
+    });
+
+    it("judges SGLang's hybrid-model rules with the box's architecture when the config leaves it out", () => {
+        const expect = { ...fieldExpectations() };
+        delete expect.architecture;
+        assert.deepEqual(boxContradictions(expect, fieldFacts()), []);
+        const nemotron = boxContradictions(expect, { ...fieldFacts(), architecture: "NemotronHForCausalLM" });
+        assert.equal(nemotron[0]?.property, "service.mambaSchedulerStrategy");
+        assert.match(nemotron[0]!.reason, /mamba extra_buffer is not supported for NemotronHForCausalLM model/);
+    });
+
+    it("checks the weights from the box against the GPUs when the config leaves weightsGB out", () => {
+        const expect = { ...fieldExpectations(), memory: { tensorParallelSize: 1, memFractionStatic: 0.88, gpuMemoryMiB: 49140 } };
+        delete expect.weightsGB;
+        const [c] = boxContradictions(expect, fieldFacts());
+        assert.equal(c?.property, "service.tensorParallelSize");
+        assert.match(c!.reason, /53\.8 GB, from the box\) over tensorParallelSize 1/);
+        assert.deepEqual(boxContradictions({ ...expect, memory: { ...expect.memory, tensorParallelSize: 2 } }, fieldFacts()), []);
+    });
+});
