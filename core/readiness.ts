@@ -137,10 +137,13 @@ export type FailureCause =
   | { kind: "fatal-log"; reason: string; line: string }
   | { kind: "deadline"; budgetMs: number; phase: Phase; lastHealth: string }
   // Set by the I/O driver, not by `step`: the checks after readiness.
-  | { kind: "chat-check"; reason: string }
+  /** status: the HTTP status of the answer (200 for garbage text); absent when none came. */
+  | { kind: "chat-check"; reason: string; status?: number }
   | { kind: "speculative-check"; reason: string }
   | { kind: "auth-check"; reason: string }
-  | { kind: "poll-error"; reason: string };
+  | { kind: "poll-error"; reason: string }
+  /** Ready, checked, then not healthy for the whole window (core/healthy-window.ts). */
+  | { kind: "unhealthy"; heldMs: number; windowMs: number; detail: string; fatalReason?: string; line?: string };
 
 export type ReadinessDecision =
   | {
@@ -358,11 +361,20 @@ export class ReadinessMachine {
 
 const seconds = (ms: number): number => Math.round(ms / 1000);
 
-/** One line for the operator, e.g. "[readiness] capturing CUDA graphs — 42 s elapsed, waiting for GET /health = 200 (budget 900 s)". */
-export function formatProgress(decision: ReadinessDecision): string {
+/** Which start of a config this is, when a rollout may start it more than once. */
+export interface AttemptContext {
+  attempt: number;
+  attempts: number;
+}
+
+/**
+ * One line for the operator, e.g. "[readiness] capturing CUDA graphs — 42 s elapsed, waiting for GET /health = 200 (budget 900 s)";
+ * with an attempt context, "(budget 900 s, attempt 2 of 2)".
+ */
+export function formatProgress(decision: ReadinessDecision, context?: AttemptContext): string {
   switch (decision.kind) {
     case "waiting":
-      return `[readiness] ${decision.phase} — ${seconds(decision.elapsedMs)} s elapsed, waiting for ${decision.awaiting} (budget ${seconds(decision.budgetMs)} s)`;
+      return `[readiness] ${decision.phase} — ${seconds(decision.elapsedMs)} s elapsed, waiting for ${decision.awaiting} (budget ${seconds(decision.budgetMs)} s${attemptSuffix(context)})`;
     case "ready":
       return `[readiness] ready after ${seconds(decision.elapsedMs)} s (${decision.corroboratedBy === "health+log" ? "GET /health = 200 and the ready log line" : "GET /health = 200; the ready log line was not seen"})`;
     case "failed":
@@ -372,6 +384,11 @@ export function formatProgress(decision: ReadinessDecision): string {
       throw new Error(`unhandled decision ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** ", attempt 2 of 2", or nothing without a context. */
+export function attemptSuffix(context: AttemptContext | undefined): string {
+  return context ? `, attempt ${context.attempt} of ${context.attempts}` : "";
 }
 
 export function describeFailure(cause: FailureCause): string {
@@ -392,6 +409,8 @@ export function describeFailure(cause: FailureCause): string {
       return `the server does not enforce its API key: ${cause.reason}`;
     case "poll-error":
       return `could not poll the unit: ${cause.reason}`;
+    case "unhealthy":
+      return `the server was ready but did not stay healthy for ${seconds(cause.windowMs)} s (readiness.minHealthySeconds): after ${seconds(cause.heldMs)} s, ${cause.detail}`;
     default: {
       const never: never = cause;
       throw new Error(`unhandled cause ${JSON.stringify(never)}`);

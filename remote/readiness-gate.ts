@@ -5,7 +5,9 @@
 // decoding, that the drafter is active.
 
 import { checkChatResponse, checkSpeculativeActive } from "../core/chat-check";
+import { earlyWindowFailure, formatWindowProgress, openHealthyWindow, stepWindow } from "../core/healthy-window";
 import {
+  AttemptContext,
   FailureCause,
   formatProgress,
   HealthObservation,
@@ -51,6 +53,13 @@ export interface WaitUntilReadyOptions {
   servedModelName: string;
   /** See ReadinessConfig.healthOnlyGracePolls. */
   healthOnlyGracePolls?: number;
+  /**
+   * After ready and the checks, the server must stay healthy this long
+   * (core/healthy-window.ts) before the gate passes. Default 0: no window.
+   */
+  minHealthyMs?: number;
+  /** Which start of the config this is; shown in the progress lines. */
+  attempt?: AttemptContext;
   /** Seams for tests: clock, sleep and HTTP. Defaults: Date.now, setTimeout, probe.ts. */
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -80,7 +89,12 @@ export type GateResult =
       message: string;
       lastJournalLines: string[];
       phaseTimeline: PhaseEntry[];
+      /** The journal lines of this start (the last START_LINES_KEPT), read to the end after the failure. */
+      startLines: string[];
     };
+
+/** Journal lines of one start kept for the retry decision (core/rollout-plan.ts retryVerdict). */
+const START_LINES_KEPT = 200;
 
 const SENTINEL = "--8<-- sglang-serve journal --8<--";
 
@@ -187,30 +201,16 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
   let lastProgressAt = -Infinity;
   let lastPhase: string | null = null;
   let journalWarned = false;
-
-  const failWith = async (decision: Extract<ReadinessDecision, { kind: "failed" }>): Promise<GateResult> => {
-    const message = formatProgress(decision);
-    say(message);
-    let lastJournalLines: string[];
-    try {
-      lastJournalLines = await readJournalTail(o.remote, o.unit, 30);
-    } catch {
-      lastJournalLines = [...state.recentLines];
-    }
-    return { ok: false, cause: decision.cause, message, lastJournalLines, phaseTimeline: [...state.phaseTimeline] };
+  let lastUnit: UnitStatus | null = null;
+  let startLines: string[] = [];
+  const keepLines = (lines: readonly string[]): void => {
+    if (lines.length > 0) startLines = [...startLines, ...lines].slice(-START_LINES_KEPT);
   };
-  const failNow = (cause: FailureCause): Promise<GateResult> =>
-    failWith({ kind: "failed", elapsedMs: now() - start, phase: state.phase, cause });
 
-  let ready: Extract<ReadinessDecision, { kind: "ready" }>;
-  for (;;) {
-    const pollStart = now();
+  // One command: the unit's state and the journal lines since the last poll.
+  const poll = (): Promise<PollResult | { error: string }> => {
     const positionArgs = "cursor" in position ? ["cursor", position.cursor] : ["since", position.time];
-    // Both probes start together; the unit/journal answer is judged as soon as
-    // it arrives, because /health of a wedged server can take its full 20 s
-    // timeout and a crash in the journal must not wait for that.
-    const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
-    const polled = await o.remote.run(["sh", "-c", POLL_SCRIPT, "sh", o.unit, ...positionArgs]).then(
+    return o.remote.run(["sh", "-c", POLL_SCRIPT, "sh", o.unit, ...positionArgs]).then(
       (r): PollResult | { error: string } => {
         try {
           return parsePollOutput(r.stdout, r.stderr, r.code);
@@ -220,13 +220,48 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
       },
       (e: unknown) => ({ error: e instanceof SshError || e instanceof Error ? e.message : String(e) }),
     );
-    if ("error" in polled) return failNow({ kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` });
+  };
+  const took = (polled: PollResult): void => {
     if (polled.cursor) position = { cursor: polled.cursor };
+    lastUnit = polled.unit;
+    keepLines(polled.lines);
     if (polled.journalError && !journalWarned) {
       // Health and unit state still work without the journal; say it once.
       journalWarned = true;
       say(`[readiness] cannot read the journal of ${o.unit} (${polled.journalError}); judging by the unit state and /health only`);
     }
+  };
+
+  const fail = async (cause: FailureCause, message: string): Promise<GateResult> => {
+    say(message);
+    // The lines a dying process wrote after the last poll (a traceback the unit's
+    // exit beat into the journal) count for the retry decision too.
+    if (cause.kind !== "poll-error") {
+      const rest = await poll().catch(() => null);
+      if (rest && !("error" in rest)) keepLines(rest.lines);
+    }
+    let lastJournalLines: string[];
+    try {
+      lastJournalLines = await readJournalTail(o.remote, o.unit, 30);
+    } catch {
+      lastJournalLines = [...state.recentLines];
+    }
+    return { ok: false, cause, message, lastJournalLines, phaseTimeline: [...state.phaseTimeline], startLines };
+  };
+  const failWith = (decision: Extract<ReadinessDecision, { kind: "failed" }>): Promise<GateResult> => fail(decision.cause, formatProgress(decision, o.attempt));
+  const failNow = (cause: FailureCause): Promise<GateResult> =>
+    failWith({ kind: "failed", elapsedMs: now() - start, phase: state.phase, cause });
+
+  let ready: Extract<ReadinessDecision, { kind: "ready" }>;
+  for (;;) {
+    const pollStart = now();
+    // Both probes start together; the unit/journal answer is judged as soon as
+    // it arrives, because /health of a wedged server can take its full 20 s
+    // timeout and a crash in the journal must not wait for that.
+    const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
+    const polled = await poll();
+    if ("error" in polled) return failNow({ kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` });
+    took(polled);
     // Fatal lines, the unit's state and restarts are judged before /health in
     // `step`, so a failure found without /health's answer stands as it is.
     // (Not the deadline: its message names the last /health answer.)
@@ -247,7 +282,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
       break;
     }
     if (d.phase !== lastPhase || now() - lastProgressAt >= progressEveryMs) {
-      say(formatProgress(d));
+      say(formatProgress(d, o.attempt));
       lastPhase = d.phase;
       lastProgressAt = now();
     }
@@ -298,10 +333,10 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
     );
     if ("error" in res) return failNow({ kind: "chat-check", reason: `POST /v1/chat/completions: ${res.error}` });
     if (res.status !== 200) {
-      return failNow({ kind: "chat-check", reason: `POST /v1/chat/completions answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}` });
+      return failNow({ kind: "chat-check", status: res.status, reason: `POST /v1/chat/completions answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}` });
     }
     const verdict = checkChatResponse(res.body);
-    if (!verdict.ok) return failNow({ kind: "chat-check", reason: verdict.reason });
+    if (!verdict.ok) return failNow({ kind: "chat-check", status: res.status, reason: verdict.reason });
     chatText = verdict.text;
     say(`[readiness] chat check passed: ${JSON.stringify(chatText.slice(0, 80))}`);
   }
@@ -317,6 +352,41 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
       `[readiness] speculative decoding active: ${verdict.algorithm}` +
         (verdict.acceptLength !== null ? `, avg accept length ${verdict.acceptLength.toFixed(2)}` : ""),
     );
+  }
+
+  const minHealthyMs = o.minHealthyMs ?? 0;
+  if (minHealthyMs > 0 && lastUnit) {
+    // The healthy window: the server that was ready and passed the checks must
+    // stay so (same main process, unit active, no fatal line, /health 200 on
+    // every poll) for minHealthyMs before the gate passes.
+    const unitAtReady: UnitStatus = lastUnit;
+    let win = openHealthyWindow({ elapsedMs: now() - start, mainPid: unitAtReady.mainPid, nRestarts: unitAtReady.nRestarts }, minHealthyMs);
+    let lastWindowProgressAt = -Infinity;
+    for (;;) {
+      const pollStart = now();
+      const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
+      const polled = await poll();
+      if ("error" in polled) return failNow({ kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` });
+      took(polled);
+      // A crash in the journal or the unit fails the window without waiting for /health.
+      const early = earlyWindowFailure(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines });
+      if (early && early.kind === "failed") return fail(early.cause, formatWindowProgress(early, o.attempt));
+      const health = await healthP;
+      const healthObs: HealthObservation = "status" in health ? { status: health.status } : { error: health.error };
+      const r = stepWindow(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: healthObs });
+      win = r.state;
+      const d = r.decision;
+      if (d.kind === "failed") return fail(d.cause, formatWindowProgress(d, o.attempt));
+      if (d.kind === "healthy") {
+        say(formatWindowProgress(d, o.attempt));
+        break;
+      }
+      if (now() - lastWindowProgressAt >= progressEveryMs) {
+        say(formatWindowProgress(d, o.attempt));
+        lastWindowProgressAt = now();
+      }
+      await sleep(Math.max(0, pollIntervalMs - (now() - pollStart)));
+    }
   }
 
   return {

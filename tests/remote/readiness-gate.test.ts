@@ -271,6 +271,85 @@ describe("waitUntilReady", () => {
   });
 });
 
+describe("waitUntilReady: the healthy window after ready", () => {
+  const healthy: Frame = { lines: [], health: status(200) };
+
+  it("passes only after the server stayed healthy for the whole window, and says so", async () => {
+    const { result, progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 3_000 });
+    assert.equal(result.ok, true, JSON.stringify(result));
+    assert.ok(progress.some((m) => m.startsWith("[readiness] healthy window — ")), progress.join("\n"));
+    assert.ok(progress.some((m) => m.startsWith("[readiness] stayed healthy for 3 s after ready")), progress.join("\n"));
+    // Ready first, the window after the checks.
+    const readyAt = progress.findIndex((m) => m.startsWith("[readiness] ready after"));
+    const chatAt = progress.findIndex((m) => m.startsWith("[readiness] chat check passed"));
+    const windowAt = progress.findIndex((m) => m.startsWith("[readiness] healthy window"));
+    assert.ok(readyAt < chatAt && chatAt < windowAt, progress.join("\n"));
+  });
+
+  it("fails a server that dies 3 s after ready, with the cause, the journal and this start's lines", async () => {
+    const dead: Frame = { lines: [], unit: { activeState: "activating", subState: "auto-restart", mainPid: 0, nRestarts: 0 }, health: refused };
+    const { result, progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy, healthy, dead], { minHealthyMs: 30_000 });
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.equal(result.cause.kind, "unhealthy");
+    assert.match(result.message, /in the healthy window: the server was ready but did not stay healthy for 30 s \(readiness\.minHealthySeconds\): after 3 s, the unit is activating\/auto-restart/);
+    assert.ok(progress.includes(result.message));
+    assert.ok(result.startLines.includes("[2026-05-02 10:02:46] The server is fired up and ready to roll!"), result.startLines.join("\n"));
+  });
+
+  it("fails the window on a scheduler death with HTTP up, naming the fatal line", async () => {
+    const died: Frame = { lines: ["[2026-05-02 10:03:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"], health: status(503) };
+    const { result } = await runGate([...GOOD.map((f) => ({ ...f })), healthy, died], { minHealthyMs: 30_000 });
+    assert.equal(!result.ok && result.cause.kind === "unhealthy" && result.cause.fatalReason, "scheduler died");
+  });
+
+  it("shows the attempt in its progress lines", async () => {
+    const { progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 2_000, attempt: { attempt: 2, attempts: 3 } });
+    assert.ok(progress.some((m) => /^\[readiness\] loading weights — \d+ s elapsed, .*\(budget 900 s, attempt 2 of 3\)$/.test(m)), progress.join("\n"));
+    assert.ok(progress.some((m) => /^\[readiness\] healthy window — .*\(budget 2 s, attempt 2 of 3\)$/.test(m)), progress.join("\n"));
+  });
+
+  it("has no window by default", async () => {
+    const { result, progress } = await runGate(GOOD.map((f) => ({ ...f })));
+    assert.equal(result.ok, true);
+    assert.ok(!progress.some((m) => m.includes("healthy window")), progress.join("\n"));
+  });
+});
+
+describe("waitUntilReady: the lines of a failed start", () => {
+  it("reads the journal to its end after a failure, so lines the exit beat into the journal count too", async () => {
+    const box = new FakeBox();
+    try {
+      box.setUnit({ activeState: "failed", subState: "failed", mainPid: 0, nRestarts: 0 });
+      let polls = 0;
+      const late = ["usage: sglang serve [-h] [--model-path MODEL_PATH] ...", "sglang serve: error: unrecognized arguments: --bogus"];
+      const result = await waitUntilReady({
+        remote: {
+          describe: () => box.describe(),
+          run: async (argv, opts) => {
+            const r = await box.run(argv, opts);
+            if (argv[2]?.includes("systemctl show") && polls++ === 0) box.appendJournal(late);
+            return r;
+          },
+        },
+        unit: "sglang-qwen.service",
+        endpoint: "http://127.0.0.1:30000",
+        startupTimeoutMs: 900_000,
+        probeTimeoutMs: 30_000,
+        since: { time: "@0" },
+        chatCheck: false,
+        servedModelName: "m",
+        http: { get: async () => refused, post: async () => refused },
+        sleep: async () => undefined,
+      });
+      assert.equal(!result.ok && result.cause.kind, "unit-stopped");
+      assert.deepEqual(!result.ok && result.startLines, late);
+    } finally {
+      box.destroy();
+    }
+  });
+});
+
 describe("journal helpers", () => {
   it("reads the journal position as the cursor of the last entry, or the remote clock when empty", async () => {
     const box = new FakeBox();
