@@ -28,7 +28,15 @@ describe("lab lifecycle", function () {
     assert.equal(up.up, true);
     assert.equal(up.container?.running, true);
     assert.ok(up.processes.length >= 6, `holder, sshd, LXC's monitor, systemd, journald, the container's sshd: ${up.processes.join(",")}`);
-    const namespaces = new Set(up.processes.map((p) => fs.readlinkSync(`/proc/${p}/ns/mnt`)));
+    // (Short-lived processes of the booting container may be gone by now.)
+    const mountNs = (p: number): string[] => {
+      try {
+        return [fs.readlinkSync(`/proc/${p}/ns/mnt`)];
+      } catch {
+        return [];
+      }
+    };
+    const namespaces = new Set(up.processes.flatMap(mountNs));
     assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own mount namespace");
     const cgroup = info.lxc.cgroupDir;
     assert.ok(fs.existsSync(path.join(cgroup, "lxc", "129")), "the container's cgroup is below the lab's");
