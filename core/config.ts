@@ -1059,15 +1059,3 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     const config = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as StackConfig;
     return { ok: true, config, warnings: findings.warnings };
 }
-
-/** Validates and throws one formatted error listing every problem. */
-export function parseStackConfig(raw: unknown): { config: StackConfig; warnings: string[] } {
-    const result = validateStackConfig(raw);
-    if (!result.ok) throw new Error(formatConfigIssues(result.issues));
-    return { config: result.config, warnings: result.warnings };
-}
-
-/** The GPUs the server sees: those passed to the container, or all of a direct host's. */
-export function usableGpuCount(config: StackConfig): number {
-    return config.host.topology === "pct-exec" && config.container ? config.container.gpus.length : config.host.gpus.count;
-}

@@ -43,22 +43,6 @@ function mask(value: unknown): unknown {
     return value === undefined ? undefined : SECRET_MASK;
 }
 
-/**
- * Nested records flattened to dotted paths (`{a: {b: 1}}` -> `{"a.b": 1}`),
- * so a diff names the leaf that changed. Arrays stay whole: a changed list
- * of flags is one field. Undefined leaves are dropped.
- */
-export function flattenFields(value: Readonly<Record<string, unknown>>, prefix = ""): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value)) {
-        const path = prefix === "" ? key : `${prefix}.${key}`;
-        if (child === undefined) continue;
-        if (isPlainRecord(child) && Object.keys(child).length > 0) Object.assign(out, flattenFields(child, path));
-        else out[path] = child;
-    }
-    return out;
-}
-
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
     return value !== null && typeof value === "object" && !Array.isArray(value);
 }
@@ -74,10 +58,4 @@ export function deepEqual(a: unknown, b: unknown): boolean {
         return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
     }
     return false;
-}
-
-/** One line per difference, for logs and preview messages: `field: declared -> actual`. */
-export function formatDiffs(diffs: readonly FieldDiff[]): string {
-    const show = (v: unknown) => (v === undefined ? "(unset)" : typeof v === "string" ? v : JSON.stringify(v));
-    return diffs.map((d) => `${d.field}: ${show(d.declared)} -> ${show(d.actual)}`).join("\n");
 }

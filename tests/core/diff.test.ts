@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { diffFields, flattenFields, formatDiffs } from "../../core/diff";
+import { diffFields } from "../../core/diff";
 
 describe("field diffs", () => {
     it("lists only fields that differ, declared order first", () => {
@@ -27,16 +27,5 @@ describe("field diffs", () => {
 
     it("treats an undefined field and a missing one as equal", () => {
         assert.deepEqual(diffFields({ a: undefined, b: { c: undefined } }, { b: {} }), []);
-    });
-
-    it("flattens nested records to dotted leaves, keeping lists whole", () => {
-        assert.deepEqual(flattenFields({ service: { speculative: { numSteps: 1 }, extraArgs: ["--x"] }, gone: undefined }), {
-            "service.speculative.numSteps": 1,
-            "service.extraArgs": ["--x"],
-        });
-    });
-
-    it("formats one line per difference", () => {
-        assert.equal(formatDiffs([{ field: "service.port", declared: 30000, actual: undefined }]), "service.port: 30000 -> (unset)");
     });
 });
