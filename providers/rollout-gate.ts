@@ -3,8 +3,9 @@ import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, httpGetJson } from "../remote/probe";
 import { GateResult, JournalPosition, journalPosition, waitUntilReady } from "../remote/readiness-gate";
-import type { RemoteHost } from "../remote/remote-host";
+import type { RemoteHost, RemoteRunner } from "../remote/remote-host";
 import { redact, say } from "./context";
+import { readServerInfoOnBox } from "./server-info-on-box";
 
 export type ReadinessSettings = ReadinessConfig;
 
@@ -81,12 +82,21 @@ export interface Serving {
     speculativeActive: boolean | null;
 }
 
-/** A quick look at a running server: /health and /server_info (no waiting). */
-export async function verifyServing(server: ServedServer): Promise<Serving> {
+/**
+ * A quick look at a running server: /health and /server_info (no waiting).
+ * With `box` (the refreshes), /server_info is asked on the box with the key
+ * the box keeps (providers/server-info-on-box.ts): no API key needed here,
+ * and the read-only key's gate allows it. Without, over HTTP with the key.
+ */
+export async function verifyServing(server: ServedServer, box?: RemoteRunner): Promise<Serving> {
     const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
-    const health = await httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs });
+    const [health, info] = await Promise.all([
+        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
+        box
+            ? readServerInfoOnBox(box, server.unitName, timeoutMs)
+            : httpGetJson(endpointUrl(server.endpoint, "/server_info"), { timeoutMs, bearer: server.apiKey }),
+    ]);
     const healthy = "status" in health && health.status === 200;
-    const info = await httpGetJson(endpointUrl(server.endpoint, "/server_info"), { timeoutMs, bearer: server.apiKey });
     if (!("status" in info) || info.status !== 200) return { healthy, liveArgs: null, speculativeActive: null };
     const liveArgs = normalizeServerInfo(info.body);
     const speculativeActive = server.speculativeAlgorithm

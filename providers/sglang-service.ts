@@ -117,7 +117,7 @@ async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<Live
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
     if (unit && activeState === "active") {
-        const serving = await verifyServing(inputs);
+        const serving = await verifyServing(inputs, remote);
         if (serving.liveArgs) {
             liveArgs = serving.liveArgs as Record<string, unknown>;
             liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
