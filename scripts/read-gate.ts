@@ -1,0 +1,192 @@
+/**
+ * `npm run -s read-gate -- <command>`: the read-only key's gate on the box
+ * (gate/sglang-serve-read-gate; docs/operator-guide.md, "The read-only key").
+ *
+ *   install-script --public-key FILE (--stack NAME | --vmid N... | --direct)
+ *                  [--gate-path PATH] [--authorized-keys PATH] [--from PATTERNS] [--comment TEXT]
+ *       prints the sh script that installs the gate and the key's gated line;
+ *       pipe it into the box as the user the stack logs in as:
+ *         npm run -s read-gate -- install-script --stack kpro5 --public-key ~/.ssh/sglang-serve-read-kpro5.pub | ssh root@10.1.2.5 sh
+ *   remove-script --public-key FILE [--authorized-keys PATH]
+ *       prints the sh script that removes every line of that key (rotation)
+ *   line --public-key FILE (--stack NAME | --vmid N... | --direct) [--gate-path PATH] [--from PATTERNS]
+ *       prints the authorized_keys line alone
+ *   print-gate
+ *       prints the gate script
+ *   check (--stack NAME | --vmid N... | --direct) COMMAND
+ *       whether the gate allows COMMAND (runs the gate here, in --check mode)
+ *
+ * --stack reads Pulumi.<NAME>.yaml: pct-exec gives --vmid container.vmid,
+ * direct gives --direct. Exit 0, 1 (check: refused), 2 (usage).
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+    authorizedKeysLine,
+    GateScope,
+    gateArgs,
+    parsePublicKey,
+    ReadGateOptionError,
+    renderInstallScript,
+    renderRemoveKeyScript,
+} from "../core/read-gate-install";
+import { rawConfigFromStackYaml } from "./render";
+
+const repo = path.resolve(__dirname, "..");
+export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");
+
+interface Options {
+    publicKey?: string;
+    stack?: string;
+    vmids: number[];
+    direct: boolean;
+    gatePath?: string;
+    authorizedKeys?: string;
+    from?: string;
+    comment?: string;
+    rest: string[];
+}
+
+const VALUE_OPTIONS = new Set(["--public-key", "--stack", "--vmid", "--gate-path", "--authorized-keys", "--from", "--comment"]);
+
+function parseOptions(args: string[]): Options {
+    const o: Options = { vmids: [], direct: false, rest: [] };
+    for (let i = 0; i < args.length; i++) {
+        const a = args[i]!;
+        if (a === "--direct") {
+            o.direct = true;
+            continue;
+        }
+        if (!VALUE_OPTIONS.has(a)) {
+            if (a.startsWith("--")) throw new ReadGateOptionError(`unknown option ${a}`);
+            o.rest.push(a);
+            continue;
+        }
+        const v = args[++i];
+        if (v === undefined) throw new ReadGateOptionError(`${a} needs a value`);
+        switch (a) {
+            case "--public-key":
+                o.publicKey = v;
+                break;
+            case "--stack":
+                o.stack = v;
+                break;
+            case "--vmid":
+                if (!/^\d+$/.test(v)) throw new ReadGateOptionError(`--vmid ${JSON.stringify(v)} is not a Proxmox container id (an integer from 100)`);
+                o.vmids.push(Number(v));
+                break;
+            case "--gate-path":
+                o.gatePath = v;
+                break;
+            case "--authorized-keys":
+                o.authorizedKeys = v;
+                break;
+            case "--from":
+                o.from = v;
+                break;
+            case "--comment":
+                o.comment = v;
+                break;
+        }
+    }
+    return o;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** The scope from --vmid/--direct, or from the stack file's topology and container.vmid. */
+export function scopeOf(o: Options, projectDir = repo): GateScope {
+    const given = (o.vmids.length > 0 ? 1 : 0) + (o.direct ? 1 : 0) + (o.stack !== undefined ? 1 : 0);
+    if (given !== 1) throw new ReadGateOptionError("give exactly one of --stack <name>, --vmid <vmid> (repeatable) or --direct");
+    if (o.direct) return { direct: true };
+    if (o.vmids.length > 0) return { vmids: o.vmids };
+    const file = path.join(projectDir, `Pulumi.${o.stack}.yaml`);
+    if (!/^[A-Za-z0-9_.-]{1,100}$/.test(o.stack!) || !fs.existsSync(file)) {
+        throw new ReadGateOptionError(`--stack ${o.stack}: no ${file}; give an existing stack, or --vmid <vmid> / --direct`);
+    }
+    const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
+    const host = isRecord(raw.host) ? raw.host : {};
+    const topology = host.topology ?? "pct-exec";
+    if (topology === "direct") return { direct: true };
+    const vmid = isRecord(raw.container) ? Number(raw.container.vmid) : NaN;
+    if (topology !== "pct-exec" || !Number.isInteger(vmid)) {
+        throw new ReadGateOptionError(`--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(raw.container) ? raw.container.vmid : undefined)}; give --vmid <vmid> or --direct`);
+    }
+    return { vmids: [vmid] };
+}
+
+function readPublicKey(o: Options): string {
+    if (o.publicKey === undefined) throw new ReadGateOptionError("give --public-key <the read-only key's .pub file>");
+    const file = o.publicKey.startsWith("~/") ? path.join(os.homedir(), o.publicKey.slice(2)) : o.publicKey;
+    if (!fs.existsSync(file)) throw new ReadGateOptionError(`--public-key ${o.publicKey}: no such file (make the key with ssh-keygen -t ed25519 -N '' -f ~/.ssh/sglang-serve-read-<stack>)`);
+    return fs.readFileSync(file, "utf8");
+}
+
+export interface ReadGateRun {
+    code: number;
+    stdout: string;
+    stderr: string;
+}
+
+export function runReadGate(args: string[], projectDir = repo): ReadGateRun {
+    const [command, ...rest] = args;
+    try {
+        const o = parseOptions(rest);
+        switch (command) {
+            case "install-script": {
+                const publicKey = readPublicKey(o);
+                const scope = scopeOf(o, projectDir);
+                const script = renderInstallScript({
+                    publicKey,
+                    scope,
+                    gatePath: o.gatePath,
+                    authorizedKeys: o.authorizedKeys,
+                    from: o.from,
+                    comment: o.comment,
+                    gateText: fs.readFileSync(GATE_FILE, "utf8"),
+                });
+                const key = parsePublicKey(publicKey);
+                return {
+                    code: 0,
+                    stdout: script,
+                    stderr: `sglang-serve: install script for key ${key.fingerprint}, allowed: ${gateArgs(scope).join(" ")}; pipe it into the box: ... | ssh <user>@<box> sh\n`,
+                };
+            }
+            case "remove-script":
+                return { code: 0, stdout: renderRemoveKeyScript({ publicKey: readPublicKey(o), authorizedKeys: o.authorizedKeys }), stderr: "" };
+            case "line":
+                return {
+                    code: 0,
+                    stdout: `${authorizedKeysLine({ publicKey: readPublicKey(o), scope: scopeOf(o, projectDir), gatePath: o.gatePath, from: o.from, comment: o.comment })}\n`,
+                    stderr: "",
+                };
+            case "print-gate":
+                return { code: 0, stdout: fs.readFileSync(GATE_FILE, "utf8"), stderr: "" };
+            case "check": {
+                if (o.rest.length !== 1) throw new ReadGateOptionError("check needs the command as one argument (quote it)");
+                const r = spawnSync(GATE_FILE, [...gateArgs(scopeOf(o, projectDir)), "--check"], {
+                    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SSH_ORIGINAL_COMMAND: o.rest[0]! },
+                    encoding: "utf8",
+                });
+                if (r.error) return { code: 2, stdout: "", stderr: `cannot run ${GATE_FILE}: ${r.error.message} (it needs /usr/bin/python3)\n` };
+                return { code: r.status ?? 2, stdout: r.stdout, stderr: r.stderr };
+            }
+            default:
+                throw new ReadGateOptionError(`unknown command ${JSON.stringify(command ?? "")}: use install-script, remove-script, line, print-gate or check`);
+        }
+    } catch (e) {
+        if (e instanceof ReadGateOptionError) return { code: 2, stdout: "", stderr: `read-gate: ${e.message}\n` };
+        throw e;
+    }
+}
+
+if (require.main === module) {
+    const r = runReadGate(process.argv.slice(2));
+    process.stdout.write(r.stdout);
+    process.stderr.write(r.stderr);
+    process.exitCode = r.code;
+}
