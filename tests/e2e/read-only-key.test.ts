@@ -1,0 +1,175 @@
+import * as assert from "node:assert/strict";
+import { execFileSync, spawn } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { labDown, sshArgv } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { labPaths } from "../../lab/lab-info";
+import { httpGetJson } from "../../remote/probe";
+import { Deployment, EngineResult, expectExit } from "./deployment";
+import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+
+// Issue 13 item 5 on the lab with the real engine: the stack deployed with
+// the deploy key; the read-only gate installed on the Proxmox host for a
+// second key with the documented command (install script piped into ssh);
+// then previews and drift checks with that key alone, and everything that
+// changes the box refused. Its own lab on 127.0.122.x.
+
+const API_KEY = "e2e-readkey-api-key-0123456789abcdef";
+
+/** `cmd` with `input` on stdin, as a shell pipe would run it. */
+function run(argv: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+        const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d));
+        child.stderr.on("data", (d: Buffer) => (stderr += d));
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+        child.stdin.end(input ?? "");
+    });
+}
+
+async function memFraction(info: LabInfo): Promise<unknown> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
+    assert.ok("status" in r && r.status === 200, JSON.stringify(r).slice(0, 300));
+    return (r.body as { mem_fraction_static?: unknown }).mem_fraction_static;
+}
+
+function drift(d: Deployment): Promise<EngineResult> {
+    return d.npmScript("drift", ["--stack", d.stack, "--json"]);
+}
+
+describe("the read-only key on the lab (pct-exec): previews and drift checks through the gate, nothing else", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+    let d: Deployment;
+    let config: StackConfigFile;
+    let keyDir: string;
+    let readKey: string;
+
+    /** ssh to the lab host as root with the read-only key, as CI's runner would. */
+    function asReader(command: string) {
+        const argv = sshArgv(info, "host", command);
+        argv[argv.indexOf("-i") + 1] = readKey;
+        return run(argv);
+    }
+
+    before(async () => {
+        ({ labDir, info } = await startLab("readkey", 122));
+        config = labStackConfig(info, "pct-exec");
+        // Managed cores: a `pct set` by hand is drift the read-only key must see.
+        const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
+        assert.ok(cores, "the lab container has a cores setting");
+        config["sglang-serve:container"].cores = Number(cores[1]);
+        d = await Deployment.create("lab", config);
+        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        expectExit(await d.up(), 0, "up with the deploy key");
+        keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-readkey-"));
+        readKey = path.join(keyDir, "sglang-serve-read-lab");
+        execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "sglang-serve-read-lab", "-f", readKey], { stdio: "ignore" });
+    });
+    after(async () => {
+        d?.cleanup();
+        if (keyDir) fs.rmSync(keyDir, { recursive: true, force: true });
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("installs the gate on the host with the documented command: npm run -s read-gate -- install-script ... | ssh root@<host> sh", async () => {
+        // The lab's sshd reads its own authorized_keys file, not ~/.ssh/authorized_keys.
+        const script = await d.npmScript("read-gate", ["install-script", "--vmid", "129", "--public-key", `${readKey}.pub`, "--authorized-keys", labPaths(labDir).authorizedKeys]);
+        expectExit(script, 0, "read-gate install-script");
+        const r = await run(sshArgv(info, "host", "sh"), script.stdout);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /sglang-serve-read-gate 1 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/);
+        const line = fs.readFileSync(labPaths(labDir).authorizedKeys, "utf8").split("\n").find((l) => l.endsWith(" sglang-serve-read"));
+        assert.match(line ?? "", /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129",restrict ssh-ed25519 /);
+
+        // From now on the stack has only the read-only key, as the preview and drift jobs do.
+        const host = { ...config["sglang-serve:host"] };
+        delete host.sshPrivateKeyPath;
+        config["sglang-serve:host"] = host;
+        d.writeConfig(config);
+        await d.setSecret("sglang-serve:sshPrivateKey", fs.readFileSync(readKey, "utf8"));
+    });
+
+    it("pulumi preview --refresh with the read-only key passes and shows nothing to change", async () => {
+        const r = await d.run(["preview", "--refresh", "--diff", "--expect-no-changes"]);
+        expectExit(r, 0, "preview --refresh with the read-only key");
+        assert.doesNotMatch(r.output, /refused/);
+    });
+
+    it("npm run drift with the read-only key is clean, and stays clean without the API key in the stack config", async () => {
+        const r = await drift(d);
+        expectExit(r, 0, "npm run drift with the read-only key");
+        assert.equal((JSON.parse(r.stdout) as { drift: boolean }).drift, false);
+        // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift).
+        expectExit(await d.run(["config", "rm", "sglang-serve:apiKey"]), 0, "config rm apiKey");
+        try {
+            const noKey = await drift(d);
+            expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
+            assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
+        } finally {
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+        }
+    });
+
+    it("npm run drift with the read-only key sees a change made on the box (exit 7, naming the field)", async () => {
+        const cores = Number(config["sglang-serve:container"].cores);
+        await onBox(labDir, "host", `pct set 129 --cores ${cores + 1}`);
+        try {
+            const r = await drift(d);
+            expectExit(r, 7, "npm run drift after pct set");
+            const report = JSON.parse(r.stdout) as { changes: { field: string; declared: unknown; actual: unknown }[] };
+            assert.ok(report.changes.some((c) => c.field === "settings.cores" && c.actual === cores + 1), r.stdout);
+        } finally {
+            await onBox(labDir, "host", `pct set 129 --cores ${cores}`);
+        }
+    });
+
+    it("the read-only key cannot run systemctl stop on the box, in the container or on the host, nor a read with '; id' appended", async () => {
+        const before = await mainPid(labDir);
+        for (const command of [
+            `pct exec 129 -- systemctl stop ${UNIT}`,
+            `systemctl stop ${UNIT}`,
+            `pct exec 129 -- sh -c 'systemctl stop ${UNIT}'`,
+            "pct stop 129",
+            "sh -c 'pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129'; id",
+        ]) {
+            const r = await asReader(command);
+            assert.equal(r.code, 1, `${command}: ${r.stdout}${r.stderr}`);
+            assert.match(r.stderr, /^sglang-serve-read-gate: refused .*need the deploy key/s);
+        }
+        assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        assert.equal(await mainPid(labDir), before);
+        assert.equal(await onBox(labDir, "host", "pct status 129"), "status: running");
+        // The gate lets a read through the same key: it is the gate, not a dead key.
+        const read = await asReader("sh -c 'pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129'");
+        assert.equal(read.code, 0, read.stderr);
+        assert.match(read.stdout, /status: running/);
+    });
+
+    it("pulumi up with the read-only key changes nothing: its first write is refused and the server keeps running", async () => {
+        const before = await mainPid(labDir);
+        config["sglang-serve:service"].memFractionStatic = 0.85;
+        d.writeConfig(config);
+        try {
+            const r = await d.up();
+            assert.notEqual(r.code, 0, "up with the read-only key must fail");
+            assert.match(r.output, /sglang-serve-read-gate: refused/);
+            assert.equal(await mainPid(labDir), before);
+            assert.equal(await memFraction(info), 0.88);
+            assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        } finally {
+            config["sglang-serve:service"].memFractionStatic = 0.88;
+            d.writeConfig(config);
+        }
+        const clean = await drift(d);
+        expectExit(clean, 0, "drift after the refused up");
+    });
+});
