@@ -159,7 +159,7 @@ export function renderInstallScript(opts: InstallOptions): string {
         `line=${shQuote(line)}`,
         `blob=${shQuote(key.blob)}`,
         ...KEYS_PRELUDE,
-        "[ -x /usr/bin/python3 ] || fail \"the gate needs /usr/bin/python3: install it (apt-get install python3-minimal) and run this again\"",
+        "[ -x /usr/bin/python3 ] || fail \"the gate needs /usr/bin/python3: install it (apt-get install python3) and run this again\"",
         'dir=$(dirname "$gate")',
         'mkdir -p "$dir"',
         'tmp="$gate.tmp.$$"; ktmp="$target.sglang-serve.$$"',

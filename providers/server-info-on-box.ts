@@ -19,7 +19,7 @@ export async function readServerInfoOnBox(box: RemoteRunner, unitName: string, t
         const stderr = r.stderr.trim().split("\n").slice(-5).join("\n");
         const hint =
             r.code === 127
-                ? "; python3 is missing where the server runs: install it there (apt-get install python3-minimal)"
+                ? "; python3 is missing where the server runs: install it there (apt-get install python3)"
                 : /sglang-serve-read-gate/.test(stderr)
                   ? ""
                   : "; the read needs python3 where the server runs";

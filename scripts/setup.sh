@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(openssh-server openssh-client systemd util-linux procps)
+packages=(openssh-server openssh-client systemd util-linux procps python3)
 if [ -f lab/REQUIREMENTS ]; then
   while read -r p; do [ -n "$p" ] && [ "${p#\#}" = "$p" ] && packages+=("$p"); done < lab/REQUIREMENTS
 fi
