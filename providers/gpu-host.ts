@@ -45,6 +45,8 @@ async function readFacts(connection: Connection) {
     // In the direct topology the "host" is the container itself: nvidia-smi works there too.
     const result = await remote.run(["sh", "-c", FACTS_SCRIPT]);
     if (result.code !== 0) {
+        // The read-only key's gate refusing the read is not a driver problem: its message says what to do.
+        if (result.stderr.includes("sglang-serve-read-gate: refused")) throw new Error(`${remote.describe()}: ${result.stderr.trim()}`);
         throw new Error(
             `nvidia-smi failed on ${connection.address} (exit ${result.code}): ${result.stderr.trim() || result.stdout.trim()}; ` +
                 "is the NVIDIA driver loaded?",

@@ -54,6 +54,10 @@ fi
     };
 }
 
+function readKeyLine(pubFile: string): string {
+    return fs.readFileSync(pubFile, "utf8").trim();
+}
+
 function keygen(file: string): void {
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", path.basename(file), "-f", file], { stdio: "ignore" });
 }
@@ -84,6 +88,10 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         keygen(sshd.file("read_direct"));
         install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129"]);
         install(sshd, sshd.file("read_direct.pub"), ["--direct"]);
+        // A gate of another version that knows none of this stack's reads.
+        keygen(sshd.file("read_old"));
+        fs.writeFileSync(sshd.file("old-gate"), `#!/bin/sh\necho "sglang-serve-read-gate: refused \\"$(printf %.20s "$SSH_ORIGINAL_COMMAND")...\\": not one of sglang-serve's read commands (gate version 0)" >&2\nexit 1\n`, { mode: 0o755 });
+        fs.appendFileSync(sshd.file("authorized_keys"), `command="${sshd.file("old-gate")}",restrict ${readKeyLine(sshd.file("read_old.pub"))}\n`);
         await sshd.start();
         connection = { address: sshd.address, port: sshd.port, user: sshd.target().user, hostKey: sshd.hostKey, topology: "pct-exec" };
     });
@@ -112,9 +120,9 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     it("the install script puts exactly one gated line per key, keeps the other lines, and installs again the same", () => {
         const before = fs.readFileSync(sshd.file("authorized_keys"), "utf8");
         const lines = before.trim().split("\n");
-        assert.equal(lines.length, 4, before);
+        assert.equal(lines.length, 5, before);
         assert.equal(lines.filter((l) => l.startsWith("ssh-ed25519 ")).length, 2, "the deploy keys stay as they were");
-        const gated = lines.filter((l) => l.startsWith("command="));
+        const gated = lines.filter((l) => l.startsWith("command=") && l.endsWith(" sglang-serve-read"));
         assert.deepEqual(
             gated.map((l) => l.replace(/ ssh-ed25519 \S+ /, " KEY ")),
             [
@@ -201,6 +209,20 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         const deploy = await pool.exec(sshd.target(), "pct status 129");
         assert.equal(deploy.code, 0);
         assert.deepEqual(loggedCalls(), ["pct status 129"]);
+    });
+
+    it("a gate that refuses a read fails the refresh with the gate's message (GpuHost: not a driver hint)", async () => {
+        configureProviders({ sshPrivateKey: readKey("read_old") });
+        await assert.rejects(gpuHost.read!("host", { providerVersion: "t", connection, expectedGpus: { count: 2 } } as never), (e: Error) => {
+            assert.match(e.message, /^root@127\.0\.5\.1:\d+: sglang-serve-read-gate: refused "sh -c 'nvidia-smi --\.\.\.": .*\(gate version 0\)$/);
+            assert.doesNotMatch(e.message, /NVIDIA driver/);
+            return true;
+        });
+        await assert.rejects(
+            readinessCheck.read!("ready", { providerVersion: "t", connection: { ...connection, vmid: 129 }, unitName: UNITS[0], endpoint: `http://${sshd.address}:9`, readiness } as never),
+            /cannot read \/server_info of sglang-qwen\.service on .*\(pct exec 129\) \(exit 1\): sglang-serve-read-gate: refused/,
+        );
+        assert.deepEqual(loggedCalls(), []);
     });
 
     it("the read-only key's RemoteHost errors name the gate and the fix when the stack sends a write", async () => {
