@@ -8,6 +8,6 @@ scripts/setup.sh
 npx tsc --noEmit -p tsconfig.json
 # Suites in order: fast pure ones first, the real engine against the lab last.
 if [ $# -eq 0 ]; then
-  set -- "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/components/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/e2e/**/*.test.ts"
+  set -- "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/e2e/**/*.test.ts"
 fi
 npx mocha "$@"

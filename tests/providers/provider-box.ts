@@ -1,0 +1,556 @@
+// The seam for driving the four dynamic providers directly: their SSH goes
+// through the process-wide pool (remote/ssh.ts getSshPool), and this replaces
+// that pool with one whose commands run in a FakeBox (tests/remote/fake-box.ts):
+// the command string the provider would send over SSH is run by a local `sh`,
+// with fake pct, systemctl, journalctl, nvidia-smi and pveversion first on
+// PATH and the box's own paths (/etc/pve, /etc/systemd/system, /etc/sglang,
+// /run/lock/lxc, /proc/devices) mapped into the box's directory, as a chroot
+// would. So the providers' real scripts run (quoting, sentinels, the config
+// lock, tmp + rename) and their decisions can be checked without an engine
+// run or an sshd. The pool's own execChecked (exit code and stderr in the
+// error) is the real one: only exec is replaced.
+//
+// The "server" is an HTTP server on loopback that answers for the unit as the
+// fake systemctl started it: /server_info is taken from the ExecStart the unit
+// had at its start (a unit changed but not restarted still reports the old
+// args), the API key from the EnvironmentFile it had then.
+
+import { execFileSync } from "child_process";
+import * as fs from "fs";
+import * as http from "http";
+import * as net from "net";
+import * as path from "path";
+import type { Connection } from "../../components/connection";
+import { configureProviders } from "../../providers/context";
+import { ExecOptions, ExecResult, SshPool, SshTarget } from "../../remote/ssh";
+import { FakeBox } from "../remote/fake-box";
+
+const POOL_KEY = Symbol.for("sglang-serve.sshPool");
+
+/** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call). */
+const PYTHON = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+
+/** The box's paths that live in its directory; everything else is this machine's. */
+const BOX_PATHS = ["/etc/pve/", "/etc/systemd/system", "/etc/sglang", "/run/lock/lxc", "/proc/devices"];
+const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/.]/g, "\\$&")).join("|")})`, "g");
+
+// pct as pve-container answers the calls the providers make. The config is
+// /etc/pve/lxc/<vmid>.conf; `pct set` writes options into the current
+// section (no [pve:pending] handling); `exec` runs its command here.
+const PCT = `#!${PYTHON}
+import os, sys
+D = os.environ["FAKE_DIR"]
+with open(os.path.join(D, "calls"), "a") as f:
+    f.write("pct " + " ".join(sys.argv[1:]) + "\\n")
+args = sys.argv[1:]
+verb, vmid = args[0], args[1]
+conf = os.path.join(D, "root/etc/pve/lxc", vmid + ".conf")
+status_file = os.path.join(D, "ct-" + vmid + ".status")
+def status():
+    return open(status_file).read().strip() if os.path.exists(status_file) else "running"
+def fail(message, code=255):
+    sys.stderr.write(message + "\\n")
+    sys.exit(code)
+if not os.path.exists(conf):
+    fail("Configuration file 'nodes/pve/lxc/%s.conf' does not exist" % vmid)
+text = open(conf, encoding="latin-1").read()
+lines = text.split("\\n")
+first = next((i for i, l in enumerate(lines) if l.startswith("[")), len(lines))
+main, rest = lines[:first], lines[first:]
+if verb == "config":
+    sys.stdout.write("\\n".join(l for l in main if l.strip() != "") + "\\n")
+elif verb == "status":
+    print("status: " + status())
+elif verb == "set":
+    if any(l.startswith("lock:") for l in main):
+        fail("CT is locked (%s)" % next(l for l in main if l.startswith("lock:")).split(":", 1)[1].strip(), 25)
+    pairs = args[2:]
+    for i in range(0, len(pairs), 2):
+        key, value = pairs[i].lstrip("-"), pairs[i + 1]
+        at = [j for j, l in enumerate(main) if l.startswith(key + ":")]
+        if at:
+            main[at[-1]] = key + ": " + value
+        else:
+            end = len(main)
+            while end > 0 and main[end - 1].strip() == "":
+                end -= 1
+            main.insert(end, key + ": " + value)
+    with open(conf + ".tmp", "w", encoding="latin-1") as f:
+        f.write("\\n".join(main + rest))
+    os.rename(conf + ".tmp", conf)
+elif verb == "start":
+    open(status_file, "w").write("running\\n")
+elif verb == "stop":
+    open(status_file, "w").write("stopped\\n")
+elif verb == "destroy":
+    if status() == "running":
+        fail("CT %s is running - destroy failed" % vmid)
+    os.remove(conf)
+elif verb == "exec":
+    if status() != "running":
+        fail("container '%s' not running!" % vmid)
+    command = args[2:]
+    if command and command[0] == "--":
+        command = command[1:]
+    os.execvp(command[0], command)
+else:
+    fail("fake pct: %s not faked" % verb, 2)
+`;
+
+// systemd for the units in /etc/systemd/system of the box: state in
+// systemd.json, starts as $FAKE_DIR/starts says (one behaviour a line, "ready"
+// when it runs out), the journal in $FAKE_DIR/journal (fake-box.ts's
+// journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps.
+const SYSTEMCTL = `#!${PYTHON}
+import json, os, sys
+D = os.environ["FAKE_DIR"]
+with open(os.path.join(D, "calls"), "a") as f:
+    f.write("systemctl " + " ".join(sys.argv[1:]) + "\\n")
+STATE = os.path.join(D, "systemd.json")
+state = json.load(open(STATE)) if os.path.exists(STATE) else {"next_pid": 4242, "units": {}}
+def save():
+    with open(STATE + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.rename(STATE + ".tmp", STATE)
+def unit(name):
+    return state["units"].setdefault(name, {"active": "inactive", "sub": "dead", "pid": 0, "restarts": 0, "enabled": False})
+def unit_file(name):
+    return os.path.join(D, "root/etc/systemd/system", name)
+def journal(lines):
+    with open(os.path.join(D, "journal"), "a") as f:
+        f.write("".join(l + "\\n" for l in lines))
+def gpus(used):
+    open(os.path.join(D, "gpus"), "w").write("0, %d\\n1, %d\\n" % (used, used))
+    open(os.path.join(D, "apps"), "w").write("%d, %d\\n" % (state["next_pid"], used) if used > 1024 else "")
+def read(p):
+    return open(p).read() if os.path.exists(p) else None
+def stop(u):
+    u.update(active="inactive", sub="dead", pid=0)
+    if not os.path.exists(os.path.join(D, "gpu-stuck")):
+        gpus(3)
+args = [a for a in sys.argv[1:] if a != "--"]
+verb = args[0]
+if verb == "show":
+    props, names, i = [], [], 1
+    while i < len(args):
+        if args[i] == "-p":
+            props += args[i + 1].split(",")
+            i += 2
+        else:
+            names.append(args[i])
+            i += 1
+    blocks = []
+    for n in names:
+        u = state["units"].get(n) or {"active": "inactive", "sub": "dead", "pid": 0, "restarts": 0, "enabled": False}
+        file_state = ("enabled" if u["enabled"] else "disabled") if os.path.exists(unit_file(n)) else ""
+        values = {"Id": n, "ActiveState": u["active"], "SubState": u["sub"], "MainPID": u["pid"], "NRestarts": u["restarts"], "UnitFileState": file_state}
+        blocks.append("".join("%s=%s\\n" % (p, values[p]) for p in props))
+    sys.stdout.write("\\n".join(blocks))
+elif verb == "start":
+    n = args[1]
+    if not os.path.exists(unit_file(n)):
+        sys.stderr.write("Failed to start %s: Unit %s not found.\\n" % (n, n))
+        sys.exit(5)
+    starts = os.path.join(D, "starts")
+    plan = (read(starts) or "").split()
+    how = plan.pop(0) if plan else "ready"
+    open(starts, "w").write("\\n".join(plan))
+    u = unit(n)
+    if how == "refuse":
+        u.update(active="failed", sub="failed", pid=0)
+        save()
+        sys.stderr.write("Job for %s failed because the control process exited with error code.\\n" % n)
+        sys.exit(1)
+    state["next_pid"] += 1
+    env_file = os.path.join(D, "root/etc/sglang", n[len("sglang-"):-len(".service")] + ".env")
+    # What the process runs: the unit and the environment file as they are at its start.
+    json.dump({"unit": read(unit_file(n)), "env": read(env_file)}, open(os.path.join(D, "process.json"), "w"))
+    if how == "ready":
+        u.update(active="active", sub="running", pid=state["next_pid"])
+        gpus(45210)
+        journal(["[2026-05-02 10:00:07 TP0] Load weight begin. avail mem=46.89 GB",
+                 "[2026-05-02 10:02:43] INFO:     Uvicorn running on http://127.0.0.1 (Press CTRL+C to quit)",
+                 "[2026-05-02 10:02:46] The server is fired up and ready to roll!"])
+    elif how == "crash":
+        u.update(active="failed", sub="failed", pid=0)
+        journal(["Traceback (most recent call last):",
+                 '  File "/opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/server_args.py", line 1480, in __post_init__',
+                 "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer."])
+    else:
+        sys.stderr.write("fake systemctl: unknown start behaviour %s\\n" % how)
+        sys.exit(2)
+    save()
+elif verb == "stop":
+    stop(unit(args[1]))
+    save()
+elif verb == "enable":
+    if not os.path.exists(unit_file(args[1])):
+        sys.stderr.write("Failed to enable unit: Unit file %s does not exist.\\n" % args[1])
+        sys.exit(1)
+    unit(args[1])["enabled"] = True
+    save()
+elif verb == "disable":
+    now = "--now" in args
+    n = [a for a in args[1:] if not a.startswith("--")][0]
+    unit(n)["enabled"] = False
+    if now:
+        stop(unit(n))
+    save()
+elif verb == "reset-failed":
+    u = unit(args[1])
+    if u["active"] == "failed":
+        u.update(active="inactive", sub="dead")
+    save()
+elif verb == "daemon-reload":
+    pass
+elif verb == "is-system-running":
+    print("running")
+else:
+    sys.stderr.write("fake systemctl: %s not faked\\n" % verb)
+    sys.exit(2)
+`;
+
+// nvidia-smi: the GpuHost's facts query, and fake-box.ts's memory queries.
+const NVIDIA_SMI = `#!/bin/sh
+echo "nvidia-smi $*" >> "$FAKE_DIR/calls"
+[ -e "$FAKE_DIR/nvidia-smi-broken" ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9; }
+case "$1" in
+  --query-gpu=index,name,memory.total,driver_version,uuid) cat "$FAKE_DIR/gpu-facts" ;;
+  --query-gpu=index,memory.used) cat "$FAKE_DIR/gpus" ;;
+  --query-compute-apps=pid,used_memory) cat "$FAKE_DIR/apps" ;;
+  *) echo "fake nvidia-smi: unexpected $1" >&2; exit 2 ;;
+esac
+`;
+
+const PVEVERSION = `#!/bin/sh
+echo pveversion "$@" >> "$FAKE_DIR/calls"
+cat "$FAKE_DIR/pveversion"
+`;
+
+/** Two RTX A6000s, as `nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits` prints them. */
+export const TWO_A6000 = [
+    "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-0000-4b6e-9d1a-000000000000",
+    "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111",
+    "",
+].join("\n");
+
+/** /proc/devices of a Proxmox host with the NVIDIA driver loaded. */
+export const PROC_DEVICES = [
+    "Character devices:",
+    "  1 mem",
+    "  4 /dev/vc/0",
+    "  5 /dev/tty",
+    "195 nvidia-frontend",
+    "226 drm",
+    "508 nvidia-uvm",
+    "509 nvidia-caps",
+    "",
+    "Block devices:",
+    "  8 sd",
+    "253 device-mapper",
+    "",
+].join("\n");
+
+/** Where a test wants a command to fail: the first command matching `match` answers `result` instead of running. */
+interface Failure {
+    match: RegExp;
+    result: ExecResult;
+    /** How many more matching commands it answers. */
+    times: number;
+}
+
+/** The pool the providers get from getSshPool(): commands run in the box instead of over SSH. */
+class BoxPool extends SshPool {
+    constructor(private readonly box: ProviderBox) {
+        super({ log: () => undefined });
+    }
+
+    override async exec(_target: SshTarget, command: string, opts: ExecOptions = {}): Promise<ExecResult> {
+        return this.box.exec(command, opts);
+    }
+}
+
+export class ProviderBox {
+    readonly fake = new FakeBox();
+    /** The command strings the providers sent, in order, as they would go over SSH. */
+    readonly commands: string[] = [];
+    /** What the providers said (progress and notices: `say` prints with console.log). */
+    readonly said: string[] = [];
+    readonly server: FakeSglang;
+    private failures: Failure[] = [];
+    private savedPool: unknown;
+    private savedLog: typeof console.log = console.log;
+
+    private constructor(server: FakeSglang) {
+        this.server = server;
+        for (const dir of ["etc/pve/lxc", "etc/systemd/system", "run/lock/lxc", "proc"]) fs.mkdirSync(this.root(dir), { recursive: true });
+        fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
+        const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
+        for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
+        fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
+        fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
+        fs.writeFileSync(this.fake.file("gpus"), "0, 3\n1, 3\n");
+    }
+
+    /**
+     * A box whose pool the providers use until `close()`; configureProviders
+     * gets a key (the pool never uses it, sshTarget needs one).
+     */
+    static async open(): Promise<ProviderBox> {
+        const server = await FakeSglang.listen();
+        const box = new ProviderBox(server);
+        server.box = box;
+        const g = globalThis as unknown as Record<symbol, unknown>;
+        box.savedPool = g[POOL_KEY];
+        g[POOL_KEY] = new BoxPool(box);
+        configureProviders({ sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nunused by the box's pool\n-----END OPENSSH PRIVATE KEY-----\n" });
+        box.savedLog = console.log;
+        console.log = (...args: unknown[]) => {
+            box.said.push(args.map(String).join(" "));
+        };
+        return box;
+    }
+
+    async close(): Promise<void> {
+        console.log = this.savedLog;
+        (globalThis as unknown as Record<symbol, unknown>)[POOL_KEY] = this.savedPool;
+        configureProviders({});
+        await this.server.close();
+        this.fake.destroy();
+    }
+
+    /** A path of the box (`/etc/sglang/qwen.env`) in its directory. */
+    root(boxPath = ""): string {
+        return path.join(this.fake.dir, "root", boxPath);
+    }
+
+    /** A connection as components/connection.ts builds it; the address is the fake server's. */
+    connection(topology: "pct-exec" | "direct" = "pct-exec", vmid: number | undefined = topology === "pct-exec" ? 129 : undefined): Connection {
+        return {
+            address: "127.0.0.1",
+            port: 22,
+            user: "root",
+            hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+            topology,
+            ...(vmid === undefined ? {} : { vmid }),
+        };
+    }
+
+    /** The first command after this that matches answers `result` and does not run (a command that fails on the box). */
+    failOn(match: RegExp, result: Partial<ExecResult> & { code: number }): void {
+        this.failures.push({ match, result: { stdout: "", stderr: "", ...result }, times: 1 });
+    }
+
+    /** Every later command matching `match` prints `stdout` and exits 0 without running (a box that answers garbage). */
+    answer(match: RegExp, stdout: string): void {
+        this.failures.push({ match, result: { code: 0, stdout, stderr: "" }, times: Infinity });
+    }
+
+    async exec(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
+        this.commands.push(command);
+        const failure = this.failures.find((f) => f.times > 0 && f.match.test(command));
+        if (failure) {
+            failure.times--;
+            return { ...failure.result };
+        }
+        const rooted = command.replace(BOX_PATH, (_m, before: string, p: string) => `${before}${path.join(this.fake.dir, "root")}${p}`);
+        return this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
+    }
+
+    /** The calls the fake tools recorded (`pct set 129 -cores 16`, `systemctl start ...`). */
+    calls(): string[] {
+        return this.fake.calls();
+    }
+
+    /** Tool calls starting with `prefix`, e.g. "systemctl". */
+    callsOf(prefix: string): string[] {
+        return this.calls().filter((c) => c.startsWith(prefix));
+    }
+
+    write(boxPath: string, content: string | Buffer, mode = 0o644): void {
+        fs.mkdirSync(path.dirname(this.root(boxPath)), { recursive: true });
+        fs.writeFileSync(this.root(boxPath), content, { mode });
+        fs.chmodSync(this.root(boxPath), mode);
+    }
+
+    remove(boxPath: string): void {
+        fs.rmSync(this.root(boxPath), { force: true });
+    }
+
+    /** What `pct status <vmid>` says ("running" until set). */
+    containerStatus(vmid: number, status: "running" | "stopped"): void {
+        fs.writeFileSync(this.fake.file(`ct-${vmid}.status`), `${status}\n`);
+    }
+
+    read(boxPath: string): string | null {
+        return fs.existsSync(this.root(boxPath)) ? fs.readFileSync(this.root(boxPath), "latin1") : null;
+    }
+
+    mode(boxPath: string): number {
+        return fs.statSync(this.root(boxPath)).mode & 0o7777;
+    }
+
+    /** How the next starts of the unit go, in order ("ready", "crash", "refuse"); "ready" once the list runs out. */
+    startsAs(...how: Array<"ready" | "crash" | "refuse">): void {
+        fs.writeFileSync(this.fake.file("starts"), how.join("\n"));
+    }
+
+    /** A unit of the box as systemd has it: state, main PID, enabled. */
+    unit(name: string): { active: string; sub: string; pid: number; enabled: boolean } | undefined {
+        const file = this.fake.file("systemd.json");
+        if (!fs.existsSync(file)) return undefined;
+        return (JSON.parse(fs.readFileSync(file, "utf8")) as { units: Record<string, { active: string; sub: string; pid: number; enabled: boolean }> }).units[name];
+    }
+
+    /** The unit and environment file the running process was started from, or null before any start. */
+    process(): { unit: string | null; env: string | null } | null {
+        const file = this.fake.file("process.json");
+        return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, "utf8")) as { unit: string | null; env: string | null }) : null;
+    }
+
+    /**
+     * Puts a server on the box as an earlier rollout left it: the unit and
+     * environment file written, enabled and started (so running from them).
+     */
+    async install(unitName: string, unitText: string, environmentFile?: string): Promise<void> {
+        const name = unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
+        this.write(`etc/systemd/system/${unitName}`, unitText, 0o644);
+        if (environmentFile !== undefined) this.write(`etc/sglang/${name}.env`, environmentFile, 0o600);
+        for (const argv of [["systemctl", "enable", unitName], ["systemctl", "start", unitName]]) {
+            const r = await this.fake.run(argv);
+            if (r.code !== 0) throw new Error(`install ${unitName}: ${argv.join(" ")}: ${r.stderr}`);
+        }
+        fs.writeFileSync(this.fake.file("calls"), "");
+    }
+
+    /** Tool calls and commands recorded so far are forgotten (the set-up's are not the test's). */
+    forget(): void {
+        this.commands.length = 0;
+        this.said.length = 0;
+        fs.writeFileSync(this.fake.file("calls"), "");
+    }
+}
+
+/** What the fake server answers besides what its unit says. */
+export interface ServerBehaviour {
+    /** The chat completion's text. */
+    chat: string;
+    /** /server_info: as the process's args say, an object of the wrong shape, or not JSON at all. */
+    info: "args" | "wrong-shape" | "not-json";
+}
+
+/**
+ * SGLang's HTTP API as the started process would answer: health while the
+ * unit is active, the API key from its EnvironmentFile enforced on every path
+ * but /health, /server_info from its ExecStart.
+ */
+export class FakeSglang {
+    box: ProviderBox | undefined;
+    behaviour: ServerBehaviour = { chat: "The capital of France is Paris.", info: "args" };
+    readonly requests: Array<{ method: string; path: string; authorized: boolean }> = [];
+
+    private constructor(
+        private readonly srv: http.Server,
+        readonly port: number,
+    ) {}
+
+    static async listen(): Promise<FakeSglang> {
+        let fake: FakeSglang | undefined;
+        const srv = http.createServer((req, res) => fake!.handle(req, res));
+        await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+        fake = new FakeSglang(srv, (srv.address() as net.AddressInfo).port);
+        return fake;
+    }
+
+    close(): Promise<void> {
+        this.srv.closeAllConnections();
+        return new Promise((resolve) => this.srv.close(() => resolve()));
+    }
+
+    private running(): { words: string[]; apiKey: string | undefined } | null {
+        const box = this.box;
+        if (!box) return null;
+        const state = path.join(box.fake.dir, "systemd.json");
+        if (!fs.existsSync(state)) return null;
+        const units = (JSON.parse(fs.readFileSync(state, "utf8")) as { units: Record<string, { active: string }> }).units;
+        if (!Object.values(units).some((u) => u.active === "active")) return null;
+        const proc = box.process();
+        const lines = (proc?.unit ?? "").split("\n");
+        const at = lines.findIndex((l) => l.startsWith("ExecStart="));
+        let exec = "";
+        for (let i = at; at >= 0 && i < lines.length; i++) {
+            exec += ` ${lines[i]!.replace(/^ExecStart=/, "").replace(/\\$/, "")}`;
+            if (!lines[i]!.endsWith("\\")) break;
+        }
+        const words = exec.trim().split(/\s+/);
+        const key = /^SGLANG_API_KEY=(.*)$/m.exec(proc?.env ?? "")?.[1];
+        return { words, apiKey: words.includes("${SGLANG_API_KEY}") && key ? key : undefined };
+    }
+
+    private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+        const p = new URL(req.url ?? "/", "http://fake").pathname;
+        const send = (status: number, body?: unknown) => {
+            const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
+            res.writeHead(status, { "content-type": "application/json" });
+            res.end(text);
+        };
+        req.resume();
+        req.on("end", () => {
+            const proc = this.running();
+            const authorized = !proc?.apiKey || req.headers.authorization === `Bearer ${proc.apiKey}`;
+            this.requests.push({ method: req.method ?? "", path: p, authorized });
+            if (!proc) return send(503);
+            if (p !== "/health" && !authorized) return send(401, { error: "Unauthorized" });
+            switch (p) {
+                case "/health":
+                    return send(200);
+                case "/v1/models":
+                    return send(200, { object: "list", data: [{ id: flag(proc.words, "--served-model-name"), object: "model" }] });
+                case "/v1/chat/completions":
+                    return send(200, {
+                        object: "chat.completion",
+                        choices: [{ index: 0, message: { role: "assistant", content: this.behaviour.chat }, finish_reason: "stop" }],
+                    });
+                case "/server_info":
+                    if (this.behaviour.info === "not-json") return send(200, "<html>502 Bad Gateway</html>");
+                    if (this.behaviour.info === "wrong-shape") return send(200, { tp_size: "two", port: "thirty thousand" });
+                    return send(200, serverInfoOf(proc.words));
+                default:
+                    return send(404, { detail: "Not Found" });
+            }
+        });
+    }
+}
+
+function flag(words: string[], name: string): string | undefined {
+    const at = words.indexOf(name);
+    return at >= 0 ? words[at + 1] : undefined;
+}
+
+/** /server_info of SGLang 0.5.11 for a command line: its defaults filled in, NEXTN reported as EAGLE (SGLang rewrites it). */
+function serverInfoOf(words: string[]): Record<string, unknown> {
+    const num = (name: string, fallback: number | null) => {
+        const v = flag(words, name);
+        return v === undefined ? fallback : Number(v);
+    };
+    const algorithm = flag(words, "--speculative-algorithm") ?? null;
+    return {
+        model_path: flag(words, "--model-path"),
+        served_model_name: flag(words, "--served-model-name"),
+        tp_size: num("--tp-size", 1),
+        host: flag(words, "--host") ?? "127.0.0.1",
+        port: num("--port", 30000),
+        mem_fraction_static: num("--mem-fraction-static", 0.871),
+        max_running_requests: num("--max-running-requests", algorithm ? 48 : null),
+        speculative_algorithm: algorithm === "NEXTN" ? "EAGLE" : algorithm,
+        speculative_draft_model_path: flag(words, "--speculative-draft-model-path") ?? null,
+        speculative_num_steps: num("--speculative-num-steps", null),
+        speculative_eagle_topk: num("--speculative-eagle-topk", null),
+        speculative_num_draft_tokens: num("--speculative-num-draft-tokens", null),
+        mamba_scheduler_strategy: flag(words, "--mamba-scheduler-strategy") ?? "no_buffer",
+        disable_radix_cache: words.includes("--disable-radix-cache"),
+        api_key: "the server echoes its key here",
+        internal_states: [algorithm ? { avg_spec_accept_length: 1.83 } : {}],
+        version: "0.5.11",
+    };
+}
