@@ -21,8 +21,17 @@ import * as http from "http";
 import * as net from "net";
 import * as path from "path";
 import type { Connection } from "../../components/connection";
+import { PROVIDER_VERSION } from "../../components/dynamic-provider";
+import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config";
+import { flagMap } from "../../core/flag-map";
+import { formatOwner } from "../../core/ownership";
+import { renderArgv } from "../../core/sglang-args";
+import { API_KEY_ENV } from "../../core/sglang-rules";
+import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../../core/systemd-unit";
 import { configureProviders } from "../../providers/context";
+import type { ServiceInputs } from "../../providers/sglang-service";
 import { ExecOptions, ExecResult, SshPool, SshTarget } from "../../remote/ssh";
+import { fieldConfig } from "../core/fixtures";
 import { FakeBox } from "../remote/fake-box";
 
 const POOL_KEY = Symbol.for("sglang-serve.sshPool");
@@ -554,3 +563,67 @@ function serverInfoOf(words: string[]): Record<string, unknown> {
         version: "0.5.11",
     };
 }
+
+// ---------------------------------------------------------------------------
+// The declared server, built as the components build the providers' inputs
+
+/** A valid API key (16-256 characters of A-Za-z0-9._~+/=-). */
+export const API_KEY = "sk-fake-box-0123456789abcdef0123";
+
+/** This stack, as components/sglang-service.ts records it in the unit. */
+export const SELF: UnitOwner = { project: "sglang-serve", stack: "lab" };
+
+/**
+ * The field's server (Qwen3.6-27B, TP 2, NEXTN) on the fake server's
+ * loopback port, validated as the stack config is; `edit` changes the raw
+ * service block first.
+ */
+export function declaredService(box: ProviderBox, edit: (raw: Record<string, unknown>) => void = () => undefined): ServiceConfig {
+    const raw: Record<string, unknown> = { ...structuredClone(fieldConfig().service), listenHost: "127.0.0.1", endpointHost: "127.0.0.1", port: box.server.port };
+    edit(raw);
+    return ServiceSchema.parse(raw);
+}
+
+/**
+ * The readiness settings of the tests: validated, with a short poll interval
+ * (the fake server is ready at once) and no healthy window.
+ */
+export function readinessSettings(edit: Record<string, unknown> = {}): ReadinessConfig {
+    return ReadinessSchema.parse({ pollIntervalSeconds: 0.05, minHealthySeconds: 0, gpuReleaseTimeoutSeconds: 5, ...edit });
+}
+
+export interface ServiceInputOptions {
+    /** The API key; null for a server without one. Default API_KEY. */
+    apiKey?: string | null;
+    owner?: UnitOwner;
+    readiness?: ReadinessConfig;
+    connection?: Connection;
+}
+
+/** The SystemdService inputs exactly as components/sglang-service.ts builds them (the container's GPUs are 0 and 1). */
+export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceInputs {
+    const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
+    const hasApiKey = apiKey !== undefined;
+    const owner = opts.owner ?? SELF;
+    const flagged = flagMap(renderArgv(service, hasApiKey ? { apiKeyEnv: API_KEY_ENV } : {}));
+    return {
+        providerVersion: PROVIDER_VERSION,
+        connection: opts.connection ?? box.connection("pct-exec"),
+        unitName: unitName(service.name),
+        unitText: renderUnit(service, { hasSecrets: hasApiKey, owner }),
+        command: flagged.command,
+        flags: flagged.flags,
+        environment: service.environment ?? {},
+        ...(hasApiKey ? { environmentFile: renderEnvironmentFile({ [API_KEY_ENV]: apiKey }), apiKey } : {}),
+        endpoint: `http://${service.endpointHost}:${service.port}`,
+        servedModelName: service.model.servedName,
+        speculativeAlgorithm: service.speculative?.algorithm,
+        gpuIndices: [0, 1],
+        readiness: opts.readiness ?? readinessSettings(),
+        owner: formatOwner(owner),
+        takeOverFrom: service.takeOverFrom,
+    };
+}
+
+/** Container 129 on the Proxmox host, as the service's `pct exec` needs it. */
+export const CONTAINER_CONF = "arch: amd64\ncores: 32\nhostname: llm-two\nmemory: 131072\nostype: debian\nswap: 0\n";
