@@ -25,5 +25,8 @@ export async function readServerInfoOnBox(box: RemoteRunner, unitName: string, t
                   : "; the read needs python3 where the server runs";
         throw new Error(`cannot read /server_info of ${unitName} on ${box.describe()} (exit ${r.code}): ${stderr || "(no output)"}${hint}`);
     }
-    return parseServerInfoReadOutput(r.stdout);
+    const result = parseServerInfoReadOutput(r.stdout);
+    // The server answered, but not with a JSON object: as over HTTP, that fails the read (naming it), not "not serving".
+    if ("status" in result && result.status === 200 && result.error) throw new Error(`/server_info of ${unitName} on ${box.describe()}: ${result.error}`);
+    return result;
 }

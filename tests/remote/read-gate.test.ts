@@ -12,7 +12,9 @@ import { parseServerInfoReadOutput, SERVER_INFO_SCRIPT, serverInfoReadArgv } fro
 import { normalizeServerInfo } from "../../core/sglang-args";
 import { renderEnvironmentFile, renderUnit } from "../../core/systemd-unit";
 import { renderUnitReadScript } from "../../core/unit-read";
+import { readServerInfoOnBox } from "../../providers/server-info-on-box";
 import { unitPaths } from "../../providers/unit-view";
+import type { RemoteRunner } from "../../remote/remote-host";
 import { fieldService } from "../core/fixtures";
 import { checkBatch, GATE, readerCommands } from "./read-gate-fixture";
 
@@ -427,5 +429,47 @@ describe("read-only gate: the server-info program", function () {
         const gate = fs.readFileSync(GATE, "utf8");
         const start = gate.indexOf("SERVER_INFO_SCRIPT = r'''") + "SERVER_INFO_SCRIPT = r'''".length;
         assert.equal(gate.slice(start, gate.indexOf("'''", start)), SERVER_INFO_SCRIPT);
+    });
+});
+
+describe("read-only gate: readServerInfoOnBox, the provider's side of the /server_info read", () => {
+    /** A box that answers every command with `r`, and records the argv. */
+    function box(r: { code: number; stdout?: string; stderr?: string }): RemoteRunner & { argv: string[][] } {
+        const argv: string[][] = [];
+        return {
+            argv,
+            describe: () => "root@10.1.2.5:22 (pct exec 129)",
+            run: async (a: string[]) => {
+                argv.push(a);
+                return { code: r.code, stdout: r.stdout ?? "", stderr: r.stderr ?? "", signal: null } as never;
+            },
+        };
+    }
+
+    it("sends the gate's argv for the unit's paths, with the probe timeout in seconds", async () => {
+        const b = box({ code: 0, stdout: '{"status": 200, "body": {"tp_size": 2}}\n' });
+        assert.deepEqual(await readServerInfoOnBox(b, "sglang-qwen.service", 30_000), { status: 200, body: { tp_size: 2 } });
+        assert.deepEqual(b.argv, [serverInfoReadArgv({ unitPath: "/etc/systemd/system/sglang-qwen.service", environmentFilePath: "/etc/sglang/qwen.env", timeoutSeconds: 30 })]);
+    });
+
+    it("returns a server that is down or a missing unit as a value (not serving), but fails on a 200 that is not a JSON object", async () => {
+        assert.deepEqual(await readServerInfoOnBox(box({ code: 0, stdout: '{"error": "no unit file /etc/systemd/system/sglang-qwen.service"}' }), "sglang-qwen.service", 5000), {
+            error: "no unit file /etc/systemd/system/sglang-qwen.service",
+        });
+        await assert.rejects(
+            readServerInfoOnBox(box({ code: 0, stdout: '{"status": 200, "error": "GET http://127.0.0.1:30000/server_info: the answer is not a JSON object"}' }), "sglang-qwen.service", 5000),
+            /^Error: \/server_info of sglang-qwen\.service on root@10\.1\.2\.5:22 \(pct exec 129\): GET .* the answer is not a JSON object$/,
+        );
+    });
+
+    it("fails naming the box when the command cannot run: python3 missing (with the fix), the gate refusing (its own message)", async () => {
+        await assert.rejects(
+            readServerInfoOnBox(box({ code: 127, stderr: "sh: 1: python3: not found" }), "sglang-qwen.service", 5000),
+            /cannot read \/server_info of sglang-qwen\.service on root@10\.1\.2\.5:22 \(pct exec 129\) \(exit 127\): sh: 1: python3: not found; python3 is missing where the server runs: install it there \(apt-get install python3\)/,
+        );
+        await assert.rejects(readServerInfoOnBox(box({ code: 1, stderr: 'sglang-serve-read-gate: refused "...": reinstall the gate' }), "sglang-qwen.service", 5000), (e: Error) => {
+            assert.match(e.message, /\(exit 1\): sglang-serve-read-gate: refused "\.\.\.": reinstall the gate$/);
+            return true;
+        });
     });
 });
