@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { fromBooleanString, fromNumericString } from "./config-scalars";
+import { isPlaceholderHostKey, parseHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import {
     API_KEY_ENV,
@@ -121,48 +122,10 @@ const port = () =>
         .min(1, { error: "must be a port from 1 to 65535" })
         .max(65535, { error: "must be a port from 1 to 65535" }));
 
-// ---------------------------------------------------------------------------
-// Host keys
-// ---------------------------------------------------------------------------
-
-const HOST_KEY_TYPES = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa"];
-
-function sshString(text: string | Buffer): Buffer {
-    const body = typeof text === "string" ? Buffer.from(text, "latin1") : text;
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(body.length);
-    return Buffer.concat([length, body]);
-}
-
-/**
- * A well-formed ed25519 host key whose 32 key bytes spell
- * "PLACEHOLDER-REPLACE-WITH-KEYSCAN": it passes the shape check so `pulumi
- * preview` works without contacting hosts, is recognised (and warned about)
- * here, and matches no real host, so the pinned-key check refuses to connect.
- */
-export const PLACEHOLDER_HOST_KEY =
-    "ssh-ed25519 " +
-    Buffer.concat([sshString("ssh-ed25519"), sshString(Buffer.from("PLACEHOLDER-REPLACE-WITH-KEYSCAN", "latin1"))]).toString("base64");
-
-/** Why `text` is not a known_hosts style `<type> <base64>` key, or undefined when it is. */
+/** Why `text` is not a pinned host key (core/host-key.ts), or undefined when it is. */
 export function hostKeyProblem(text: string): string | undefined {
-    const m = /^(\S+) ([A-Za-z0-9+/]+={0,2})$/.exec(text);
-    if (!m) {
-        return 'must be "<type> <base64>" as one line of `ssh-keyscan -t ed25519 <address>` output without the host name';
-    }
-    const [, type, base64] = m;
-    if (!HOST_KEY_TYPES.includes(type)) return `has key type ${type}; use one of ${HOST_KEY_TYPES.join(", ")}`;
-    const blob = Buffer.from(base64, "base64");
-    if (blob.toString("base64") !== base64) return "has a base64 part that does not decode cleanly: copy the key again";
-    if (blob.length < 4 || blob.readUInt32BE(0) + 4 > blob.length) return "has a key blob too short to hold its type: copy the key again";
-    const innerType = blob.subarray(4, 4 + blob.readUInt32BE(0)).toString("latin1");
-    if (innerType !== type) return `says ${type} but the key blob holds ${innerType}: copy the key again`;
-    if (type === "ssh-ed25519" && blob.length !== 4 + 11 + 4 + 32) return "is not a 32-byte ed25519 key: copy the key again";
-    return undefined;
-}
-
-export function isPlaceholderHostKey(text: string): boolean {
-    return text === PLACEHOLDER_HOST_KEY;
+    const parsed = parseHostKey(text);
+    return "problem" in parsed ? parsed.problem : undefined;
 }
 
 // ---------------------------------------------------------------------------

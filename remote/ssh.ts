@@ -11,9 +11,9 @@
 // the agent's socket path is here); stdin carries file contents. None of them is ever put in
 // an error message, a log line or a command line (`redact` is the last guard).
 
-import { createHash } from "crypto";
 import { constants as osConstants } from "os";
 import { Client, ClientChannel, ConnectConfig, ServerHostKeyAlgorithm } from "ssh2";
+import { fingerprintOfKeyBlob, HostKey, HostKeyType, keyTypeOfBlob, parseHostKey } from "../core/host-key";
 import { shQuote } from "../core/shell";
 
 export interface SshTarget {
@@ -113,57 +113,23 @@ export class SshError extends Error {
 // ---------------------------------------------------------------------------
 // Host keys
 
-const KEY_TYPES = [
-  "ssh-ed25519",
-  "ecdsa-sha2-nistp256",
-  "ecdsa-sha2-nistp384",
-  "ecdsa-sha2-nistp521",
-  "ssh-rsa",
-] as const;
-type KeyType = (typeof KEY_TYPES)[number];
+export type PinnedKey = HostKey;
 
-export interface PinnedKey {
-  type: KeyType;
-  /** The SSH wire-format public key blob. */
-  blob: Buffer;
-}
-
-/** "SHA256:..." as OpenSSH prints it: base64 of the SHA-256 of the key blob, no padding. */
-export function fingerprintOfKeyBlob(blob: Buffer): string {
-  return `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
-}
-
-/** The key type named inside a wire-format blob (uint32 length + name), or null. */
-function blobKeyType(blob: Buffer): string | null {
-  if (blob.length < 4) return null;
-  const n = blob.readUInt32BE(0);
-  if (n === 0 || n > 64 || blob.length < 4 + n) return null;
-  return blob.subarray(4, 4 + n).toString("latin1");
-}
-
-/** Parse a pinned key "type base64 [comment]". Throws a message that says what to put there. */
+/** The pinned key of `host`, or an SshError that says what to put there. */
 export function parsePinnedHostKey(hostKey: string, host: string): PinnedKey {
-  const parts = hostKey.trim().split(/\s+/);
   const hint =
     `set sglang-serve:host.hostKey to the host's key as "<type> <base64>" ` +
     `(e.g. the output of \`ssh-keyscan -t ed25519 <address>\` without the address)`;
   if (hostKey.trim() === "") {
     throw new SshError("config", `ssh: no pinned host key for ${host}; unknown host keys are never accepted: ${hint}`, host);
   }
-  const [type, b64] = parts;
-  if (!KEY_TYPES.includes(type as KeyType) || b64 === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) {
-    throw new SshError("config", `ssh: the pinned host key for ${host} is not "<type> <base64>" with type one of ${KEY_TYPES.join(", ")}: ${hint}`, host);
-  }
-  const blob = Buffer.from(b64, "base64");
-  const inner = blobKeyType(blob);
-  if (inner !== type) {
-    throw new SshError("config", `ssh: the pinned host key for ${host} says ${type} but its data is ${inner ?? "not a key"}: ${hint}`, host);
-  }
-  return { type: type as KeyType, blob };
+  const parsed = parseHostKey(hostKey.trim());
+  if ("problem" in parsed) throw new SshError("config", `ssh: the pinned host key for ${host} ${parsed.problem}; ${hint}`, host);
+  return parsed.key;
 }
 
 /** Host-key algorithms to offer: only the pinned type, so the server shows the pinned key. */
-function hostKeyAlgorithms(type: KeyType): ServerHostKeyAlgorithm[] {
+function hostKeyAlgorithms(type: HostKeyType): ServerHostKeyAlgorithm[] {
   switch (type) {
     case "ssh-rsa":
       return ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"];
@@ -499,7 +465,7 @@ export class SshPool {
     if (offered) {
       return new SshError(
         "host-key",
-        `ssh: HOST KEY MISMATCH for ${host}: it offered ${blobKeyType(offered) ?? "?"} ${fingerprintOfKeyBlob(offered)} ` +
+        `ssh: HOST KEY MISMATCH for ${host}: it offered ${keyTypeOfBlob(offered) ?? "?"} ${fingerprintOfKeyBlob(offered)} ` +
           `but the pinned key is ${pinned.type} ${fingerprintOfKeyBlob(pinned.blob)}. ` +
           `Refusing to connect. If the host was really re-keyed, update sglang-serve:host.hostKey.`,
         id,

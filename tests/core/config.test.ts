@@ -3,12 +3,12 @@ import {
     ConfigIssue,
     formatConfigIssues,
     hostKeyProblem,
-    PLACEHOLDER_HOST_KEY,
     STATIC_POOL_RESERVE_GIB,
     validateStackConfig,
 } from "../../core/config";
 import { radixSpeculativeError } from "../../core/sglang-rules";
 import { fieldConfig, FieldRaw, withField } from "./fixtures";
+import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
 
 function issuesOf(raw: unknown): ConfigIssue[] {
     const result = validateStackConfig(raw);

@@ -8,7 +8,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
-import { PLACEHOLDER_HOST_KEY, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config";
+import { ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config";
+import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
 import { OWNED_FLAGS } from "../../core/sglang-rules";
 
 /** kpro5 as the field runs it: Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2. */

@@ -3,7 +3,8 @@ import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { fingerprintOfKeyBlob, getSshPool, parsePinnedHostKey, SshError, SshPool } from "../../remote/ssh";
+import { fingerprintOfKeyBlob } from "../../core/host-key";
+import { getSshPool, parsePinnedHostKey, SshError, SshPool } from "../../remote/ssh";
 import { opensshFingerprint, TestSshd } from "./sshd-fixture";
 
 // Against a real sshd on 127.0.5.1 (see sshd-fixture.ts). MaxSessions 4 so
@@ -262,13 +263,13 @@ describe("pinned host keys", () => {
 
   it("rejects a pin whose type does not match its data", () => {
     const [, b64] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl".split(" ");
-    assert.throws(() => parsePinnedHostKey(`ecdsa-sha2-nistp256 ${b64}`, "h"), /says ecdsa-sha2-nistp256 but its data is ssh-ed25519/);
+    assert.throws(() => parsePinnedHostKey(`ecdsa-sha2-nistp256 ${b64}`, "h"), /the pinned host key for h says ecdsa-sha2-nistp256 but the key blob holds ssh-ed25519/);
   });
 
   it("rejects a known_hosts line with the host name in front", () => {
     assert.throws(
       () => parsePinnedHostKey("10.1.2.5 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl", "h"),
-      /is not "<type> <base64>"/,
+      /the pinned host key for h must be "<type> <base64>"/,
     );
   });
 });
