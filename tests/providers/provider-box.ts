@@ -46,7 +46,7 @@ const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/
 // pct as pve-container answers the calls the providers make. The config is
 // /etc/pve/lxc/<vmid>.conf; `pct set` writes options into the current
 // section (no [pve:pending] handling); `exec` runs its command here.
-const PCT = `#!${PYTHON}
+const PCT = `#!${PYTHON} -S
 import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -110,7 +110,7 @@ else:
 // systemd.json, starts as $FAKE_DIR/starts says (one behaviour a line, "ready"
 // when it runs out), the journal in $FAKE_DIR/journal (fake-box.ts's
 // journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps.
-const SYSTEMCTL = `#!${PYTHON}
+const SYSTEMCTL = `#!${PYTHON} -S
 import json, os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -296,6 +296,8 @@ export class ProviderBox {
         fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
         const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
+        // The box's python3 (the /server_info read) is this machine's, found without a version manager's shim.
+        fs.symlinkSync(PYTHON, this.fake.file("bin/python3"));
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
         fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
         fs.writeFileSync(this.fake.file("gpus"), "0, 3\n1, 3\n");
@@ -397,6 +399,11 @@ export class ProviderBox {
 
     mode(boxPath: string): number {
         return fs.statSync(this.root(boxPath)).mode & 0o7777;
+    }
+
+    /** A stopped server's GPU memory stays in use (a rank that does not exit). */
+    gpuMemoryStuck(): void {
+        fs.writeFileSync(this.fake.file("gpu-stuck"), "");
     }
 
     /** How the next starts of the unit go, in order ("ready", "crash", "refuse"); "ready" once the list runs out. */
