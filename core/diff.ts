@@ -9,8 +9,7 @@ export interface FieldDiff {
     actual: unknown;
 }
 
-/** Shown in place of a secret value. */
-export const SECRET_MASK = "[secret]";
+import { SECRET_MASK } from "./redact";
 
 /**
  * Fields whose values differ, in the declared record's key order followed by

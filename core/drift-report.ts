@@ -18,7 +18,8 @@
  * "Declared" is the state the last `pulumi up` recorded (what the stack put
  * on the box); "actual" is what the box reports now.
  */
-import { deepEqual, SECRET_MASK } from "./diff";
+import { deepEqual } from "./diff";
+import { maskSecretAssignments, SECRET_MASK } from "./redact";
 import { API_KEY_ENV } from "./sglang-rules";
 
 // ---------------------------------------------------------------------------
@@ -163,16 +164,6 @@ export function resourceTypeOf(urn: string): string {
     return chain[chain.length - 1];
 }
 
-/**
- * Secret-looking assignments inside free text (a unit file line) masked:
- * `--api-key abc` and `SGLANG_API_KEY=abc` keep their names, lose their values.
- */
-export function maskSecretsInText(line: string): string {
-    return line
-        .replace(/(--api-key(?:=|\s+))(\S+)/g, `$1${SECRET_MASK}`)
-        .replace(/\b([A-Z0-9_]*(?:API_KEY|TOKEN|PASSWORD|PASSPHRASE|SECRET)[A-Z0-9_]*=)(\S+)/g, `$1${SECRET_MASK}`);
-}
-
 function linesOf(text: string): string[] {
     return text
         .split("\n")
@@ -226,8 +217,8 @@ function diffValues(declared: unknown, actual: unknown, path: string, secret: bo
     if (typeof declared === "string" && typeof actual === "string" && (declared.includes("\n") || actual.includes("\n"))) {
         const before = linesOf(declared);
         const after = linesOf(actual);
-        const removed = linesOnlyIn(before, after).map(maskSecretsInText);
-        const added = linesOnlyIn(after, before).map(maskSecretsInText);
+        const removed = linesOnlyIn(before, after).map(maskSecretAssignments);
+        const added = linesOnlyIn(after, before).map(maskSecretAssignments);
         if (removed.length === 0 && added.length === 0) return; // only blank lines or indentation moved
         rows.push([path, removed.length ? removed.join("\n") : null, added.length ? added.join("\n") : null]);
         return;

@@ -48,14 +48,7 @@ export function sshCredentials(): SshCredentials {
     });
 }
 
-/**
- * Replaces each secret's value with [secret]. Journal lines go into progress
- * and error messages, and SGLang's startup line `server_args=ServerArgs(...)`
- * echoes the api_key.
- */
-export function redact(text: string, secrets: readonly (string | undefined)[]): string {
-    return secrets.reduce<string>((t, secret) => (secret && secret.length >= 4 ? t.split(secret).join("[secret]") : t), text);
-}
+export { redact } from "../core/redact";
 
 /** Progress and notices from the providers show in `pulumi up`'s output. */
 export function say(message: string): void {

@@ -14,6 +14,7 @@
 import { constants as osConstants } from "os";
 import { Client, ClientChannel, ConnectConfig, ServerHostKeyAlgorithm } from "ssh2";
 import { fingerprintOfKeyBlob, HostKey, HostKeyType, keyTypeOfBlob, parseHostKey } from "../core/host-key";
+import { redact } from "../core/redact";
 import { shQuote } from "../core/shell";
 
 export interface SshTarget {
@@ -159,10 +160,9 @@ function hostName(target: SshTarget): string {
 }
 
 /** Remove secrets that a library message might echo. Last line of defence, not the plan. */
-function redact(message: string, target: SshTarget, stdin?: string | Buffer): string {
-  let m = message;
+function redactTarget(message: string, target: SshTarget, stdin?: string | Buffer): string {
   const secrets: string[] = [];
-  if (target.passphrase && target.passphrase.length >= 4) secrets.push(target.passphrase);
+  if (target.passphrase) secrets.push(target.passphrase);
   for (const line of (target.privateKey ?? "").split(/\r?\n/)) {
     if (line.length >= 16 && !line.startsWith("-----")) secrets.push(line);
   }
@@ -170,8 +170,7 @@ function redact(message: string, target: SshTarget, stdin?: string | Buffer): st
     const s = typeof stdin === "string" ? stdin : stdin.toString("utf8");
     for (const line of s.split(/\r?\n/)) if (line.trim().length >= 8) secrets.push(line);
   }
-  for (const s of secrets) m = m.split(s).join("[redacted]");
-  return m;
+  return redact(message, secrets, "[redacted]");
 }
 
 /** The command as shown in errors: bounded, so a long script does not drown the message. */
@@ -265,7 +264,7 @@ export class SshPool {
           throw new SshError(
             "connection",
             `ssh: connection to ${host} ${e.message}; gave up after ${maxRetries} reconnect attempt(s) ` +
-              `(command: ${redact(commandSummary(command), target, opts.stdin)})`,
+              `(command: ${redactTarget(commandSummary(command), target, opts.stdin)})`,
             e.host,
             e.reason,
           );
@@ -285,7 +284,7 @@ export class SshPool {
       const err = tail(r.stderr, 20, 2000) || tail(r.stdout, 5, 500);
       throw new SshError(
         "command",
-        redact(
+        redactTarget(
           `ssh ${hostName(target)}: command failed with exit code ${r.code}${r.signal ? ` (signal ${r.signal})` : ""}: ` +
             `${commandSummary(command)}${err ? `\n${err}` : ""}`,
           target,
@@ -451,7 +450,7 @@ export class SshPool {
       // ssh2 throws synchronously for an unparsable private key; its message
       // names the problem, not the key, but redact anyway.
       markDead("config");
-      const err = new SshError("config", redact(`ssh: cannot connect to ${host}: ${(e as Error).message}`, target), id);
+      const err = new SshError("config", redactTarget(`ssh: cannot connect to ${host}: ${(e as Error).message}`, target), id);
       conn.ready = Promise.reject(err);
       conn.ready.catch(() => undefined);
     }
@@ -500,7 +499,7 @@ export class SshPool {
       const reason = code ?? err.message;
       return new SshError("connection", `failed (${reason})`, id, reason);
     }
-    return new SshError("config", redact(`ssh: cannot connect to ${host}: ${err.message}`, target), id);
+    return new SshError("config", redactTarget(`ssh: cannot connect to ${host}: ${err.message}`, target), id);
   }
 
   private dropped(conn: Conn, reason?: string): SshError {

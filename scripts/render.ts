@@ -8,7 +8,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { CONFIG_NAMESPACE, formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
-import { SECRET_MASK } from "../core/diff";
+import { SECRET_MASK } from "../core/redact";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
 

@@ -10,7 +10,6 @@ import {
     engineErrors,
     formatCell,
     formatDriftTable,
-    maskSecretsInText,
     parseDigest,
     parseEventLog,
     PreviewDigest,
@@ -18,6 +17,7 @@ import {
     resourceNameOf,
     resourceTypeOf,
 } from "../../core/drift-report";
+import { maskSecretAssignments } from "../../core/redact";
 import { parseArgs, runDrift } from "../../scripts/drift";
 
 // Fixtures (bottom of this file) are what engine v3.248.0 printed for
@@ -212,8 +212,8 @@ describe("drift report: secrets", () => {
             events: [step({ unitText: "[Service]\nExecStart=/x serve \\\n    --api-key ${SGLANG_API_KEY}\n" }, { unitText: "[Service]\nExecStart=/x serve \\\n    --api-key sk-live-123\n" })],
         });
         assert.deepEqual(changes.map((c) => [c.field, c.declared, c.actual]), [["unitText", "--api-key [secret]", "--api-key [secret]"]]);
-        assert.equal(maskSecretsInText("Environment=SGLANG_API_KEY=abc HF_TOKEN=def PORT=1"), "Environment=SGLANG_API_KEY=[secret] HF_TOKEN=[secret] PORT=1");
-        assert.equal(maskSecretsInText("--api-key=abc"), "--api-key=[secret]");
+        assert.equal(maskSecretAssignments("Environment=SGLANG_API_KEY=abc HF_TOKEN=def PORT=1"), "Environment=SGLANG_API_KEY=[secret] HF_TOKEN=[secret] PORT=1");
+        assert.equal(maskSecretAssignments("--api-key=abc"), "--api-key=[secret]");
     });
 });
 
