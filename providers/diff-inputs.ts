@@ -1,8 +1,8 @@
-import { isDeepStrictEqual } from "util";
+import { deepEqual } from "../core/diff";
 
-/** The keys whose values differ between olds and news (deep comparison). */
+/** The keys whose values differ between olds and news (core/diff.ts deepEqual: an undefined field equals a missing one). */
 export function changedKeys<T extends object>(olds: Partial<T>, news: Partial<T>, keys: readonly (keyof T)[]): (keyof T)[] {
-    return keys.filter((k) => !isDeepStrictEqual(olds[k], news[k]));
+    return keys.filter((k) => !deepEqual(olds[k], news[k]));
 }
 
 /** The names whose values differ between two string maps (flags, environment variables). */
