@@ -21,6 +21,7 @@ import {
     SPEC_V2_ENV,
 } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
+import { isRecord } from "./is-record";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
 
@@ -918,9 +919,6 @@ function applyRules(input: RuleInput, f: Findings): void {
 // Entry point
 // ---------------------------------------------------------------------------
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /**
  * A section with its bad values taken out (unknown keys and invalid leaves

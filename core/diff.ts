@@ -10,6 +10,7 @@ export interface FieldDiff {
 }
 
 import { SECRET_MASK } from "./redact";
+import { isRecord } from "./is-record";
 
 /**
  * Fields whose values differ, in the declared record's key order followed by
@@ -42,16 +43,13 @@ function mask(value: unknown): unknown {
     return value === undefined ? undefined : SECRET_MASK;
 }
 
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 export function deepEqual(a: unknown, b: unknown): boolean {
     if (Object.is(a, b)) return true;
     if (Array.isArray(a) && Array.isArray(b)) {
         return a.length === b.length && a.every((item, i) => deepEqual(item, b[i]));
     }
-    if (isPlainRecord(a) && isPlainRecord(b)) {
+    if (isRecord(a) && isRecord(b)) {
         const ka = Object.keys(a).filter((k) => a[k] !== undefined);
         const kb = Object.keys(b).filter((k) => b[k] !== undefined);
         return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));

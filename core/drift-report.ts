@@ -21,6 +21,7 @@
 import { deepEqual } from "./diff";
 import { maskSecretAssignments, SECRET_MASK } from "./redact";
 import { API_KEY_ENV } from "./sglang-rules";
+import { isRecord } from "./is-record";
 
 // ---------------------------------------------------------------------------
 // The engine's JSON, as far as the report reads it
@@ -142,9 +143,6 @@ const IGNORED_FIELDS: ReadonlySet<string> = new Set([
 /** Ops a refresh resolves to when the box matches the state. */
 const UNCHANGED_OPS: ReadonlySet<string> = new Set(["same", "refresh"]);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 function isSecretValue(value: unknown): boolean {
     return value === SECRET_MASK || (isRecord(value) && value[SECRET_SIG_KEY] === SECRET_SIG_VALUE);

@@ -33,6 +33,7 @@ import {
     renderRemoveKeyScript,
 } from "../core/read-gate-install";
 import { rawConfigFromStackYaml } from "./render";
+import { isRecord } from "../core/is-record";
 
 const repo = path.resolve(__dirname, "..");
 export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");
@@ -94,9 +95,6 @@ function parseOptions(args: string[]): Options {
     return o;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /** The scope from --vmid/--direct, or from the stack file's topology and container.vmid. */
 export function scopeOf(o: Options, projectDir = repo): GateScope {

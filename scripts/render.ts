@@ -11,6 +11,7 @@ import { CONFIG_NAMESPACE, formatConfigIssues, StackConfig, validateStackConfig 
 import { SECRET_MASK } from "../core/redact";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
+import { isRecord } from "../core/is-record";
 
 // js-yaml comes with @pulumi/pulumi; only the one function is needed.
 const yaml: { load(text: string): unknown } = require("js-yaml");
@@ -34,9 +35,6 @@ export interface RenderedStack {
 
 export class ConfigError extends Error {}
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /** The `sglang-serve:*` keys of a stack file's `config:` map, prefix removed; secure values become a stand-in. */
 export function rawConfigFromStackYaml(text: string): Record<string, unknown> {
