@@ -4,8 +4,8 @@
 // the command string the provider would send over SSH is run by a local `sh`,
 // with fake pct, systemctl, journalctl, nvidia-smi and pveversion first on
 // PATH and the box's own paths (/etc/pve, /etc/systemd/system, /etc/sglang,
-// /run/lock/lxc, /proc/devices) mapped into the box's directory, as a chroot
-// would. So the providers' real scripts run (quoting, sentinels, the config
+// /run/lock/lxc, /proc/devices, the SGLang venv in /opt/sglang and the model
+// in /models) mapped into the box's directory, as a chroot would. So the providers' real scripts run (quoting, sentinels, the config
 // lock, tmp + rename) and their decisions can be checked without an engine
 // run or an sshd. The pool's own execChecked (exit code and stderr in the
 // error) is the real one: only exec is replaced.
@@ -40,7 +40,7 @@ const POOL_KEY = Symbol.for("sglang-serve.sshPool");
 const PYTHON = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
 
 /** The box's paths that live in its directory; everything else is this machine's. */
-const BOX_PATHS = ["/etc/pve/", "/etc/systemd/system", "/etc/sglang", "/run/lock/lxc", "/proc/devices"];
+const BOX_PATHS = ["/etc/pve/", "/etc/systemd/system", "/etc/sglang", "/run/lock/lxc", "/proc/devices", "/opt/sglang/", "/models/"];
 const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/.]/g, "\\$&")).join("|")})`, "g");
 
 // pct as pve-container answers the calls the providers make. The config is
@@ -101,7 +101,11 @@ elif verb == "exec":
     command = args[2:]
     if command and command[0] == "--":
         command = command[1:]
-    os.execvp(command[0], command)
+    try:
+        os.execvp(command[0], command)
+    except FileNotFoundError:
+        # lxc-attach's own words when the command is not in the container.
+        fail('lxc-attach: %s: ../src/lxc/attach.c: lxc_attach_run_command: 1841 No such file or directory - Failed to exec "%s"' % (vmid, command[0]), 127)
 else:
     fail("fake pct: %s not faked" % verb, 2)
 `;
@@ -301,6 +305,9 @@ export class ProviderBox {
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
         fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
         fs.writeFileSync(this.fake.file("gpus"), "0, 3\n1, 3\n");
+        this.installSglang("0.5.11");
+        this.write(`${MODEL}/config.json`, JSON.stringify(QWEN36_CONFIG, null, 2));
+        this.write(`${MODEL}/model.safetensors.index.json`, JSON.stringify({ metadata: { total_size: 53_790_000_000 }, weight_map: {} }));
     }
 
     /**
@@ -385,7 +392,7 @@ export class ProviderBox {
     }
 
     remove(boxPath: string): void {
-        fs.rmSync(this.root(boxPath), { force: true });
+        fs.rmSync(this.root(boxPath), { recursive: true, force: true });
     }
 
     /** What `pct status <vmid>` says ("running" until set). */
@@ -399,6 +406,22 @@ export class ProviderBox {
 
     mode(boxPath: string): number {
         return fs.statSync(this.root(boxPath)).mode & 0o7777;
+    }
+
+    /**
+     * The venv's python (service.python, /opt/sglang/venv/bin/python3) with
+     * the package metadata of SGLang `version` installed, or none (null): what
+     * the box facts read (importlib.metadata, never `import sglang`).
+     */
+    installSglang(version: string | null): void {
+        const site = this.root("opt/sglang/venv/lib/python3/site-packages");
+        fs.rmSync(site, { recursive: true, force: true });
+        fs.mkdirSync(site, { recursive: true });
+        if (version !== null) {
+            fs.mkdirSync(path.join(site, `sglang-${version}.dist-info`));
+            fs.writeFileSync(path.join(site, `sglang-${version}.dist-info`, "METADATA"), `Metadata-Version: 2.1\nName: sglang\nVersion: ${version}\n`);
+        }
+        this.write("opt/sglang/venv/bin/python3", `#!/bin/sh\nPYTHONPATH=${site} exec ${PYTHON} -S "$@"\n`, 0o755);
     }
 
     /** A stopped server's GPU memory stays in use (a rank that does not exit). */
@@ -631,6 +654,20 @@ export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: Se
         takeOverFrom: service.takeOverFrom,
     };
 }
+
+/** The field's model folder on the box (service.model.path), relative to the box's root. */
+export const MODEL = "models/Qwen3.6-27B";
+
+/** The parts of Qwen3.6-27B's config.json the box facts read: the architecture, the hybrid layers, the MTP head. */
+export const QWEN36_CONFIG = {
+    architectures: ["Qwen3_5ForConditionalGeneration"],
+    model_type: "qwen3_5",
+    text_config: {
+        layer_types: ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+        mtp_num_hidden_layers: 1,
+        num_hidden_layers: 64,
+    },
+};
 
 /** Container 129 on the Proxmox host, as the service's `pct exec` needs it. */
 export const CONTAINER_CONF = "arch: amd64\ncores: 32\nhostname: llm-two\nmemory: 131072\nostype: debian\nswap: 0\n";

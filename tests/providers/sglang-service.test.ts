@@ -1,7 +1,10 @@
 import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { boxExpectations } from "../../core/box-facts";
+import { assertBoxServes } from "../../providers/box-facts";
+import { remoteFor } from "../../providers/context";
 import { provider, ServiceInputs, ServiceOutputs } from "../../providers/sglang-service";
-import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
+import { API_KEY, CONTAINER_CONF, declaredService, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
 // box (provider-box.ts): the unit read, the rollout's steps (keep the
@@ -525,6 +528,58 @@ describe("SglangService provider against the fake box", function () {
 
         it("fails naming the id when there is no state to read from", async () => {
             await assert.rejects(provider.read!(ID), /no state to read from/);
+        });
+    });
+
+    describe("the box's facts, read before a rollout touches anything (providers/box-facts.ts)", () => {
+        /** What the declared server expects of the box, as components/sglang-service.ts gives it (host.gpus.memoryMiB 49140). */
+        const facts = (edit: (raw: Record<string, unknown>) => void = () => undefined) => {
+            const service = declaredService(box, edit);
+            return assertBoxServes(remoteFor(box.connection("pct-exec")), "sglang-qwen.service", boxExpectations(service, 49140));
+        };
+
+        it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
+            const read = await facts();
+            assert.deepEqual(read, {
+                sglangVersion: "0.5.11",
+                model: "present",
+                architecture: "Qwen3_5ForConditionalGeneration",
+                layerTypes: ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+                mtpLayers: 1,
+                weightsBytes: 53_790_000_000,
+            });
+            assert.equal(box.commands.length, 1);
+            assert.match(box.commands[0]!, /^pct exec 129 -- \/opt\/sglang\/venv\/bin\/python3 -c /);
+        });
+
+        it("names service.sglangVersion with both releases when the venv has another one", async () => {
+            box.installSglang("0.5.10");
+            await assert.rejects(facts(), /nothing on the box was changed:\n {2}- service\.sglangVersion is 0\.5\.11 but \/opt\/sglang\/venv\/bin\/python3 has SGLang 0\.5\.10 installed/);
+        });
+
+        it("names service.python when its venv has no SGLang installed", async () => {
+            box.installSglang(null);
+            await assert.rejects(facts(), /\/opt\/sglang\/venv\/bin\/python3 has no sglang installed/);
+        });
+
+        it("names service.python with the exit status when it cannot run on the box", async () => {
+            box.remove("opt/sglang/venv/bin/python3");
+            await assert.rejects(facts(), /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: .*Failed to exec/);
+        });
+
+        it("names service.model.path when the model folder is not on the box", async () => {
+            box.remove(MODEL);
+            await assert.rejects(facts(), /service\.model\.path \/models\/Qwen3\.6-27B does not exist on the box/);
+        });
+
+        it("names service.speculative.algorithm when NEXTN is declared for a checkpoint without MTP layers", async () => {
+            box.write(`${MODEL}/config.json`, JSON.stringify({ architectures: ["Qwen3_5ForConditionalGeneration"], text_config: { layer_types: ["full_attention"] } }));
+            await assert.rejects(facts(), /service\.speculative\.algorithm is NEXTN, which drafts with the checkpoint's own MTP layers, but \/models\/Qwen3\.6-27B\/config\.json has none/);
+        });
+
+        it("reports facts the box answers in garbage as a failure of service.python, not a crash", async () => {
+            box.answer(/importlib\.metadata/, "Segmentation fault (core dumped)\n");
+            await assert.rejects(facts(), /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: the box's facts are not JSON: Segmentation fault/);
         });
     });
 
