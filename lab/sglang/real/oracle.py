@@ -36,7 +36,9 @@ def _isolate():
         os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", ORACLE_FILE, *sys.argv[1:]])
 
 
-_isolate()
+if __name__ == "__main__":
+    # Imported (by sglang_lab_venv.py, for server_info and the launcher list), it leaves the process alone.
+    _isolate()
 
 import argparse  # noqa: E402
 import ast  # noqa: E402
