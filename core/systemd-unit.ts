@@ -38,6 +38,7 @@ export function escapeSpecifiers(text: string): string {
 }
 
 /** Characters that force a word into double quotes: separators, quotes, backslash, control characters. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this must find
 const NEEDS_QUOTES = /[\s"'\\\x00-\x1f\x7f]/;
 
 const C_ESCAPES: Record<string, string> = { "\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"' };

@@ -40,7 +40,7 @@ export function loadSshCredentials(config: SshCredentialConfig, env: NodeJS.Proc
                 mode = fs.statSync(resolved).mode;
                 key = fs.readFileSync(resolved, "utf8");
             } catch (e) {
-                throw new Error(`cannot read the SSH private key at ${resolved} (sglang-serve:host.sshPrivateKeyPath): ${(e as Error).message}`);
+                throw new Error(`cannot read the SSH private key at ${resolved} (sglang-serve:host.sshPrivateKeyPath): ${(e as Error).message}`, { cause: e });
             }
             const problem = keyFileModeProblem(resolved, mode);
             if (problem) throw new Error(problem);

@@ -12,9 +12,8 @@ import { randomBytes } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { labListening, labUp, readLabInfo, writeLabStackConfig } from "../lab/control";
+import * as yaml from "js-yaml";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const yaml = require("js-yaml") as { load(text: string): unknown };
 
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");

@@ -12,9 +12,8 @@ import { SECRET_MASK } from "../core/redact";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
 import { isRecord } from "../core/is-record";
+import * as yaml from "js-yaml";
 
-// js-yaml comes with @pulumi/pulumi; only the one function is needed.
-const yaml: { load(text: string): unknown } = require("js-yaml");
 
 /**
  * Stands in for an encrypted value (`{ secure: ... }`) during validation: the

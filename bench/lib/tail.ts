@@ -25,7 +25,7 @@ export class LineTail {
         readonly file: string,
         opts: { fromStart?: boolean; pollMs?: number } = {},
     ) {
-        let size = 0;
+        let size: number;
         try {
             size = fs.statSync(file).size;
         } catch {

@@ -2,9 +2,8 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
+import * as yaml from "js-yaml";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const yaml = require("js-yaml") as { load(text: string): unknown };
 
 interface Registered {
     type: string;
@@ -63,6 +62,8 @@ async function loadProgram(stack: string, extra: Record<string, string> = API_KE
     pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra }, Object.keys(API_KEY));
     const programPath = require.resolve("../../index");
     delete require.cache[programPath];
+    // require, not import(): the program is loaded afresh under each test's mocks (its cache entry deleted above).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const program = require(programPath) as Record<string, pulumi.Output<unknown>>;
     return { mocks, program };
 }
@@ -198,6 +199,7 @@ describe("the stack program under mocks", () => {
                 await pulumi.runtime.setMocks(new RecordingMocks(), "sglang-serve", "kpro5", false);
                 pulumi.runtime.setAllConfig(bad);
                 delete require.cache[require.resolve("../../index")];
+                // eslint-disable-next-line @typescript-eslint/no-require-imports
                 require("../../index");
             },
             (e: Error) => /service\.port/.test(e.message) && /service\.speculative\.algorithm/.test(e.message),

@@ -2,9 +2,8 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { Deployment, expectExit } from "./deployment";
+import * as yaml from "js-yaml";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const yaml = require("js-yaml") as { load(text: string): unknown };
 
 type StackFile = { config: Record<string, Record<string, unknown>> };
 

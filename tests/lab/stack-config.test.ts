@@ -4,7 +4,7 @@ import * as path from "path";
 import { LabInfo, writeLabStackConfig } from "../../lab/control";
 import { lab, testLabDir } from "./lab-fixture";
 
-const yaml = require("js-yaml") as { load(text: string): unknown };
+import * as yaml from "js-yaml";
 
 describe("lab stack config", function () {
   let info: LabInfo;
