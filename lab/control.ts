@@ -9,7 +9,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
-import { machineMounts, machineSpec, ROOTFS_IN_HOST, sshdSpec } from "./layout";
+import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec } from "./layout";
 import { cgroupProcs, cgroupTree, cgroupTreeProcs, createLabCgroup, inMachineArgv, isAlive, killCgroup, killTree, mountNs, nsPid, pidsInNamespace, removeCgroup, runInMachine, sleep, startMachine, waitGone } from "./machine-ns";
 import { writeModelDir } from "./model-dir";
 import { procDevicesWithNvidia } from "./gpu/proc-devices";
@@ -19,6 +19,8 @@ import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
+import { ensureInstalled, realDir } from "./sglang/real/oracle";
+import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs, releasesCacheDir } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 
 export type { Faults } from "./sglang/faults";
@@ -41,7 +43,7 @@ export interface LabUpOptions {
   startupSeconds?: number;
   /** Seconds before a stopped server's GPU memory is free (default 2). */
   gpuReleaseDelaySeconds?: number;
-  /** Total weight bytes of the model folder (default 52e9). */
+  /** Total weight bytes of the model folder (default 53.8e9, Qwen3.6-27B's safetensors index). */
   modelWeightBytes?: number;
   /** Start from a clean container (config, units, model) but keep the keys. */
   fresh?: boolean;
@@ -168,12 +170,14 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
   fs.chmodSync(L.clientKey, 0o600);
 
   const rootfsImage = ensureRootfs(opts.log);
+  // The real SGLang releases the container's venvs run (lab/sglang/real/install.sh; instant when current).
+  await ensureInstalled();
   const id = labId(labDir);
   const vmid = opts.vmid ?? 129;
   const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
   const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
-  const mounts = { host: machineMounts(labDir, "host", rootfsImage), container: machineMounts(labDir, "container") };
-  const modelWeightBytes = opts.modelWeightBytes ?? 52e9;
+  const mounts = { host: machineMounts(labDir, "host", rootfsImage, releasesCacheDir()), container: machineMounts(labDir, "container") };
+  const modelWeightBytes = opts.modelWeightBytes ?? 53.8e9;
   const info: LabInfo = {
     schema: 2,
     labDir,
@@ -205,18 +209,21 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
   };
 
   // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
-  // there and the venv's python3/sglang (the simulator), run by the host's node bound into the container.
+  // there, run by the host's node bound into the container. SGLang itself runs from the venvs (below).
   const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
   for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir);
   const ct = containerView(info);
   const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
   writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);
-  for (const n of ["python3", "python"]) writeShim(path.join(L.shims, "venv", n), ct.nodePath, ctJs("python3"), ct.labDir);
-  writeShim(path.join(L.shims, "venv", "sglang"), ct.nodePath, ctJs("sglang"), ct.labDir);
+  fs.rmSync(path.join(L.shims, "venv"), { recursive: true, force: true });
 
   for (const m of ["host", "container"] as MachineName[]) {
-    for (const [target, dir] of Object.entries(mounts[m])) if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST) fs.mkdirSync(dir, { recursive: true });
+    for (const [target, dir] of Object.entries(mounts[m])) if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST && target !== RELEASES_IN_HOST) fs.mkdirSync(dir, { recursive: true });
   }
+  // The real SGLang releases, one venv each (/opt/sglang/venv is 0.5.11), run by the container's python3.
+  copySglangReal(realDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
+  fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
+  ensureVenvs(mounts.container["/opt"]!, rootfsImage);
   fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
   fs.mkdirSync(L.gpu, { recursive: true });
   // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.
@@ -233,7 +240,7 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
   fs.mkdirSync(hostEtc, { recursive: true });
   fs.writeFileSync(path.join(hostEtc, "lxc.conf"), `lxc.lxcpath = ${info.lxc.lxcPath}\n`);
   fs.writeFileSync(mounts.host["/proc/devices"]!, procDevicesWithNvidia(fs.readFileSync("/proc/devices", "utf8"), deviceMajors));
-  if (!fs.existsSync(path.join(info.modelDir, "config.json"))) writeModelDir(info.modelDir, modelWeightBytes);
+  writeModelDir(info.modelDir, modelWeightBytes);
   writeJsonAtomic(L.info, info);
   writeJsonAtomic(path.join(L.share, "lab.json"), ct);
   if (!fs.existsSync(confFile(info, vmid))) writeConf(info, vmid, fieldContainerConf(vmid, info.container.hostname, nvidiaDevices(gpus.length, deviceMajors)));
@@ -330,7 +337,7 @@ export function labStatus(labDir = defaultLabDir()): LabStatus {
     }
   };
   const ctProcs = cgroupTree(ctCg).flatMap(cgroupProcs).filter(isAlive);
-  const simulators = ctProcs.filter((p) => /bin\/(python3|sglang)\.js/.test(cmdline(p)));
+  const simulators = ctProcs.filter((p) => /bin\/sglang-server\.js/.test(cmdline(p)));
   const running = isRunning(info, info.vmid);
   const sshd = cgroupTree(path.join(ctCg, "ns", "system.slice", "ssh.service")).flatMap(cgroupProcs).some(isAlive);
   const hostUp = isAlive(pids.hostHolder) && processes.includes(pids.hostHolder!);

@@ -6,10 +6,13 @@ import { LabInfo, labPaths, MachineName } from "./lab-info";
 import { BindMount, MachineSpec } from "./machine-ns";
 import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB } from "./rootfs";
+import { CT_RELEASES } from "./sglang/venvs";
 import { SshdSpec } from "./sshd";
 
 /** Where the host sees the cached rootfs (PVE's template cache directory). */
 export const ROOTFS_IN_HOST = "/var/lib/vz/template/cache/sglang-lab-rootfs";
+/** Where the host sees lab/sglang/real's install cache (read-only), for the container's venvs. */
+export const RELEASES_IN_HOST = "/var/lib/sglang-lab/releases";
 
 /**
  * Real path inside the machine -> lab directory (the lab.json `mounts`). The
@@ -17,7 +20,7 @@ export const ROOTFS_IN_HOST = "/var/lib/vz/template/cache/sglang-lab-rootfs";
  * container keeps across restarts on its disk lives in the lab; everything
  * else is in the container's writable layer, fresh at every start.
  */
-export function machineMounts(labDir: string, m: MachineName, rootfsImage = ""): Record<string, string> {
+export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", releases = ""): Record<string, string> {
   const L = labPaths(labDir);
   const dir = L.machine(m);
   if (m === "host") {
@@ -29,6 +32,7 @@ export function machineMounts(labDir: string, m: MachineName, rootfsImage = ""):
       "/usr/local/sbin": path.join(L.shims, "host"),
       "/proc/devices": path.join(L.labDir, "proc-devices"),
       [ROOTFS_IN_HOST]: rootfsImage,
+      [RELEASES_IN_HOST]: releases,
     };
   }
   return {
@@ -37,7 +41,6 @@ export function machineMounts(labDir: string, m: MachineName, rootfsImage = ""):
     "/root": path.join(dir, "home"),
     "/models": path.join(dir, "models"),
     "/opt": path.join(dir, "opt"),
-    "/opt/sglang/venv/bin": path.join(L.shims, "venv"),
     "/usr/local/sbin": path.join(L.shims, "container"),
     [CT_LAB.lib]: L.ctLib,
     [CT_LAB.share]: L.share,
@@ -46,19 +49,20 @@ export function machineMounts(labDir: string, m: MachineName, rootfsImage = ""):
   };
 }
 
-const READ_ONLY_IN_CONTAINER = new Set(["/opt/sglang/venv/bin", "/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, "/proc/devices"]);
+const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, "/proc/devices"]);
 
 /**
  * The container's bind mounts, in mount order, as lxc.mount.entry lines take
  * them: the lab.json `mounts` plus the host's node binary (run by the
- * simulator and the stand-ins inside). This is also where the SGLang site
- * directories of the real ServerArgs (lab/sglang/real) would be bound in.
+ * simulator and the stand-ins inside) and the real SGLang releases' site
+ * directories (lab/sglang/real's cache, through the host's RELEASES_IN_HOST).
  */
 export function containerBinds(info: LabInfo): BindMount[] {
   const binds: BindMount[] = Object.entries(info.mounts.container)
     .sort(([a], [b]) => a.split("/").length - b.split("/").length)
     .map(([target, source]) => ({ target, source, file: target === "/proc/devices", readOnly: READ_ONLY_IN_CONTAINER.has(target) }));
   binds.push({ target: path.join(CT_LAB.lib, "node"), source: info.nodePath, file: true, readOnly: true });
+  binds.push({ target: CT_RELEASES, source: RELEASES_IN_HOST, file: false, readOnly: true });
   return binds;
 }
 
@@ -72,7 +76,7 @@ export function machineSpec(info: LabInfo, bindRootHome: boolean): MachineSpec {
     if (TOP_LEVEL.has(target)) {
       if (target === "/root" && !bindRootHome) continue;
       topLevel[target.slice(1)] = source;
-    } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST });
+    } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST || target === RELEASES_IN_HOST });
   }
   return {
     name: "host",

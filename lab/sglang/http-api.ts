@@ -1,18 +1,30 @@
-// The simulated server's HTTP API (SGLang 0.5.11 on uvicorn/FastAPI): health,
+// The simulated server's HTTP API (SGLang on uvicorn/FastAPI): health,
 // server/model info, OpenAI-compatible chat/completions/models, /generate,
-// Prometheus /metrics, and --api-key enforcement.
+// Prometheus /metrics, and --api-key enforcement. /server_info is the body
+// the release's own handler built from the real ServerArgs, with what only a
+// running scheduler knows filled in.
 import * as http from "http";
 import { randomBytes } from "crypto";
-import { ArgValue } from "./argparse";
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** The release's resolved ServerArgs (dataclasses.asdict). */
+export type ServerArgs = Record<string, JsonValue>;
 
 export interface ApiState {
   ready: boolean;
   schedulerAlive: boolean;
   degenerate: boolean;
   healthTimeoutMs: number;
-  args: Record<string, ArgValue>;
+  args: ServerArgs;
+  /** GET /server_info as the release builds it (scheduler-only values null). */
+  serverInfo: Record<string, JsonValue>;
+  release: string;
   architecture: string;
+  /** The model's context length (context_length, else the config's max_position_embeddings). */
+  contextLen: number;
   maxTotalTokens: number;
+  /** Scheduler.get_internal_state's memory_usage (GB per GPU, tokens). */
+  memoryUsage: Record<string, number>;
   specAcceptLength: number | null;
   counters: { prompt: number; generation: number; requests: number };
   accessLog: (line: string) => void;
@@ -20,7 +32,12 @@ export interface ApiState {
 
 const REASONS: Record<number, string> = { 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable" };
 
-const OPEN_PATHS = new Set(["/health", "/health_generate", "/metrics"]);
+/** utils/auth.py: OPTIONS and paths starting /health or /metrics need no key; the scheme is case-insensitive. */
+function authorized(method: string | undefined, p: string, header: string | undefined, apiKey: string | null): boolean {
+  if (!apiKey || method === "OPTIONS" || p.startsWith("/health") || p.startsWith("/metrics")) return true;
+  const at = header?.indexOf(" ") ?? -1;
+  return at > 0 && header!.slice(0, at).toLowerCase() === "bearer" && header!.slice(at + 1) === apiKey;
+}
 
 interface ChatMessage {
   role?: string;
@@ -34,7 +51,7 @@ function text(content: ChatMessage["content"]): string {
 }
 
 /** A canned but sensible answer: small arithmetic, "reply with X", else a greeting. */
-export function cannedAnswer(prompt: string, served: string, degenerate: boolean): string {
+export function cannedAnswer(prompt: string, served: string, degenerate: boolean, release = "0.5.11"): string {
   if (degenerate) return Array(48).fill("the").join(" ");
   const arith = /(-?\d+)\s*([+\-*x×])\s*(-?\d+)/.exec(prompt);
   if (arith) {
@@ -45,10 +62,34 @@ export function cannedAnswer(prompt: string, served: string, degenerate: boolean
   }
   const reply = /(?:reply|respond|answer|say)\s+(?:only\s+)?(?:with\s+)?(?:exactly\s+)?(?:the\s+word\s+)?["'`]?([A-Za-z0-9_\-]+)["'`]?/i.exec(prompt);
   if (reply) return reply[1]!;
-  return `Hello! I am ${served}, served by a simulated SGLang 0.5.11 in the lab.`;
+  return `Hello! I am ${served}, served by a simulated SGLang ${release} in the lab.`;
 }
 
 const countTokens = (s: string) => Math.max(1, Math.ceil(s.length / 4));
+
+/**
+ * The release's /server_info body with the running scheduler's numbers:
+ * token capacity, the input limit (Scheduler: min(context_len - 1,
+ * max_total_num_tokens - 1)), and per DP rank the memory, throughput and
+ * (after speculative forward passes) the accept length.
+ */
+export function serverInfo(state: ApiState): Record<string, JsonValue> {
+  const info = state.serverInfo;
+  const dp = Math.max(1, Number(state.args.dp_size ?? 1));
+  const ranks = Array.isArray(info.internal_states) ? info.internal_states : [];
+  return {
+    ...info,
+    max_total_num_tokens: state.maxTotalTokens,
+    max_req_input_len: Math.min(state.contextLen - 1, state.maxTotalTokens - 1),
+    internal_states: ranks.map((r) => ({
+      ...(r && typeof r === "object" && !Array.isArray(r) ? r : {}),
+      last_gen_throughput: state.counters.generation > 0 ? 41.7 : 0.0,
+      memory_usage: state.memoryUsage,
+      effective_max_running_requests_per_dp: Math.floor(Number(state.args.max_running_requests ?? 4096) / dp),
+      ...(state.specAcceptLength !== null ? { avg_spec_accept_length: state.specAcceptLength } : {}),
+    })),
+  };
+}
 
 export function createApi(state: ApiState): http.Server {
   const served = () => String(state.args.served_model_name);
@@ -63,8 +104,8 @@ export function createApi(state: ApiState): http.Server {
       const addr = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
       state.accessLog(`INFO:     ${addr} - "${req.method} ${req.url} HTTP/${req.httpVersion}" ${status} ${REASONS[status] ?? ""}`);
     };
-    const apiKey = state.args.api_key as string | null;
-    if (apiKey && !OPEN_PATHS.has(p) && req.headers.authorization !== `Bearer ${apiKey}`) {
+    const apiKey = typeof state.args.api_key === "string" && state.args.api_key !== "" ? state.args.api_key : null;
+    if (!authorized(req.method, p, req.headers.authorization, apiKey)) {
       send(401, { error: "Unauthorized" });
       return;
     }
@@ -95,19 +136,7 @@ export function createApi(state: ApiState): http.Server {
         case "/server_info":
         case "/get_server_info":
           if (!get) return send(405, { detail: "Method Not Allowed" });
-          return send(200, {
-            ...state.args,
-            max_total_num_tokens: state.maxTotalTokens,
-            max_req_input_len: Number(state.args.context_length) - 5,
-            internal_states: [
-              {
-                ...(state.specAcceptLength !== null ? { avg_spec_accept_length: state.specAcceptLength } : {}),
-                last_gen_throughput: state.counters.generation > 0 ? 41.7 : 0.0,
-                memory_usage: { weight: 24.21, kvcache: 15.41, token_capacity: state.maxTotalTokens, graph: 0.4 },
-              },
-            ],
-            version: "0.5.11",
-          });
+          return send(200, serverInfo(state));
         case "/model_info":
         case "/get_model_info":
           if (!get) return send(405, { detail: "Method Not Allowed" });
@@ -126,7 +155,7 @@ export function createApi(state: ApiState): http.Server {
           if (!get) return send(405, { detail: "Method Not Allowed" });
           return send(200, {
             object: "list",
-            data: [{ id: served(), object: "model", created, owned_by: "sglang", root: served(), parent: null, max_model_len: state.args.context_length }],
+            data: [{ id: served(), object: "model", created, owned_by: "sglang", root: served(), parent: null, max_model_len: state.contextLen }],
           });
         case "/metrics": {
           if (!state.args.enable_metrics) return send(404, { detail: "Not Found" });
@@ -174,7 +203,7 @@ export function createApi(state: ApiState): http.Server {
               ? ((req0.messages as ChatMessage[] | undefined) ?? []).filter((m) => m.role === "user").map((m) => text(m.content)).pop() ?? ""
               : String(req0.prompt ?? req0.text ?? "");
           const maxTokens = Number(req0.max_tokens ?? req0.max_completion_tokens ?? (req0.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens ?? 256);
-          let words = cannedAnswer(prompt, served(), state.degenerate).split(" ");
+          let words = cannedAnswer(prompt, served(), state.degenerate, state.release).split(" ");
           const truncated = words.length > maxTokens;
           if (truncated) words = words.slice(0, maxTokens);
           const answer = words.join(" ");

@@ -1,17 +1,72 @@
-// The SGLang 0.5.11 server simulator: argparse, ServerArgs resolution, the
-// startup log in SGLang's order and format (time compressed), simulated GPU
-// memory, the HTTP API, and the faults of lab.json's faultsFile.
+// The lab's SGLang server from the launcher boundary on. The release's own
+// config layer runs first, for real, in the release's venv (argparse,
+// prepare_server_args, ServerArgs, its logging up to `server_args=ServerArgs(...)`:
+// lab/sglang/real/sglang_lab_venv.py); where it would start the HTTP server
+// it execs this in the same process with the resolved ServerArgs and the
+// release's /server_info on a memfd. This does only what needs GPUs: load
+// timing, simulated GPU memory, cache sizes, the startup log lines after
+// server_args, the HTTP API (generation is canned), and the faults of
+// lab.json's faultsFile.
 import * as fs from "fs";
 import * as path from "path";
 import { holdAlive, markExited, writeHolding } from "../gpu/gpu-state";
 import { currentLab, LabInfo } from "../lab-info";
-import { ArgValue, parseServerArgs } from "./argparse";
 import { appendEvent } from "./events";
 import { Faults, faultsForArgv, readFaults } from "./faults";
-import { ApiState, createApi } from "./http-api";
-import { Entry, schedulerException, serverArgsError, SITE } from "./python-errors";
-import { HYBRID_ARCHITECTURES, ModelConfig, pyRepr, resolveServerArgs } from "./server-args";
-import { FLAGS } from "./server-flags";
+import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
+import { schedulerException } from "./scheduler-errors";
+
+/** What sglang_lab_venv.py hands over at the launcher boundary. */
+export interface Handoff {
+  /** sglang.version.__version__ */
+  release: string;
+  entry: "sglang-serve" | "launch-server";
+  /** sys.orig_argv: the interpreter, then the command line as the unit gave it. */
+  argv: string[];
+  /** When the interpreter started (the launch), epoch ms. */
+  launchedAtMs: number;
+  /** The release's site dir (where its sglang package is). */
+  site: string;
+  /** The resolved ServerArgs, the release's own dump (dataclasses.asdict). */
+  serverArgs: ServerArgs;
+  /** GET /server_info as the release's handler builds it; serverInfoSimulated lists what only a scheduler knows (null here). */
+  serverInfo: Record<string, JsonValue>;
+  serverInfoSimulated: string[];
+}
+
+export function readHandoff(fd: number): Handoff {
+  const text = fs.readFileSync(fd, "utf8");
+  fs.closeSync(fd);
+  return JSON.parse(text) as Handoff;
+}
+
+interface ModelFolder {
+  architecture: string;
+  contextLen: number;
+  weightBytes: number;
+  attnOutputGate: boolean;
+}
+
+function readJson(file: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+/** What the GPU side needs of a model folder SGLang already read: architecture, context, weights' size. */
+function readModel(dir: string): ModelFolder {
+  const cfg = readJson(path.join(dir, "config.json")) ?? {};
+  const text = (cfg.text_config as Record<string, unknown> | undefined) ?? cfg;
+  const index = readJson(path.join(dir, "model.safetensors.index.json")) as { metadata?: { total_size?: number } } | null;
+  return {
+    architecture: ((cfg.architectures as string[] | undefined) ?? ["LlamaForCausalLM"])[0]!,
+    contextLen: Number(text.max_position_embeddings ?? cfg.max_position_embeddings ?? 32768),
+    weightBytes: Number(index?.metadata?.total_size ?? 0),
+    attnOutputGate: text.attn_output_gate === true,
+  };
+}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const p2 = (n: number) => String(n).padStart(2, "0");
@@ -20,28 +75,6 @@ const gb = (x: number) => x.toFixed(2);
 function stamp(): string {
   const d = new Date();
   return `${d.getFullYear()}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
-}
-
-function readModel(modelPath: string): ModelConfig | null {
-  try {
-    const cfg = JSON.parse(fs.readFileSync(path.join(modelPath, "config.json"), "utf8")) as Record<string, unknown>;
-    const text = (cfg.text_config as Record<string, unknown> | undefined) ?? cfg;
-    let weightBytes = 0;
-    try {
-      const idx = JSON.parse(fs.readFileSync(path.join(modelPath, "model.safetensors.index.json"), "utf8")) as { metadata?: { total_size?: number } };
-      weightBytes = Number(idx.metadata?.total_size ?? 0);
-    } catch {
-      weightBytes = 0;
-    }
-    return {
-      architecture: ((cfg.architectures as string[] | undefined) ?? ["LlamaForCausalLM"])[0]!,
-      maxPositionEmbeddings: Number(text.max_position_embeddings ?? cfg.max_position_embeddings ?? 32768),
-      weightBytes,
-      hasMtp: Number(text.mtp_num_hidden_layers ?? cfg.mtp_num_hidden_layers ?? 0) > 0,
-    };
-  } catch {
-    return null;
-  }
 }
 
 /** GPU nodes this process can use: present, and not denied by the container's device cgroup (EPERM; no driver gives ENXIO). */
@@ -61,26 +94,36 @@ function visibleGpuCount(): number {
   }
 }
 
+/** Shares of the startup left after the config layer (load, pools, graphs, uvicorn, warmup), as on a real start. */
+const PHASES = { dist: 0.07, weights: 0.37, draft: 0.04, pools: 0.07, graphs: 0.22, uvicorn: 0.07, warmup: 0.16 };
+
 class Simulator {
   private readonly info: LabInfo;
+  private readonly args: ServerArgs;
+  private readonly site: string;
   private faults: Faults;
-  private startupMs: number;
+  private remainingMs = 0;
   private releaseDelay: number;
-  private infoLevel = true;
+  private readonly infoLevel: boolean;
   private gpus: number[] = [];
-  private args: Record<string, ArgValue> = {};
   private api?: ApiState;
   private finished = false;
 
-  constructor(private readonly entry: Entry) {
+  constructor(private readonly handoff: Handoff) {
     this.info = currentLab();
-    this.faults = readFaults(this.info.faultsFile);
-    this.startupMs = (this.faults.startupSeconds ?? this.info.simulator.startupSeconds) * 1000;
+    this.args = handoff.serverArgs;
+    this.site = handoff.site;
+    this.faults = faultsForArgv(readFaults(this.info.faultsFile), handoff.argv);
     this.releaseDelay = this.faults.gpuReleaseDelaySeconds ?? this.info.simulator.gpuReleaseDelaySeconds;
+    this.infoLevel = !["warning", "error", "critical"].includes(String(this.args.log_level).toLowerCase());
   }
 
-  private phase(fraction: number): Promise<void> {
-    return sleep(this.startupMs * fraction);
+  private sinceLaunch(): number {
+    return Date.now() - this.handoff.launchedAtMs;
+  }
+
+  private phase(name: keyof typeof PHASES): Promise<void> {
+    return sleep(this.remainingMs * PHASES[name]);
   }
 
   private main(msg: string, level: "INFO" | "WARNING" | "ERROR" = "INFO"): void {
@@ -101,12 +144,7 @@ class Simulator {
     const perGpuMiB: Record<string, number> = {};
     for (const g of this.gpus) perGpuMiB[String(g)] = Math.round(perGpuGiB * 1024 + 512);
     holdAlive(this.info.gpuStateDir, process.pid);
-    writeHolding(this.info.gpuStateDir, {
-      pid: process.pid,
-      processName: process.env.SGLANG_LAB_ARGV0 ?? "python3",
-      perGpuMiB,
-      releaseDelaySeconds: this.releaseDelay,
-    });
+    writeHolding(this.info.gpuStateDir, { pid: process.pid, processName: this.handoff.argv[0] ?? "python3", perGpuMiB, releaseDelaySeconds: this.releaseDelay });
   }
 
   private die(event: "crashed" | "died" | "startup-failed", detail: string, how: "sigkill" | number): never {
@@ -119,65 +157,34 @@ class Simulator {
 
   /** A scheduler rank dies: its traceback, then the main process kills the tree (SIGKILL). */
   private crash(exc: string, where: "load" | "pool" | "dist" | "run"): never {
-    this.rank(0, `Scheduler hit an exception: ${schedulerException(exc, where)}`, "ERROR");
+    this.rank(0, `Scheduler hit an exception: ${schedulerException(this.site, exc, where)}`, "ERROR");
     this.main("Received sigquit from a child process. It usually means the child failed.", "ERROR");
     return this.die("crashed", exc.split("\n")[0]!, "sigkill");
   }
 
-  async run(argv: string[]): Promise<void> {
-    this.faults = faultsForArgv(this.faults, argv);
-    this.startupMs = (this.faults.startupSeconds ?? this.info.simulator.startupSeconds) * 1000;
-    this.releaseDelay = this.faults.gpuReleaseDelaySeconds ?? this.info.simulator.gpuReleaseDelaySeconds;
-    appendEvent(this.info.eventsFile, { event: "launched", detail: [process.env.SGLANG_LAB_ARGV0 ?? "python3", ...argv].join(" ") });
+  async run(): Promise<void> {
+    const startupMs = (this.faults.startupSeconds ?? this.info.simulator.startupSeconds) * 1000;
+    // The config layer already took its real time: the rest of the startup is what is left.
+    this.remainingMs = Math.max(0, startupMs - this.sinceLaunch()) / Object.values(PHASES).reduce((a, b) => a + b, 0);
     process.on("SIGTERM", () => this.onSignal("SIGTERM"));
     process.on("SIGINT", () => this.onSignal("SIGINT"));
     if (this.faults.crashAfterSeconds !== undefined) {
       setTimeout(() => {
         if (!this.finished) this.crash("RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1", "run");
-      }, this.faults.crashAfterSeconds * 1000);
-    }
-    // Python imports (torch, transformers, sglang): the first second or so.
-    await this.phase(0.1);
-    if (this.entry === "launch_server") {
-      process.stderr.write(`${SITE}/sglang/launch_server.py:24: UserWarning: 'python -m sglang.launch_server' is deprecated and will be removed in a future release. Please use 'sglang serve' instead.\n  warnings.warn(\n`);
-    }
-    await this.phase(0.2);
-    const prog = this.entry === "serve" ? "sglang serve" : "launch_server.py";
-    const parsed = parseServerArgs(prog, argv, this.entry === "serve");
-    if (!parsed.ok) {
-      process.stdout.write(parsed.stdout);
-      process.stderr.write(parsed.stderr);
-      this.finished = true;
-      appendEvent(this.info.eventsFile, { event: "argparse-error", detail: parsed.stderr.trim().split("\n").pop() });
-      process.exit(parsed.code);
-    }
-    this.args = parsed.values;
-    this.infoLevel = !["warning", "error", "critical"].includes(String(this.args.log_level).toLowerCase());
-    process.stderr.write("`torch_dtype` is deprecated! Use `dtype` instead!\n");
-    const modelPath = String(this.args.model_path);
-    const model = readModel(modelPath);
-    if (!model) {
-      const exc = `OSError: Incorrect path_or_model_id: '${modelPath}'. Please provide either the path to a local folder or the repo_id of a model on the Hub.`;
-      process.stderr.write(serverArgsError(this.entry, "model-config", exc));
-      return this.die("startup-failed", exc, 1);
-    }
-    const res = resolveServerArgs(this.args, model, process.env);
-    this.args = res.args;
-    for (const [level, msg] of res.log) this.main(msg, level);
-    if (res.exception) {
-      process.stderr.write(serverArgsError(this.entry, "speculative", res.exception));
-      return this.die("startup-failed", res.exception, 1);
+      }, Math.max(0, this.faults.crashAfterSeconds * 1000 - this.sinceLaunch()));
     }
     const a = this.args;
-    this.main(`server_args=ServerArgs(${FLAGS.map((f) => `${f.dest}=${pyRepr(a[f.dest] ?? null, f.kind === "float")}`).join(", ")})`);
+    const model = readModel(String(a.model_path));
+    const draftPath = a.speculative_draft_model_path;
+    const draft = a.speculative_algorithm ? (typeof draftPath === "string" ? readModel(draftPath) : null) : undefined;
     const tp = Number(a.tp_size);
-    const base = Number(a.base_gpu_id);
+    const base = Number(a.base_gpu_id ?? 0);
     const visible = visibleGpuCount();
     this.gpus = Array.from({ length: Math.min(tp, Math.max(0, visible - base)) }, (_, i) => base + i);
 
     // Distributed init.
     this.ranks(() => "Init torch distributed begin.");
-    await this.phase(0.05);
+    await this.phase("dist");
     if (visible === 0) this.crash("RuntimeError: No CUDA GPUs are available", "dist");
     if (base + tp > visible) this.crash("RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.", "dist");
     const spec = this.info.gpus.find((g) => g.index === base) ?? this.info.gpus[0]!;
@@ -189,7 +196,7 @@ class Simulator {
     // Weights.
     const wpg = model.weightBytes / tp / 2 ** 30;
     this.ranks(() => `Load weight begin. avail mem=${gb(total - ctx)} GB`);
-    await this.phase(0.25);
+    await this.phase("weights");
     if (wpg + ctx > total) {
       const free = total - ctx - Math.min(wpg, total - ctx - 0.5);
       this.crash(
@@ -197,21 +204,23 @@ class Simulator {
         "load",
       );
     }
-    if (HYBRID_ARCHITECTURES.includes(model.architecture)) this.ranks(() => "using attn output gate!");
+    if (model.attnOutputGate) this.ranks(() => "using attn output gate!");
     let used = ctx + wpg;
     this.hold(used);
-    this.ranks(() => `Load weight end. elapsed=${gb((this.startupMs * 0.2) / 1000)} s, type=${model.architecture}, avail mem=${gb(total - used)} GB, mem usage=${gb(wpg)} GB.`);
-    if (res.requestedAlgorithm) {
-      const draft = 0.7;
+    this.ranks(() => `Load weight end. elapsed=${gb((this.remainingMs * PHASES.weights) / 1000)} s, type=${model.architecture}, avail mem=${gb(total - used)} GB, mem usage=${gb(wpg)} GB.`);
+    if (draft !== undefined) {
+      // The checkpoint's own MTP head (NEXTN, EAGLE without a drafter), or the drafter's weights.
+      const draftGiB = draft ? draft.weightBytes / tp / 2 ** 30 : 0.7;
+      const draftType = draft ? draft.architecture : `${model.architecture.replace(/ForConditionalGeneration|ForCausalLM/, "")}MTP`;
       this.ranks(() => `Load weight begin. avail mem=${gb(total - used)} GB`);
-      await this.phase(0.03);
-      used += draft;
+      await this.phase("draft");
+      used += draftGiB;
       this.hold(used);
-      this.ranks(() => `Load weight end. elapsed=0.31 s, type=${model.architecture.replace(/ForConditionalGeneration|ForCausalLM/, "")}MTP, avail mem=${gb(total - used)} GB, mem usage=${gb(draft)} GB.`);
+      this.ranks(() => `Load weight end. elapsed=0.31 s, type=${draftType}, avail mem=${gb(total - used)} GB, mem usage=${gb(draftGiB)} GB.`);
     }
 
     // Memory pools: what mem_fraction_static leaves for the KV cache and the Mamba state.
-    await this.phase(0.05);
+    await this.phase("pools");
     const mf = Number(a.mem_fraction_static);
     const availAfterPools = total * (1 - mf) + 0.8;
     const usedAfterPools = total - availAfterPools;
@@ -229,19 +238,21 @@ class Simulator {
     let availEnd = availAfterPools;
     if (!a.disable_cuda_graph) {
       this.ranks(() => `Capture cuda graph begin. This can take up to several minutes. avail mem=${gb(availAfterPools)} GB`);
-      await this.phase(0.15);
+      await this.phase("graphs");
       availEnd = availAfterPools - 0.4;
       used += 0.4;
       this.hold(used);
-      this.ranks(() => `Capture cuda graph end. Time elapsed: ${gb((this.startupMs * 0.15) / 1000)} s. mem usage=0.40 GB. avail mem=${gb(availEnd)} GB.`);
+      this.ranks(() => `Capture cuda graph end. Time elapsed: ${gb((this.remainingMs * PHASES.graphs) / 1000)} s. mem usage=0.40 GB. avail mem=${gb(availEnd)} GB.`);
     }
+    const contextLen = a.context_length === null || a.context_length === undefined ? model.contextLen : Number(a.context_length);
+    const maxRunning = Number(a.max_running_requests ?? 4096);
     this.rank(
       0,
-      `max_total_num_tokens=${tokens}, chunked_prefill_size=${a.chunked_prefill_size}, max_prefill_tokens=${a.max_prefill_tokens}, max_running_requests=${a.max_running_requests ?? 4096}, context_len=${a.context_length}, available_gpu_mem=${gb(availEnd)} GB`,
+      `max_total_num_tokens=${tokens}, chunked_prefill_size=${a.chunked_prefill_size}, max_prefill_tokens=${a.max_prefill_tokens}, max_running_requests=${maxRunning}, context_len=${contextLen}, available_gpu_mem=${gb(availEnd)} GB`,
     );
 
     // uvicorn.
-    await this.phase(0.05);
+    await this.phase("uvicorn");
     const draftTokens = Number(a.speculative_num_draft_tokens ?? 0);
     this.api = {
       ready: false,
@@ -249,9 +260,13 @@ class Simulator {
       degenerate: this.faults.degenerateOutput === true,
       healthTimeoutMs: (this.faults.healthCheckTimeoutSeconds ?? 0) * 1000,
       args: a,
+      serverInfo: this.handoff.serverInfo,
+      release: this.handoff.release,
       architecture: model.architecture,
+      contextLen,
       maxTotalTokens: tokens,
-      specAcceptLength: res.requestedAlgorithm ? Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100 : null,
+      memoryUsage: { weight: Math.round(wpg * 100) / 100, kvcache: Math.round(kv * 100) / 100, token_capacity: tokens, graph: a.disable_cuda_graph ? 0 : 0.4 },
+      specAcceptLength: a.speculative_algorithm ? Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100 : null,
       counters: { prompt: 0, generation: 0, requests: 0 },
       accessLog: (l) => this.main(l),
     };
@@ -275,7 +290,7 @@ class Simulator {
     if (this.faults.neverReady) return;
 
     // Warmup: one request through the whole stack.
-    await this.phase(0.1);
+    await this.phase("warmup");
     this.rank(0, "Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ");
     this.main(`INFO:     127.0.0.1:${40000 + (process.pid % 20000)} - "POST /generate HTTP/1.1" 200 OK`);
     this.api.ready = true;
@@ -289,7 +304,7 @@ class Simulator {
         if (!this.api) return;
         this.api.schedulerAlive = false;
         const exc = "RuntimeError: CUDA error: an illegal memory access was encountered";
-        this.rank(0, `Scheduler hit an exception: ${schedulerException(exc, "run")}`, "ERROR");
+        this.rank(0, `Scheduler hit an exception: ${schedulerException(this.site, exc, "run")}`, "ERROR");
         appendEvent(this.info.eventsFile, { event: "scheduler-died", detail: exc, host, port });
       }, this.faults.schedulerDeathAfterReadySeconds * 1000);
     }
@@ -311,8 +326,8 @@ class Simulator {
   }
 }
 
-export function runSimulator(entry: Entry, argv: string[]): void {
-  new Simulator(entry).run(argv).catch((e: Error) => {
+export function runSimulator(handoff: Handoff): void {
+  new Simulator(handoff).run().catch((e: Error) => {
     process.stderr.write(`Traceback (most recent call last):\n  File "<lab>", line 1, in <module>\nRuntimeError: lab simulator failure: ${e.stack ?? e.message}\n`);
     process.exit(1);
   });

@@ -122,19 +122,19 @@ describe("lab SGLang simulator", function () {
   describe("argparse and startup checks", function () {
     this.timeout(20_000);
 
-    it("rejects an unknown flag with argparse's usage and exit 2", async () => {
+    it("rejects an unknown flag with SGLang's argparse usage and exit 2", async () => {
       const r = await exec("container", `${PY} -m sglang.launch_server --model-path ${MODEL} --foo 3`);
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /^usage: launch_server\.py \[-h\] --model-path MODEL_PATH/m);
-      assert.match(r.stderr, /\nlaunch_server\.py: error: unrecognized arguments: --foo 3\n$/);
+      assert.match(r.stderr, /^usage: sglang serve \[-h\] --model-path MODEL_PATH/m);
+      assert.match(r.stderr, /\nsglang serve: error: unrecognized arguments: --foo 3\n$/);
     });
 
-    it("rejects MTP as a speculative algorithm (sglang serve too)", async () => {
-      const msg = "argument --speculative-algorithm: invalid choice: 'MTP' (choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM')";
+    it("rejects MTP as a speculative algorithm with SGLang 0.5.11's choices (both entry points)", async () => {
+      const msg = "argument --speculative-algorithm: invalid choice: 'MTP' (choose from 'DFLASH', 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM')";
       const r = await exec("container", `${PY} -m sglang.launch_server --model-path ${MODEL} --speculative-algorithm MTP`);
       assert.equal(r.code, 2);
-      assert.ok(r.stderr.endsWith(`launch_server.py: error: ${msg}\n`), r.stderr.slice(-300));
-      const s = await exec("container", `/opt/sglang/venv/bin/sglang serve ${MODEL} --speculative-algorithm MTP`);
+      assert.ok(r.stderr.endsWith(`sglang serve: error: ${msg}\n`), r.stderr.slice(-300));
+      const s = await exec("container", `/opt/sglang/venv/bin/sglang serve --model-path ${MODEL} --speculative-algorithm MTP`);
       assert.equal(s.code, 2);
       assert.ok(s.stderr.endsWith(`sglang serve: error: ${msg}\n`), s.stderr.slice(-300));
     });
@@ -146,7 +146,7 @@ describe("lab SGLang simulator", function () {
     });
 
     it("accepts speculation with --disable-radix-cache instead of extra_buffer", async () => {
-      const r = await exec("container", `timeout -s INT 1.2 ${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 ${NEXTN_ONE_STEP} --disable-radix-cache --port 30102 --host ${ct}; echo exit=$?`);
+      const r = await exec("container", `timeout -s INT 3 ${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 ${NEXTN_ONE_STEP} --disable-radix-cache --port 30102 --host ${ct}; echo exit=$?`);
       assert.match(r.stderr, /server_args=ServerArgs\(/);
       assert.doesNotMatch(r.stderr, /Error/);
     });
