@@ -1,12 +1,10 @@
-// HTTP probes of the SGLang server from this machine (node's http/https, no
-// dependency). Network failures are values, not exceptions: the readiness gate
-// polls a server that is expected to refuse connections for a while.
+// HTTP probes of the SGLang server from this machine (Node's fetch, with
+// AbortSignal.timeout). Network failures are values, not exceptions: the
+// readiness gate polls a server that is expected to refuse connections for a
+// while.
 //
 // The bearer key is only ever put in the Authorization header; it is not in any
 // returned error string.
-
-import * as http from "http";
-import * as https from "https";
 
 export interface ProbeOptions {
   /** Sent as "Authorization: Bearer <key>" (SGLang --api-key). */
@@ -34,68 +32,52 @@ export function endpointUrl(endpoint: string, path: string): string {
   return `${endpoint.replace(/\/+$/, "")}${path.startsWith("/") ? path : `/${path}`}`;
 }
 
-function request(method: "GET" | "POST", url: string, body: string | undefined, opts: ProbeOptions): Promise<HttpResult> {
+async function request(method: "GET" | "POST", url: string, body: string | undefined, opts: ProbeOptions): Promise<HttpResult> {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return Promise.resolve({ error: `invalid URL ${url}` });
+    return { error: `invalid URL ${url}` };
   }
-  const lib = parsed.protocol === "https:" ? https : parsed.protocol === "http:" ? http : null;
-  if (!lib) return Promise.resolve({ error: `unsupported protocol in ${url}` });
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { error: `unsupported protocol in ${url}` };
   const where = `${method} ${parsed.origin}${parsed.pathname}`;
   const maxBody = opts.maxBodyBytes ?? 8 * 1024 * 1024;
 
   const headers: Record<string, string> = { accept: "application/json" };
   if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
-  if (body !== undefined) {
-    headers["content-type"] = "application/json";
-    headers["content-length"] = String(Buffer.byteLength(body));
-  }
+  if (body !== undefined) headers["content-type"] = "application/json";
 
-  return new Promise<HttpResult>((resolve) => {
-    let done = false;
-    const finish = (r: HttpResult): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(r);
-    };
-    // agent: false: one connection per probe, closed after it, so no pooled
-    // keep-alive socket outlives the gate or keeps the process running.
-    const req = lib.request(parsed, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on("data", (c: Buffer) => {
-        size += c.length;
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  try {
+    const res = await fetch(parsed, { method, headers, body, signal, redirect: "manual" });
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (res.body) {
+      for await (const chunk of res.body) {
+        size += chunk.length;
         if (size > maxBody) {
-          req.destroy();
-          finish({ error: `${where}: response larger than ${maxBody} bytes` });
-          return;
+          await res.body.cancel().catch(() => undefined);
+          return { error: `${where}: response larger than ${maxBody} bytes` };
         }
-        chunks.push(c);
-      });
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let json: unknown = undefined;
-        if (text.trim() !== "") {
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-        }
-        finish({ status: res.statusCode ?? 0, body: json, text });
-      });
-      res.on("error", (e: NodeJS.ErrnoException) => finish(networkError(where, e)));
-    });
-    const timer = setTimeout(() => {
-      finish({ error: `${where}: no answer within ${opts.timeoutMs} ms`, code: "TIMEOUT" });
-      req.destroy();
-    }, opts.timeoutMs);
-    req.on("error", (e: NodeJS.ErrnoException) => finish(networkError(where, e)));
-    req.end(body);
-  });
+        chunks.push(chunk);
+      }
+    }
+    const text = Buffer.concat(chunks).toString("utf8");
+    let json: unknown = undefined;
+    if (text.trim() !== "") {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+    }
+    return { status: res.status, body: json, text };
+  } catch (e) {
+    if (signal.aborted) return { error: `${where}: no answer within ${opts.timeoutMs} ms`, code: "TIMEOUT" };
+    // fetch reports the socket's error as its cause.
+    const cause = (e as { cause?: unknown }).cause;
+    return networkError(where, (cause instanceof Error ? cause : e) as NodeJS.ErrnoException);
+  }
 }
 
 function networkError(where: string, e: NodeJS.ErrnoException): HttpResult {
