@@ -16,6 +16,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { execFileSync } from "child_process";
+import { parseArgs } from "node:util";
 import { clearFaults, labDown, labUp, readLabInfo, setFaults, simulatorEvents } from "../lab/control";
 import type { LabInfo, SimulatorEvent } from "../lab/control";
 import type { Deployment } from "../tests/e2e/deployment";
@@ -35,36 +36,45 @@ type Phase = (typeof PHASES)[number];
 // ---------------------------------------------------------------------------
 // Options
 
-function argValue(name: string): string | undefined {
-    const i = process.argv.indexOf(name);
-    if (i >= 0) return process.argv[i + 1];
-    const eq = process.argv.find((a) => a.startsWith(`${name}=`));
-    return eq?.slice(name.length + 1);
-}
-const intArg = (name: string, dflt: number) => {
-    const v = argValue(name);
+const { values: options } = parseArgs({
+    options: {
+        runs: { type: "string" },
+        rollouts: { type: "string" },
+        crashes: { type: "string" },
+        "fast-rollouts": { type: "string" },
+        fleet: { type: "string" },
+        stacks: { type: "string" },
+        "fleet-runs": { type: "string" },
+        only: { type: "string" },
+        ref: { type: "string" },
+        help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+});
+const intArg = (name: keyof typeof options, dflt: number) => {
+    const v = options[name] as string | undefined;
     const n = v === undefined ? dflt : Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${v}`);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got ${v}`);
     return n;
 };
-const listArg = (name: string, dflt: number[]) => {
-    const v = argValue(name);
+const listArg = (name: keyof typeof options, dflt: number[]) => {
+    const v = options[name] as string | undefined;
     return v === undefined ? dflt : v.split(",").filter(Boolean).map(Number);
 };
-if (process.argv.includes("--help") || process.argv.includes("-h")) {
+if (options.help) {
     console.log(fs.readFileSync(__filename, "utf8").split("\n").filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n"));
     process.exit(0);
 }
-const RUNS = intArg("--runs", 5);
-const ROLLOUTS = intArg("--rollouts", 5);
-const CRASHES = intArg("--crashes", 3);
-const FAST_ROLLOUTS = intArg("--fast-rollouts", 3);
-const FLEET = listArg("--fleet", [1, 4, 16]);
-const STACKS = listArg("--stacks", [1, 4]);
-const FLEET_RUNS = intArg("--fleet-runs", 3);
-const only = argValue("--only");
+const RUNS = intArg("runs", 5);
+const ROLLOUTS = intArg("rollouts", 5);
+const CRASHES = intArg("crashes", 3);
+const FAST_ROLLOUTS = intArg("fast-rollouts", 3);
+const FLEET = listArg("fleet", [1, 4, 16]);
+const STACKS = listArg("stacks", [1, 4]);
+const FLEET_RUNS = intArg("fleet-runs", 3);
+const only = options.only;
 /** Measure the project as committed at this git revision instead of the work tree as it is. */
-const REF = argValue("--ref");
+const REF = options.ref;
 const phases = new Set<Phase>(only ? (only.split(",") as Phase[]) : PHASES);
 for (const p of phases) if (!PHASES.includes(p)) throw new Error(`unknown phase ${p}; phases: ${PHASES.join(" ")}`);
 
