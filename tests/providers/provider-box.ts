@@ -164,11 +164,14 @@ elif verb == "start":
     if not os.path.exists(unit_file(n)):
         sys.stderr.write("Failed to start %s: Unit %s not found.\\n" % (n, n))
         sys.exit(5)
+    u = unit(n)
+    if u["active"] == "active":
+        # As systemd does: starting an active unit changes nothing.
+        sys.exit(0)
     starts = os.path.join(D, "starts")
     plan = (read(starts) or "").split()
     how = plan.pop(0) if plan else "ready"
     open(starts, "w").write("\\n".join(plan))
-    u = unit(n)
     if how == "refuse":
         u.update(active="failed", sub="failed", pid=0)
         save()
@@ -449,13 +452,13 @@ export class ProviderBox {
 
     /**
      * Puts a server on the box as an earlier rollout left it: the unit and
-     * environment file written, enabled and started (so running from them).
+     * environment file written, enabled and (re)started, so running from them.
      */
     async install(unitName: string, unitText: string, environmentFile?: string): Promise<void> {
         const name = unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
         this.write(`etc/systemd/system/${unitName}`, unitText, 0o644);
         if (environmentFile !== undefined) this.write(`etc/sglang/${name}.env`, environmentFile, 0o600);
-        for (const argv of [["systemctl", "enable", unitName], ["systemctl", "start", unitName]]) {
+        for (const argv of [["systemctl", "enable", unitName], ["systemctl", "stop", unitName], ["systemctl", "start", unitName]]) {
             const r = await this.fake.run(argv);
             if (r.code !== 0) throw new Error(`install ${unitName}: ${argv.join(" ")}: ${r.stderr}`);
         }
