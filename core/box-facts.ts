@@ -23,8 +23,10 @@ export interface BoxFacts {
 }
 
 /**
- * Run as `<python> -c BOX_FACTS_SCRIPT <model path> sglang`: prints one JSON
- * object. Reads files only; the distribution name comes as an argument.
+ * Run as `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`: prints one
+ * JSON object. Reads files only; the distribution name comes as an argument.
+ * The read-only key's gate (gate/sglang-serve-read-gate) allows exactly this
+ * program, byte for byte.
  */
 export const BOX_FACTS_SCRIPT = `import glob, json, os, sys
 import importlib.metadata as md
@@ -63,7 +65,7 @@ print(json.dumps(out))
 `;
 
 export function boxFactsCommand(python: string, modelPath: string): string[] {
-    return [python, "-c", BOX_FACTS_SCRIPT, modelPath, "sglang"];
+    return [python, "-I", "-c", BOX_FACTS_SCRIPT, modelPath, "sglang"];
 }
 
 export class BoxFactsError extends Error {}

@@ -6,6 +6,7 @@ import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import fc from "fast-check";
+import { BOX_FACTS_SCRIPT, boxFactsCommand } from "../../core/box-facts";
 import { checkSpeculativeActive } from "../../core/chat-check";
 import { remoteCommand, shCommand } from "../../core/shell";
 import { parseServerInfoReadOutput, SERVER_INFO_SCRIPT, serverInfoReadArgv } from "../../core/server-info-read";
@@ -193,7 +194,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /not this gate's server-info read \(gate version 1; reinstall the gate/);
+        assert.match(reasons[0]!, /not one of this gate's python reads, server-info or box-facts \(gate version 2; reinstall the gate/);
     });
 
     it("refuses unit reads the stack does not render: too many units, a changed line, a different marker per line", () => {
@@ -471,5 +472,40 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
             assert.match(e.message, /\(exit 1\): sglang-serve-read-gate: refused "\.\.\.": reinstall the gate$/);
             return true;
         });
+    });
+});
+
+describe("read-only gate: the box-facts read", () => {
+    const command = (topology: "pct-exec" | "direct", python: string, model: string) =>
+        remoteCommand(topology, topology === "pct-exec" ? 129 : undefined, boxFactsCommand(python, model));
+
+    it("allows the box-facts read the stack builds, for the field's venv and model, in both topologies", () => {
+        allowed([command("pct-exec", "/opt/sglang/venv/bin/python3", "/models/Qwen3.6-27B")], PCT);
+        allowed([command("direct", "/opt/sglang/venv-0.5.10/bin/python3.11", "/models/Qwen3.6-27B")], DIRECT);
+    });
+
+    it("is the program the gate allows, byte for byte", () => {
+        const gate = fs.readFileSync(GATE, "utf8");
+        const start = gate.indexOf("BOX_FACTS_SCRIPT = r'''") + "BOX_FACTS_SCRIPT = r'''".length;
+        assert.equal(gate.slice(start, gate.indexOf("'''", start)), BOX_FACTS_SCRIPT);
+    });
+
+    it("refuses another interpreter, a relative or climbing path, and a changed program", () => {
+        const reasons = refused(
+            [
+                command("pct-exec", "/bin/sh", "/models/Qwen3.6-27B"),
+                command("pct-exec", "/opt/sglang/venv/bin/../../../tmp/bin/python3", "/models/Qwen3.6-27B"),
+                command("pct-exec", "python3", "/models/Qwen3.6-27B"),
+                command("pct-exec", "/opt/sglang/venv/bin/python3", "/models/../etc"),
+                command("pct-exec", "/opt/sglang/venv/bin/python3", "models"),
+                remoteCommand("pct-exec", 129, ["/opt/sglang/venv/bin/python3", "-I", "-c", `${BOX_FACTS_SCRIPT}import os\n`, "/models/m", "sglang"]),
+                remoteCommand("pct-exec", 129, ["/opt/sglang/venv/bin/python3", "-I", "-c", BOX_FACTS_SCRIPT, "/models/m", "torch"]),
+            ],
+            PCT,
+        );
+        assert.match(reasons[0]!, /not one of sglang-serve's read commands|not an absolute \.\.\.\/bin\/python3/);
+        assert.match(reasons[1]!, /box-facts: .* is not an absolute \.\.\.\/bin\/python3 of a venv/);
+        assert.match(reasons[3]!, /box-facts: '\/models\/\.\.\/etc' is not an absolute model folder path/);
+        assert.match(reasons[5]!, /not one of this gate's python reads/);
     });
 });
