@@ -90,11 +90,8 @@ describe("SglangService provider against the fake box", function () {
         });
 
         it("says nothing restarts when only the recorded owner differs", async () => {
-            const { inputs, failures } = await check(declared(undefined, { owner: { project: "sglang-serve", stack: "lab" } }), {
-                ...declared(undefined, { owner: OTHER }),
-                owner: "sglang-serve/ct129",
-                takeOverFrom: "lab",
-            });
+            // Stack ct129 takes the unit over from lab, which wrote it: the units differ in their owner line alone.
+            const { inputs, failures } = await check(declared(), { ...declared(undefined, { owner: OTHER }), takeOverFrom: "lab" });
             assert.equal(failures, undefined);
             assert.equal(inputs.restart, "no");
         });
@@ -213,6 +210,16 @@ describe("SglangService provider against the fake box", function () {
             assert.match(outs.revision, /^[0-9a-f]{64}$/);
         });
 
+        it("runs the same commands straight in the container in the direct topology, without pct exec", async () => {
+            const news = declared(undefined, { connection: box.connection("direct") });
+            const { id, outs } = await create(news);
+            assert.equal(id, "127.0.0.1:-:sglang-qwen.service");
+            assert.equal(outs.activeState, "active");
+            assert.equal(box.read(UNIT), news.unitText);
+            assert.ok(box.commands.every((c) => !c.startsWith("pct ")), box.commands.join("\n"));
+            assert.deepEqual(box.callsOf("pct"), []);
+        });
+
         it("writes no environment file, and removes a stale one, for a server without an API key", async () => {
             box.write(ENV, "SGLANG_API_KEY=left-over-0123456789abcdef\n", 0o600);
             const news = declared(undefined, { apiKey: null });
@@ -277,6 +284,19 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(outs.liveArgs!.memFractionStatic, 0.85);
             assert.notEqual(outs.revision, olds.revision);
             assert.ok(box.said.includes("[sglang-qwen.service] rollout: changed: --mem-fraction-static"), box.said.join("\n"));
+        });
+
+        it("rolls out a new API key: the environment file is rewritten (0600) and the server restarted with it", async () => {
+            const olds = await deployed();
+            const rotated = `${API_KEY}-rotated`;
+            const news = declared(undefined, { apiKey: rotated });
+            const outs = await update(olds, news);
+            assert.equal(box.read(ENV), news.environmentFile);
+            assert.equal(box.mode(ENV), 0o600);
+            assert.equal(box.read(UNIT), olds.unitText, "the unit itself is unchanged");
+            assert.match(box.process()!.env!, new RegExp(`^SGLANG_API_KEY=${rotated}$`, "m"));
+            assert.equal(outs.secretsHash, sha256(news.environmentFile!));
+            assert.ok(box.said.includes("[sglang-qwen.service] rollout: secrets changed"), box.said.join("\n"));
         });
 
         it("stops the old server and waits for its GPU memory before the new unit is written (stop-first)", async () => {
