@@ -30,10 +30,9 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
     });
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    function run(modelPath: string, sitePackages?: string): BoxFacts {
-        const [python, ...args] = boxFactsCommand("python3", modelPath);
-        const env = { ...process.env, PYTHONPATH: sitePackages ?? "" };
-        const r = spawnSync(python!, args, { encoding: "utf8", env });
+    function run(modelPath: string, python = "python3"): BoxFacts {
+        const [interpreter, ...args] = boxFactsCommand(python, modelPath);
+        const r = spawnSync(interpreter!, args, { encoding: "utf8" });
         assert.equal(r.status, 0, r.stderr);
         return parseBoxFacts(r.stdout);
     }
@@ -52,13 +51,16 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         assert.equal(facts.layerTypes?.filter((t) => t === "full_attention").length, 16);
     });
 
-    it("reads the installed SGLang's version from its package metadata, without importing it", () => {
-        const site = fs.mkdtempSync(path.join(dir, "site-"));
+    it("reads the venv's SGLang version from its package metadata, without importing it", () => {
+        const venv = path.join(dir, "venv");
+        const made = spawnSync("python3", ["-m", "venv", "--without-pip", venv], { encoding: "utf8" });
+        assert.equal(made.status, 0, made.stderr);
+        const site = path.join(venv, "lib", fs.readdirSync(path.join(venv, "lib"))[0]!, "site-packages");
         const distInfo = path.join(site, "sglang-0.5.11.dist-info");
         fs.mkdirSync(distInfo);
         fs.writeFileSync(path.join(distInfo, "METADATA"), "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.11\n");
         // An import would fail: the package's code is not there at all.
-        assert.equal(run(path.join(dir, "nowhere"), site).sglangVersion, "0.5.11");
+        assert.equal(run(path.join(dir, "nowhere"), path.join(venv, "bin", "python3")).sglangVersion, "0.5.11");
         assert.equal(run(path.join(dir, "nowhere")).sglangVersion, null);
     });
 
