@@ -36,8 +36,10 @@ import { FakeBox } from "../remote/fake-box";
 
 const POOL_KEY = Symbol.for("sglang-serve.sshPool");
 
-/** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call). */
-const PYTHON = execFileSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+/** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call), and its major.minor. */
+const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" })
+    .trim()
+    .split("\n") as [string, string];
 
 /** The box's paths that live in its directory; everything else is this machine's. */
 const BOX_PATHS = ["/etc/pve/", "/etc/systemd/system", "/etc/sglang", "/run/lock/lxc", "/proc/devices", "/opt/sglang/", "/models/"];
@@ -417,14 +419,18 @@ export class ProviderBox {
      * the box facts read (importlib.metadata, never `import sglang`).
      */
     installSglang(version: string | null): void {
-        const site = this.root("opt/sglang/venv/lib/python3/site-packages");
-        fs.rmSync(site, { recursive: true, force: true });
+        // A venv as `python -m venv` lays it out: python finds its site-packages from pyvenv.cfg, even isolated (-I).
+        const venv = this.root("opt/sglang/venv");
+        const site = path.join(venv, `lib/python${PYTHON_VERSION}/site-packages`);
+        fs.rmSync(venv, { recursive: true, force: true });
         fs.mkdirSync(site, { recursive: true });
+        fs.mkdirSync(path.join(venv, "bin"));
+        fs.symlinkSync(PYTHON, path.join(venv, "bin/python3"));
+        fs.writeFileSync(path.join(venv, "pyvenv.cfg"), `home = ${path.dirname(PYTHON)}\ninclude-system-site-packages = false\nversion = ${PYTHON_VERSION}\n`);
         if (version !== null) {
             fs.mkdirSync(path.join(site, `sglang-${version}.dist-info`));
             fs.writeFileSync(path.join(site, `sglang-${version}.dist-info`, "METADATA"), `Metadata-Version: 2.1\nName: sglang\nVersion: ${version}\n`);
         }
-        this.write("opt/sglang/venv/bin/python3", `#!/bin/sh\nPYTHONPATH=${site} exec ${PYTHON} -S "$@"\n`, 0o755);
     }
 
     /** A stopped server's GPU memory stays in use (a rank that does not exit). */
