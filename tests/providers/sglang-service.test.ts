@@ -569,7 +569,7 @@ describe("SglangService provider against the fake box", function () {
                 weightsBytes: 53_790_000_000,
             });
             assert.equal(box.commands.length, 1);
-            assert.match(box.commands[0]!, /^pct exec 129 -- \/opt\/sglang\/venv\/bin\/python3 -c /);
+            assert.match(box.commands[0]!, /^pct exec 129 -- \/opt\/sglang\/venv\/bin\/python3 -I -c /);
         });
 
         it("names service.sglangVersion with both releases when the venv has another one", async () => {
