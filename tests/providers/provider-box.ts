@@ -5,10 +5,11 @@
 // with fake pct, systemctl, journalctl, nvidia-smi and pveversion first on
 // PATH and the box's own paths (/etc/pve, /etc/systemd/system, /etc/sglang,
 // /run/lock/lxc, /proc/devices, the SGLang venv in /opt/sglang and the model
-// in /models) mapped into the box's directory, as a chroot would. So the providers' real scripts run (quoting, sentinels, the config
-// lock, tmp + rename) and their decisions can be checked without an engine
-// run or an sshd. The pool's own execChecked (exit code and stderr in the
-// error) is the real one: only exec is replaced.
+// in /models) mapped into the box's directory, as a chroot would. So the
+// providers' real scripts run (quoting, sentinels, the config lock, tmp +
+// rename) and their decisions can be checked without an engine run or an
+// sshd. The pool's own execChecked (exit code and stderr in the error) is
+// the real one: only exec is replaced.
 //
 // The "server" is an HTTP server on loopback that answers for the unit as the
 // fake systemctl started it: /server_info is taken from the ExecStart the unit
@@ -347,7 +348,7 @@ export class ProviderBox {
         return path.join(this.fake.dir, "root", boxPath);
     }
 
-    /** A connection as components/connection.ts builds it; the address is the fake server's. */
+    /** A connection as index.ts builds it (the box's pool never connects to it). */
     connection(topology: "pct-exec" | "direct" = "pct-exec", vmid: number | undefined = topology === "pct-exec" ? 129 : undefined): Connection {
         return {
             address: "127.0.0.1",
