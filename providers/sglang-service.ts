@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from "crypto";
 import type { ResourceProvider } from "./resource-provider";
+import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
+import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
 import { apiKeyProblem } from "../core/config";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
@@ -42,6 +44,10 @@ export interface ServiceInputs {
     takeOverFrom?: string;
     /** Shown by the preview: whether and why the server restarts. Set by check. */
     restart?: string;
+    /** What the declared server needs of the box (core/box-facts.ts). */
+    expectBox?: BoxExpectations;
+    /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
+    boxFacts?: BoxFactsRead;
 }
 
 export interface ServiceOutputs extends ServiceInputs {
@@ -341,6 +347,7 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: un
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         return outputsFrom(inputs, { ...now, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
     }
+    await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     return rollout(id, inputs, live, providerKey);
 }
 
@@ -362,6 +369,8 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
             const decision = decideWrite({ live, self, takeOverFrom: news.takeOverFrom, unit: news.unitName, where: news.connection.address });
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
+        // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
+        failures.push(...boxFailures(news.expectBox, olds.boxFacts));
         if (failures.length > 0) return { inputs: news, failures };
         const changed = changedKeys(olds, news, PROCESS_FIELDS)
             .filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText))
@@ -399,7 +408,8 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         const remote = remoteFor(props.connection);
         const live = await readLive(remote, props);
         if (!live.unit) return { id: "", props: undefined as unknown as ServiceOutputs };
-        const outs = outputsFrom(props, live, props.revision);
+        const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
+        const outs = { ...outputsFrom(props, live, props.revision), ...(boxFacts ? { boxFacts } : {}) };
         // Inputs from the box, so that `preview --refresh` shows box -> declared per field.
         // inputs.owner too is the box's: a unit another stack took over shows (and is refused) at the next preview.
         const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner, ...inputs } = outs;
