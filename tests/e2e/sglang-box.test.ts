@@ -1,0 +1,109 @@
+import * as assert from "node:assert/strict";
+import { labDown } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { Deployment, expectExit } from "./deployment";
+import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+
+const API_KEY = "e2e-sglang-box-api-key-0123456789ab";
+
+function service(config: StackConfigFile): Record<string, unknown> {
+    return config["sglang-serve:service"]!;
+}
+
+/** GET /server_info on the box, as the lab container's loopback client sees it. */
+async function serverInfo(labDir: string, info: LabInfo): Promise<Record<string, unknown>> {
+    const body = await onBox(labDir, "container", `python3 -c 'import json,urllib.request as u; r=u.Request("http://${info.container.address}:30000/server_info", headers={"Authorization": "Bearer ${API_KEY}"}); print(u.urlopen(r, timeout=10).read().decode())'`);
+    return JSON.parse(body) as Record<string, unknown>;
+}
+
+// Issue 12's acceptance in the lab, whose container runs the real SGLang
+// releases' config layer: the DFlash drafter, an auto strategy that is not
+// drift, and the box's own facts (its SGLang release) checked at preview.
+describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("sglang-box", 124));
+    });
+    after(async () => {
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("deploys the DFLASH drafter (steps 1, topk 1, draft tokens 16) to ready, /server_info shows DFLASH, and a later preview shows no drift", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        service(config).speculative = { algorithm: "DFLASH", draftModelPath: "/models/Qwen3.6-27B-DFlash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };
+        const d = await Deployment.create("lab", config);
+        try {
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            expectExit(await d.preview(), 0, "preview of the DFLASH config");
+            expectExit(await d.up(), 0, "up with DFLASH");
+            const live = await serverInfo(labDir, info);
+            assert.equal(live.speculative_algorithm, "DFLASH");
+            assert.equal(live.speculative_num_draft_tokens, 16);
+            expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
+        } finally {
+            d.cleanup();
+        }
+    });
+
+    it("a stack with mambaSchedulerStrategy auto and no speculation: a second up changes nothing and does not restart the server", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        delete service(config).speculative;
+        service(config).mambaSchedulerStrategy = "auto";
+        const d = await Deployment.create("lab", config);
+        try {
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            expectExit(await d.up(), 0, "up with auto");
+            const before = await mainPid(labDir);
+            expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up changes nothing");
+            assert.equal(await mainPid(labDir), before);
+        } finally {
+            d.cleanup();
+        }
+    });
+
+    it("declaring sglangVersion 0.5.10 on a box whose venv has 0.5.11 fails the preview naming both versions, with nothing on the box changed", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        const d = await Deployment.create("lab", config);
+        try {
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            expectExit(await d.up(), 0, "up of the field config");
+            const unitBefore = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
+            const pidBefore = await mainPid(labDir);
+            service(config).sglangVersion = "0.5.10";
+            d.writeConfig(config);
+            const preview = await d.preview("--refresh");
+            assert.notEqual(preview.code, 0, preview.output);
+            assert.match(preview.output, /service\.sglangVersion is 0\.5\.10 but \/opt\/sglang\/venv\/bin\/python3 has SGLang 0\.5\.11 installed/);
+            const up = await d.up();
+            assert.notEqual(up.code, 0, up.output);
+            assert.equal(await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`), unitBefore);
+            assert.equal(await mainPid(labDir), pidBefore);
+        } finally {
+            d.cleanup();
+        }
+    });
+
+    it("a missing model folder fails the up before the running server is touched", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        const d = await Deployment.create("lab", config);
+        try {
+            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            expectExit(await d.up(), 0, "up of the field config");
+            const pidBefore = await mainPid(labDir);
+            (service(config).model as Record<string, unknown>).path = "/models/not-there";
+            d.writeConfig(config);
+            const up = await d.up();
+            assert.notEqual(up.code, 0, up.output);
+            assert.match(up.output, /service\.model\.path \/models\/not-there does not exist on the box/);
+            assert.equal(await mainPid(labDir), pidBefore);
+            assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        } finally {
+            d.cleanup();
+        }
+    });
+});
