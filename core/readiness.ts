@@ -142,6 +142,8 @@ export type FailureCause =
   | { kind: "speculative-check"; reason: string }
   | { kind: "auth-check"; reason: string }
   | { kind: "poll-error"; reason: string }
+  /** `systemctl start` itself failed (systemd refused the unit, e.g. its executable is missing). */
+  | { kind: "start-refused"; reason: string }
   /** Ready, checked, then not healthy for the whole window (core/healthy-window.ts). */
   | { kind: "unhealthy"; heldMs: number; windowMs: number; detail: string; fatalReason?: string; line?: string };
 
@@ -409,6 +411,8 @@ export function describeFailure(cause: FailureCause): string {
       return `the server does not enforce its API key: ${cause.reason}`;
     case "poll-error":
       return `could not poll the unit: ${cause.reason}`;
+    case "start-refused":
+      return `systemd refused to start the unit: ${cause.reason}`;
     case "unhealthy":
       return `the server was ready but did not stay healthy for ${seconds(cause.windowMs)} s (readiness.minHealthySeconds): after ${seconds(cause.heldMs)} s, ${cause.detail}`;
     default: {

@@ -80,6 +80,12 @@ export type RolloutResult =
       journal: readonly string[];
       /** False when the new unit was never written: the box holds what it held. */
       changed: boolean;
+      /**
+       * Whose unit file the box holds now: the previous config's (put back, or
+       * never replaced) or the new one's (no previous unit: left stopped).
+       * The state records that config, so a refresh finds what it says.
+       */
+      holds: ConfigRole;
       failures: readonly FailedAttempt[];
     };
 
@@ -142,6 +148,8 @@ export function retryVerdict(cause: FailureCause, startLines: readonly string[])
       break;
     case "poll-error":
       return { retry: false, why: "the box could not be polled, so a new start could not be judged either" };
+    case "start-refused":
+      return { retry: false, why: "systemd refused the unit itself, as it will again" };
     case "fatal-log":
       if (OUT_OF_MEMORY.has(cause.reason)) return { retry: false, why: `out of memory (${cause.reason}): the same config needs the same memory on every start` };
       break;
@@ -223,14 +231,14 @@ export function advanceRollout(state: RolloutPlanState, obs: RolloutObservation)
       if (state.hadPrevious && input.wasActive) {
         return startPrevious(1, "restarting-unchanged", { releaseProblem: problem }, [`[${u}] ${problem}; nothing was changed: starting the previous server again`]);
       }
-      return finish({ ok: false, cause: problem, outcome: "nothing was changed", journal: [], changed: false, failures: state.failures });
+      return finish({ ok: false, cause: problem, outcome: "nothing was changed", journal: [], changed: false, holds: "previous", failures: state.failures });
     }
 
     case "restarting-unchanged": {
       if (obs.kind !== "started") return unexpected();
       const cause = state.releaseProblem ?? "GPU memory was not released";
       if (obs.result.ok) {
-        return finish({ ok: false, cause, outcome: "nothing was changed and the previous server was started again and is ready", journal: [], changed: false, failures: state.failures });
+        return finish({ ok: false, cause, outcome: "nothing was changed and the previous server was started again and is ready", journal: [], changed: false, holds: "previous", failures: state.failures });
       }
       const failures = [...state.failures, { config: "previous" as const, attempt: 1, cause: obs.result.cause, verdict: { retry: false as const, why: "the GPU memory is still held" } }];
       return finish({
@@ -239,6 +247,7 @@ export function advanceRollout(state: RolloutPlanState, obs: RolloutObservation)
         outcome: `nothing was changed; the previous server was started again but did not become ready: ${describeFailure(obs.result.cause)}`,
         journal: obs.result.lastJournalLines,
         changed: false,
+        holds: "previous",
         failures,
       });
     }
@@ -321,6 +330,35 @@ export function advanceRollout(state: RolloutPlanState, obs: RolloutObservation)
   }
 }
 
+/**
+ * A step that failed with an error of its own (a command systemd refused, SSH
+ * gone) is not an observation the plan can judge. What the box may hold then,
+ * and whether to put the previous unit back (best effort) before failing:
+ * from the new unit's write until the previous one is back, the new one.
+ */
+export function onStepError(state: RolloutPlanState): { holds: ConfigRole; putBack: boolean } {
+  switch (state.stage) {
+    case "keeping":
+    case "stopping-to-replace":
+    case "restarting-unchanged":
+    case "starting-previous":
+    case "stopping-to-retry-previous":
+    case "done":
+      return { holds: "previous", putBack: false };
+    case "writing":
+    case "starting-new":
+    case "stopping-to-retry-new":
+    case "stopping-to-roll-back":
+    case "restoring":
+    case "stopping-failed-new":
+      return { holds: "new", putBack: state.hadPrevious };
+    default: {
+      const never: never = state.stage;
+      throw new Error(`unhandled stage ${String(never)}`);
+    }
+  }
+}
+
 /** After the new config failed for good: put the previous unit back, or stop the new one when there is none. */
 function rollBack(state: RolloutPlanState, reason: string): PlanAdvance {
   if (state.hadPrevious) {
@@ -341,6 +379,8 @@ function failedResult(state: RolloutPlanState, outcome: string): RolloutResult {
     outcome,
     journal: state.newFailure?.journal ?? [],
     changed: state.changed,
+    // Without a previous unit the failed new one stays (stopped); otherwise the previous one is back.
+    holds: state.hadPrevious ? "previous" : "new",
     failures: state.failures,
   };
 }

@@ -106,7 +106,8 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     const passthrough = passthroughDiff(live.conf, inputs.container.gpus, inputs.deviceMajors);
     const passthroughChanges = passthrough.missing.length > 0 || passthrough.extra.length > 0;
     const lock = pctOption(live.conf, "lock");
-    if (lock && (plan.argv || passthroughChanges)) throw new PctLockedError(vmid, lock);
+    const stopped = live.status === "stopped";
+    if (lock && (plan.argv || passthroughChanges || stopped)) throw new PctLockedError(vmid, lock);
     if (plan.argv) {
         say(`[ct${vmid}] ${plan.argv.join(" ")}`);
         await remote.runChecked(plan.argv);
@@ -125,8 +126,27 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     if (needs.length > 0 && live.status === "running") {
         say(`[ct${vmid}] takes effect at the container's next restart (not restarted by the stack): ${needs.join(", ")}`);
     }
+    if (stopped) await startContainer(remote, vmid);
     const after = await readContainer(remote, vmid);
     return outputsOf(inputs, after!, live.status === "running" ? needs : []);
+}
+
+/** How long a started container's systemd gets to finish booting before the service goes on anyway. */
+const BOOT_WAIT_MS = 120_000;
+
+/**
+ * The declared server runs in the container, so a stopped one is started
+ * (issue 13, `pct stop 129` before `up`), never restarted: `pct start`, then
+ * wait until its systemd has booted (the server's unit is enabled and starts
+ * with it; the service's gate judges it).
+ */
+async function startContainer(remote: RemoteHost, vmid: number): Promise<void> {
+    say(`[ct${vmid}] container ${vmid} is stopped; starting it (pct start ${vmid}): the declared server runs in it`);
+    await remote.runChecked(["pct", "start", String(vmid)]);
+    // `is-system-running --wait` returns once boot is done: "running", or "degraded" (exit 1) when some unit failed.
+    const boot = await remote.run(["pct", "exec", String(vmid), "--", "systemctl", "is-system-running", "--wait"], { timeoutMs: BOOT_WAIT_MS });
+    const stateText = boot.stdout.trim() || boot.stderr.trim() || `exit ${boot.code}`;
+    say(`[ct${vmid}] container ${vmid} started; its systemd says ${stateText}`);
 }
 
 export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
@@ -164,6 +184,8 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
                 (c.onboot !== undefined && (s.onboot ?? false) !== c.onboot) ||
                 s.hostname !== c.hostname;
         }
+        // A stopped container: `up` starts it (converge), so the preview shows it.
+        if (olds.status !== undefined && olds.status !== "running") drift = true;
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {

@@ -1,9 +1,10 @@
 import type { ReadinessConfig } from "../core/config";
+import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, httpGetJson } from "../remote/probe";
-import { GateResult, JournalPosition, journalPosition, waitUntilReady } from "../remote/readiness-gate";
-import type { RemoteHost, RemoteRunner } from "../remote/remote-host";
+import { GateResult, JournalPosition, journalPosition, readJournalTail, waitUntilReady } from "../remote/readiness-gate";
+import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remote/remote-host";
 import { redact, say } from "./context";
 import { readServerInfoOnBox } from "./server-info-on-box";
 
@@ -27,10 +28,12 @@ export function waitServing(
     remote: RemoteHost,
     server: ServedServer,
     since: JournalPosition,
-    opts: { healthOnlyGracePolls?: number } = {},
+    opts: { healthOnlyGracePolls?: number; minHealthyMs?: number; attempt?: AttemptContext } = {},
 ): Promise<GateResult> {
     return waitUntilReady({
         healthOnlyGracePolls: opts.healthOnlyGracePolls,
+        minHealthyMs: opts.minHealthyMs,
+        attempt: opts.attempt,
         remote,
         unit: server.unitName,
         endpoint: server.endpoint,
@@ -46,17 +49,36 @@ export function waitServing(
     });
 }
 
+/** readiness.minHealthySeconds of a state written before the healthy window existed: none. */
+export function minHealthySeconds(readiness: Partial<ReadinessSettings>): number {
+    return readiness.minHealthySeconds ?? 0;
+}
+
 /**
- * Starts the unit and waits until it serves: the journal position is taken
- * before the start, so even a crash in the first second is read.
+ * Starts the unit and waits until it serves and stays healthy for
+ * readiness.minHealthySeconds: the journal position is taken before the
+ * start, so even a crash in the first second is read.
  */
-export async function startAndWait(remote: RemoteHost, server: ServedServer): Promise<GateResult> {
+export async function startAndWait(remote: RemoteHost, server: ServedServer, attempt?: AttemptContext): Promise<GateResult> {
     const since = await journalPosition(remote, server.unitName);
     // A unit that hit its start limit (StartLimitBurst) refuses to start until reset.
     await remote.run(["systemctl", "reset-failed", server.unitName]);
-    await remote.runChecked(["systemctl", "start", server.unitName]);
-    say(`[${server.unitName}] started; waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)`);
-    return waitServing(remote, server, since);
+    const start = await remote.run(["systemctl", "start", server.unitName]);
+    if (start.code !== 0) {
+        // systemd refused the unit (Job for ... failed): a failed start for the rollout to judge, not an escape from it.
+        const reason = `exit ${start.code} from systemctl start ${server.unitName}\n${(start.stderr || start.stdout).trim()}`;
+        const message = `[${server.unitName}] systemd refused to start it: ${reason}`;
+        say(redact(message, [server.apiKey]));
+        const lastJournalLines = await readJournalTail(remote, server.unitName, 30).catch(() => []);
+        return { ok: false, cause: { kind: "start-refused", reason }, message, lastJournalLines, phaseTimeline: [], startLines: [] };
+    }
+    const window = minHealthySeconds(server.readiness);
+    say(
+        `[${server.unitName}] started${attempt ? ` (attempt ${attempt.attempt} of ${attempt.attempts})` : ""}; ` +
+            `waiting for GET ${server.endpoint}/health = 200 (budget ${server.readiness.startupTimeoutSeconds} s)` +
+            (window > 0 ? `, then ${window} s of steady health` : ""),
+    );
+    return waitServing(remote, server, since, { minHealthyMs: window * 1000, attempt });
 }
 
 /**
@@ -93,7 +115,11 @@ export async function verifyServing(server: ServedServer, box?: RemoteRunner): P
     const [health, info] = await Promise.all([
         httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
         box
-            ? readServerInfoOnBox(box, server.unitName, timeoutMs)
+            ? readServerInfoOnBox(box, server.unitName, timeoutMs).catch((e: unknown) => {
+                  // A stopped container serves nothing: not ready, no live args (the container's `up` starts it).
+                  if (containerNotRunning(e)) return { error: (e as Error).message };
+                  throw e;
+              })
             : httpGetJson(endpointUrl(server.endpoint, "/server_info"), { timeoutMs, bearer: server.apiKey }),
     ]);
     const healthy = "status" in health && health.status === 200;

@@ -6,16 +6,19 @@ import type { Connection } from "../components/connection";
 import { apiKeyProblem } from "../core/config";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
+import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
+import { API_KEY_ENV } from "../core/sglang-rules";
 import { shQuote } from "../core/shell";
-import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
+import { parseEnvironmentFile, UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
 import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit-read";
 import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
-import { ReadinessSettings, recordGated, startAndWait, verifyServing } from "./rollout-gate";
+import { ReadinessSettings, recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
+import { journalPosition } from "../remote/readiness-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
-import type { RemoteHost } from "../remote/remote-host";
+import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
 
 export interface ServiceInputs {
     providerVersion: string;
@@ -243,113 +246,253 @@ async function restorePrevious(remote: RemoteHost, unitName: string): Promise<vo
 }
 
 /**
- * Stop-first rollout: the GPUs cannot hold the old and the new server at once.
- * Stop, wait for GPU memory release, write the new unit (keeping the previous
- * one), start, gate on readiness. If the gate fails: put the previous unit
- * back, start it, gate again, and fail with the cause and the journal tail,
- * recording what really runs so the next `up` tries the change again.
+ * Stop-first rollout, run as the plan in core/rollout-plan.ts says: keep the
+ * previous unit, stop, wait for GPU memory release, write the new unit, start
+ * and gate it (readiness, checks, healthy window), retrying a start that can
+ * pass on retry; on failure put the previous unit back, start and gate it,
+ * and fail with the cause and the journal tail, recording what really runs
+ * so the next `up` tries the change again. This loop only runs the steps.
  */
-async function rollout(id: string, inputs: ServiceInputs, live: LiveService, providerVersionKey: unknown): Promise<ServiceOutputs> {
+async function rollout(id: string, inputs: ServiceInputs, live: LiveService, providerVersionKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection);
     const unit = inputs.unitName;
-    const why = differences(inputs, live);
-    say(`[${unit}] rollout: ${why.join("; ")}`);
-    const hadPrevious = live.unit !== null && (await keepPrevious(remote, unit));
-    const previousWorked = hadPrevious && live.activeState === "active";
-
-    await stopAndRelease(remote, inputs, hadPrevious);
-    await writeServiceFiles(remote, inputs);
-    await remote.runChecked(["systemctl", "daemon-reload"]);
-    await remote.runChecked(["systemctl", "enable", unit]);
-    const gate = await startAndWait(remote, inputs);
-    if (gate.ok) {
+    const secret = (text: string) => redact(text, [inputs.apiKey]);
+    say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
+    let { state, step, say: lines } = planRollout({
+        unit,
+        hasUnit: live.unit !== null,
+        wasActive: live.activeState === "active",
+        // States written before startAttempts existed: one start, as then.
+        startAttempts: inputs.readiness.startAttempts ?? 1,
+        gpuReleaseTimeoutSeconds: inputs.readiness.gpuReleaseTimeoutSeconds,
+    });
+    const previous = previousServer(inputs, live);
+    for (;;) {
+        for (const line of lines) say(secret(line));
+        if (step.kind === "finish") break;
+        let observed: RolloutObservation;
+        try {
+            observed = await runStep(remote, inputs, previous, step);
+        } catch (e) {
+            throw await stepError(id, remote, inputs, recorded, providerVersionKey, onStepError(state), step, e);
+        }
+        ({ state, step, say: lines } = advanceRollout(state, observed));
+    }
+    const result = step.result;
+    if (result.ok) {
         const after = await readLive(remote, inputs);
         const outs = outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
         recordGated(outs.revision);
         return outs;
     }
 
-    const secret = (text: string) => redact(text, [inputs.apiKey]);
-    const cause = secret(describeFailure(gate.cause));
-    const journal = secret(gate.lastJournalLines.slice(-20).join("\n    "));
-    let outcome: string;
-    if (hadPrevious) {
-        say(`[${unit}] new config did not become ready (${cause}); putting the previous unit back`);
-        await stopAndRelease(remote, inputs, false);
-        await restorePrevious(remote, unit);
-        await remote.runChecked(["systemctl", "daemon-reload"]);
-        const again = await startAndWait(remote, inputs);
-        outcome = again.ok
-            ? "the previous unit was put back and is ready again"
-            : `the previous unit was put back but did not become ready either: ${secret(describeFailure(again.cause))}` +
-              (previousWorked ? "" : " (it was not running before this rollout)");
-    } else {
-        // Nothing ran before: stop the failing unit so it does not restart-loop on the GPUs.
-        await remote.run(["systemctl", "stop", unit]);
-        outcome = "there was no previous unit; the new one is left stopped for inspection (systemctl cat / journalctl)";
-    }
+    const cause = secret(result.cause);
+    const journal = secret(result.journal.slice(-20).join("\n    "));
     const after = await readLive(remote, inputs);
+    // The record of the config the box holds: the previous one's (as recorded before this
+    // rollout, with what the box shows on top), so a refresh finds what the state says and
+    // the next preview still shows the change as pending.
+    const base = result.holds === "previous" && recorded ? recorded : inputs;
     const properties = {
-        ...outputsFrom(inputs, after, sha256(`failed\n${Date.now()}`)),
+        ...outputsFrom(base, after, sha256(`failed\n${Date.now()}`)),
         __provider: providerVersionKey,
     };
     const error = new Error(
-        `rollout of ${unit} failed: ${cause}; ${outcome}.\n  Last journal lines:\n    ${journal}`,
+        `rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : ""),
     ) as Error & { id: string; properties: unknown; reasons: string[] };
     error.id = id;
     error.properties = properties;
-    error.reasons = [`rollout of ${unit} failed: ${cause}`, outcome, `last journal lines:\n    ${journal}`];
+    error.reasons = [`rollout of ${unit} failed: ${cause}`, result.outcome, ...(journal ? [`last journal lines:\n    ${journal}`] : [])];
     throw error;
+}
+
+/**
+ * A step that failed with an error of its own (a command systemd refused, the
+ * SSH connection gone for good): put the previous unit back and start it when
+ * the new one may be on the box (best effort), then fail with the error and a
+ * record of what the box shows, so the state does not claim the old server
+ * still runs. When the box cannot be read either, the error as it is.
+ */
+async function stepError(
+    id: string,
+    remote: RemoteHost,
+    inputs: ServiceInputs,
+    recorded: ServiceOutputs | undefined,
+    providerVersionKey: unknown,
+    after: { holds: "new" | "previous"; putBack: boolean },
+    step: RolloutStep,
+    e: unknown,
+): Promise<unknown> {
+    const unit = inputs.unitName;
+    const message = redact(e instanceof Error ? e.message : String(e), [inputs.apiKey]);
+    say(`[${unit}] the rollout stopped at its ${step.kind} step: ${message}`);
+    let holds = after.holds;
+    let outcome = "nothing was put back";
+    if (after.putBack) {
+        try {
+            say(`[${unit}] putting the previous unit back and starting it (not gated)`);
+            await restorePrevious(remote, unit);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            await remote.run(["systemctl", "reset-failed", unit]);
+            await remote.runChecked(["systemctl", "start", unit]);
+            holds = "previous";
+            outcome = "the previous unit was put back and started (not gated: check it with journalctl)";
+        } catch (again) {
+            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), [inputs.apiKey])}`;
+        }
+    }
+    let live: LiveService;
+    try {
+        live = await readLive(remote, inputs);
+    } catch {
+        return e;
+    }
+    const base = holds === "previous" && recorded ? recorded : inputs;
+    const error = new Error(`${message}\n  rollout of ${unit} stopped at its ${step.kind} step; ${outcome}.`) as Error & {
+        id: string;
+        properties: unknown;
+        reasons: string[];
+    };
+    error.id = id;
+    error.properties = { ...outputsFrom(base, live, sha256(`failed\n${Date.now()}`)), __provider: providerVersionKey };
+    error.reasons = [message, `rollout of ${unit} stopped at its ${step.kind} step`, outcome];
+    return error;
+}
+
+/**
+ * What the gate of the previous unit checks: its own served name, port and
+ * speculative algorithm (from the unit kept on the box), so a rollback of a
+ * change to one of them is judged by the config that runs again. The API key
+ * is read from the restored environment file when it starts (runStep).
+ */
+function previousServer(inputs: ServiceInputs, live: LiveService): ServiceInputs {
+    const fields = live.unit?.fields;
+    if (!fields) return inputs;
+    let endpoint = inputs.endpoint;
+    if (fields.port !== undefined) {
+        const url = new URL(inputs.endpoint);
+        url.port = String(fields.port);
+        endpoint = url.toString().replace(/\/$/, "");
+    }
+    return {
+        ...inputs,
+        endpoint,
+        servedModelName: fields.servedName ?? inputs.servedModelName,
+        speculativeAlgorithm: fields.speculative?.algorithm,
+    };
+}
+
+/** Runs one step of the rollout plan on the box and says what it found. */
+async function runStep(remote: RemoteHost, inputs: ServiceInputs, previous: ServiceInputs, step: RolloutStep): Promise<RolloutObservation> {
+    const unit = inputs.unitName;
+    switch (step.kind) {
+        case "keep-previous":
+            return { kind: "kept", hadPrevious: await keepPrevious(remote, unit) };
+        case "stop": {
+            await remote.run(["systemctl", "stop", unit]);
+            if (!step.waitForGpu) return { kind: "stopped", released: true };
+            const released = await waitForGpuMemoryReleased(remote, {
+                gpus: inputs.gpuIndices,
+                thresholdMiB: GPU_FREE_THRESHOLD_MIB,
+                timeoutMs: inputs.readiness.gpuReleaseTimeoutSeconds * 1000,
+                onProgress: say,
+            });
+            return released.ok ? { kind: "stopped", released: true } : { kind: "stopped", released: false, reason: released.reason };
+        }
+        case "write-new":
+            await writeServiceFiles(remote, inputs);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            await remote.runChecked(["systemctl", "enable", unit]);
+            return { kind: "written" };
+        case "restore-previous":
+            await restorePrevious(remote, unit);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            return { kind: "restored" };
+        case "start": {
+            const server = step.config === "new" ? inputs : { ...previous, apiKey: await apiKeyOnBox(remote, unit) };
+            const attempt = { attempt: step.attempt, attempts: step.attempts };
+            const gate = await startAndWait(remote, server, attempt);
+            return {
+                kind: "started",
+                result: gate.ok ? { ok: true } : { ok: false, cause: gate.cause, startLines: gate.startLines, lastJournalLines: gate.lastJournalLines },
+            };
+        }
+        case "finish":
+            throw new Error("rollout: the finish step has nothing to run");
+        default: {
+            const never: never = step;
+            throw new Error(`unhandled rollout step ${JSON.stringify(never)}`);
+        }
+    }
+}
+
+/** The API key the unit's environment file on the box holds (the previous unit's, once restored); undefined without one. */
+async function apiKeyOnBox(remote: RemoteHost, unitName: string): Promise<string | undefined> {
+    const text = await remote.readFile(unitPaths(unitName).environmentFile);
+    if (text === null) return undefined;
+    try {
+        return parseEnvironmentFile(text)[API_KEY_ENV] || undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /** GPU memory below this counts as released (the driver's own use stays far below). */
 const GPU_FREE_THRESHOLD_MIB = 1024;
 
-/**
- * Stops the unit and waits (bounded) until nvidia-smi shows the GPU memory
- * released: the new server cannot start beside the old one. If it is not
- * released in time, the unit that ran is started again and the rollout fails
- * before anything was written.
- */
-async function stopAndRelease(remote: RemoteHost, inputs: ServiceInputs, restartOnTimeout: boolean): Promise<void> {
-    await remote.run(["systemctl", "stop", inputs.unitName]);
-    const released = await waitForGpuMemoryReleased(remote, {
-        gpus: inputs.gpuIndices,
-        thresholdMiB: GPU_FREE_THRESHOLD_MIB,
-        timeoutMs: inputs.readiness.gpuReleaseTimeoutSeconds * 1000,
-        onProgress: say,
-    });
-    if (!released.ok) {
-        if (restartOnTimeout) await remote.run(["systemctl", "start", inputs.unitName]);
-        throw new Error(
-            `[${inputs.unitName}] GPU memory was not released within ${inputs.readiness.gpuReleaseTimeoutSeconds} s ` +
-                `after stopping the server (${released.reason}); nothing was changed` +
-                (restartOnTimeout ? " and the previous server was started again" : ""),
-        );
-    }
-}
-
-async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown): Promise<ServiceOutputs> {
+/** `recorded`: the state's record before this update (absent for a create). */
+async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection);
     const live = await readLive(remote, inputs);
     assertMayWrite(remote, inputs, live);
     const why = differences(inputs, live);
     if (why.length === 0) {
-        let now = live;
-        if (live.unit && live.unit.text !== inputs.unitText) {
+        // Active but not answering yet: a server that is starting by itself (its container was just started). Record what it runs once it serves.
+        let now = live.activeState === "active" && live.liveArgs === null ? await untilServing(id, remote, inputs, live, providerKey) : live;
+        if (now.unit && now.unit.text !== inputs.unitText) {
             // Only the recorded owner differs: rewrite the file, keep the server running.
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
             await remote.runChecked(["systemctl", "daemon-reload"]);
             say(`[${inputs.unitName}] recorded owner ${inputs.owner ?? "(none)"} in the unit file; the server runs on, not restarted`);
-            now = { ...live, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
+            now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
         }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         return outputsFrom(inputs, { ...now, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
-    return rollout(id, inputs, live, providerKey);
+    return rollout(id, inputs, live, providerKey, recorded);
 }
+
+/**
+ * Waits (within the startup budget) until an active server that does not
+ * answer yet serves, without restarting it (it is starting by itself, e.g.
+ * in a container just started), and reads the box again. One that does not
+ * serve fails the update with the cause, recording the box as it is.
+ */
+async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInputs, live: LiveService, providerKey: unknown): Promise<LiveService> {
+    say(`[${inputs.unitName}] runs the declared config but does not answer yet; waiting for it (not restarted)`);
+    const gate = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
+    if (gate.ok) {
+        const now = await readLive(remote, inputs);
+        // The ReadinessCheck of this revision only confirms it (no second wait, no second report).
+        recordGated(sha256(`${inputs.unitText}\n${now.secretsHash}`));
+        return now;
+    }
+    const cause = redact(describeFailure(gate.cause), [inputs.apiKey]);
+    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), [inputs.apiKey]);
+    const error = new Error(
+        `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
+            `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,
+    ) as Error & { id: string; properties: unknown; reasons: string[] };
+    error.id = id;
+    error.properties = { ...outputsFrom(inputs, live, sha256(`${inputs.unitText}\n${live.secretsHash}`)), __provider: providerKey };
+    error.reasons = [`${inputs.unitName} is not serving: ${cause}`];
+    throw error;
+}
+
+/** activeState recorded when the container the unit lives in is not running. */
+const CONTAINER_STOPPED = "container-stopped";
 
 /** The unknown-value placeholder dynamic providers see in preview (e.g. a key @pulumi/random has not made yet). */
 const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
@@ -406,7 +549,16 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
         const remote = remoteFor(props.connection);
-        const live = await readLive(remote, props);
+        let live: LiveService;
+        try {
+            live = await readLive(remote, props);
+        } catch (e) {
+            // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
+            if (!containerNotRunning(e)) throw e;
+            const outs: ServiceOutputs = { ...props, activeState: CONTAINER_STOPPED, liveArgs: null };
+            const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner: _b, ...inputs } = outs;
+            return { id, props: outs, inputs: inputs as ServiceInputs };
+        }
         if (!live.unit) return { id: "", props: undefined as unknown as ServiceOutputs };
         const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
         const outs = { ...outputsFrom(props, live, props.revision), ...(boxFacts ? { boxFacts } : {}) };
@@ -415,8 +567,8 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner, ...inputs } = outs;
         return { id, props: outs, inputs: { ...inputs, owner: boxOwner } as ServiceInputs };
     },
-    async update(id, _olds, news) {
-        return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider) };
+    async update(id, olds, news) {
+        return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider, olds) };
     },
     async delete(_id, props) {
         const remote = remoteFor(props.connection);

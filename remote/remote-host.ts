@@ -33,6 +33,15 @@ const MISSING_EXIT = 44;
 const MISSING_MARKER = "sglang-serve: no such file";
 const READ_SCRIPT = `if [ ! -e "$1" ]; then echo '${MISSING_MARKER}' >&2; exit ${MISSING_EXIT}; fi; exec cat -- "$1"`;
 
+/**
+ * `pct exec` into a container that is not running: pve-container says
+ * "container '129' not running!" (exit 255). What ran in it is not there to
+ * read, which is a state of the box (drift), not a failed command.
+ */
+export function containerNotRunning(e: unknown): boolean {
+  return e instanceof Error && /container '\d+' not running!/.test(e.message);
+}
+
 export class RemoteHost implements RemoteRunner {
   readonly target: SshTarget;
   readonly topology: Topology;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { FailureCause } from "../../core/readiness";
 import {
   advanceRollout,
+  onStepError,
   planRollout,
   retryVerdict,
   RolloutObservation,
@@ -102,6 +103,7 @@ describe("rollout plan", () => {
     const r = failure(w.result);
     assert.equal(r.outcome, "the previous unit was put back and is ready again");
     assert.equal(r.changed, true);
+    assert.equal(r.holds, "previous");
     assert.match(r.cause, /^the server was ready but did not stay healthy for 30 s .*after 3 s, the main process 4242 exited \(attempt 2 of 2; attempt 1: fatal log line \(scheduler died\)/);
     // The journal of the new config's last failed start, not of the previous unit's gate.
     assert.deepEqual(r.journal, ["j1", "j2"]);
@@ -141,6 +143,7 @@ describe("rollout plan", () => {
     const w = walk({ ...BOX, hasUnit: false, wasActive: false, startAttempts: 1 }, [released, written, started(failed(crash)), released]);
     assert.deepEqual(kinds(w), ["stop+gpu", "write-new", "start new 1/1", "stop", "finish"]);
     assert.equal(failure(w.result).outcome, "there was no previous unit; the new one is left stopped for inspection (systemctl cat / journalctl)");
+    assert.equal(failure(w.result).holds, "new");
   });
 
   it("changes nothing when the GPU memory is not released, and starts and gates the previous server again", () => {
@@ -148,6 +151,7 @@ describe("rollout plan", () => {
     assert.deepEqual(kinds(w), ["keep-previous", "stop+gpu", "start previous 1/2", "finish"]);
     const r = failure(w.result);
     assert.equal(r.changed, false);
+    assert.equal(r.holds, "previous");
     assert.equal(r.cause, "GPU memory was not released within 120 s after stopping the server (GPU 0: 43347 MiB used)");
     assert.equal(r.outcome, "nothing was changed and the previous server was started again and is ready");
     assert.match(w.said[0]!, /nothing was changed: starting the previous server again$/);
@@ -165,6 +169,20 @@ describe("rollout plan", () => {
     const r = failure(w.result);
     assert.match(r.cause, /\(not retried: GPU memory of the failed start was not released within 120 s \(GPU 0: 43347 MiB used\)\)$/);
     assert.match(r.outcome, /^the previous unit was put back and is ready again \(started while GPU memory of the failed start was not released/);
+  });
+
+  it("after a step's own error, says whose unit the box may hold and whether to put the previous one back", () => {
+    let a = planRollout(BOX);
+    assert.deepEqual(onStepError(a.state), { holds: "previous", putBack: false });
+    a = advanceRollout(a.state, kept);
+    assert.deepEqual(onStepError(a.state), { holds: "previous", putBack: false });
+    a = advanceRollout(a.state, released);
+    // The write itself failed (daemon-reload refused): the new files may be there.
+    assert.deepEqual(onStepError(a.state), { holds: "new", putBack: true });
+    a = advanceRollout(a.state, written);
+    assert.deepEqual(onStepError(a.state), { holds: "new", putBack: true });
+    const none = advanceRollout(advanceRollout(planRollout({ ...BOX, hasUnit: false }).state, released).state, written);
+    assert.deepEqual(onStepError(none.state), { holds: "new", putBack: false });
   });
 
   it("refuses an observation that does not answer the step", () => {

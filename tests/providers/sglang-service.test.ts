@@ -403,8 +403,7 @@ describe("SglangService provider against the fake box", function () {
             });
         });
 
-        it.skip("throws { id, properties, reasons } recording the stopped server when a command errors after the stop", async () => {
-            // Why skipped: an error thrown by a rollout step escapes the plan, so update throws a plain SshError and the state still says the old server is active.
+        it("throws { id, properties, reasons } recording the stopped server when a command errors after the stop", async () => {
             const olds = await deployed();
             box.failOn(/systemctl daemon-reload/, { code: 1, stderr: "Failed to reload daemon: Access denied" });
             await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), (e: PartialFailure) => {
@@ -415,8 +414,7 @@ describe("SglangService provider against the fake box", function () {
             });
         });
 
-        it.skip("puts the previous unit back and starts it when systemctl start refuses the new one", async () => {
-            // Why skipped: `systemctl start` failing throws out of the rollout (startAndWait's runChecked) before the plan can roll back: the box is left with the new unit and no server.
+        it("puts the previous unit back and starts it when systemctl start refuses the new one", async () => {
             const olds = await deployed();
             box.startsAs("refuse");
             await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), /the previous unit was put back and is ready again/);
