@@ -25,6 +25,12 @@ export interface Faults {
    * rollout that the rollback to the previous config does not hit.
    */
   whenArgs?: string[];
+  /**
+   * Only the first N starts that the faults apply to (after `whenArgs`) get
+   * them; later starts behave: a flaky start that passes on retry. Counted
+   * from the last setFaults (the faults file's mtime).
+   */
+  firstStarts?: number;
 }
 
 export const FAULT_KEYS: Array<keyof Faults> = [
@@ -37,6 +43,7 @@ export const FAULT_KEYS: Array<keyof Faults> = [
   "gpuReleaseDelaySeconds",
   "healthCheckTimeoutSeconds",
   "whenArgs",
+  "firstStarts",
 ];
 
 export function readFaults(file: string): Faults {
@@ -58,4 +65,32 @@ export function faultsForArgv(faults: Faults, argv: readonly string[]): Faults {
     if (want.every((token, j) => argv[i + j] === token)) return faults;
   }
   return {};
+}
+
+/**
+ * With `firstStarts`, counts this start (in `<faultsFile>.starts`, next to the
+ * faults file, reset when the faults file changes) and drops the faults once
+ * N starts had them. Without it, the faults as they are.
+ */
+export function faultsForThisStart(faultsFile: string, faults: Faults): Faults {
+  if (faults.firstStarts === undefined) return faults;
+  const counter = `${faultsFile}.starts`;
+  let stamp = 0;
+  try {
+    stamp = fs.statSync(faultsFile).mtimeMs;
+  } catch {
+    return {};
+  }
+  let seen = 0;
+  try {
+    const c = JSON.parse(fs.readFileSync(counter, "utf8")) as { stamp?: number; count?: number };
+    if (c.stamp === stamp) seen = Number(c.count ?? 0);
+  } catch {
+    seen = 0;
+  }
+  if (seen >= faults.firstStarts) return {};
+  const tmp = `${counter}.${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify({ stamp, count: seen + 1 }));
+  fs.renameSync(tmp, counter);
+  return faults;
 }

@@ -12,7 +12,7 @@ import * as path from "path";
 import { holdAlive, markExited, writeHolding } from "../gpu/gpu-state";
 import { currentLab, LabInfo } from "../lab-info";
 import { appendEvent } from "./events";
-import { Faults, faultsForArgv, readFaults } from "./faults";
+import { Faults, faultsForArgv, faultsForThisStart, readFaults } from "./faults";
 import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
 import { schedulerException } from "./scheduler-errors";
 
@@ -113,7 +113,7 @@ class Simulator {
     this.info = currentLab();
     this.args = handoff.serverArgs;
     this.site = handoff.site;
-    this.faults = faultsForArgv(readFaults(this.info.faultsFile), handoff.argv);
+    this.faults = faultsForThisStart(this.info.faultsFile, faultsForArgv(readFaults(this.info.faultsFile), handoff.argv));
     this.releaseDelay = this.faults.gpuReleaseDelaySeconds ?? this.info.simulator.gpuReleaseDelaySeconds;
     this.infoLevel = !["warning", "error", "critical"].includes(String(this.args.log_level).toLowerCase());
   }
