@@ -3,6 +3,7 @@
 // for all of them. The services of a box are read together (a refresh reads
 // them in parallel), so a fleet costs one `pct exec` and one systemctl call
 // per box instead of several per service.
+import { BatchSection, parseBatch, renderBatch } from "./batch-script";
 import { shQuote } from "./shell";
 
 export interface UnitReadRequest {
@@ -24,35 +25,21 @@ export interface UnitReadResult {
 
 const ABSENT = "__absent__";
 
-/** The shell script; `marker` starts every section line and must not occur in the files (a random token). */
+/** The shell script (core/batch-script.ts framing); `marker` must not occur in the files (a random token). */
 export function renderUnitReadScript(units: readonly UnitReadRequest[], marker: string): string {
-    const lines: string[] = [];
+    const sections: BatchSection[] = [];
     units.forEach((u, i) => {
         // `echo` after the file: a file without a final newline must not run into the next marker.
-        lines.push(`echo '${marker} unit ${i}'`, `{ cat ${shQuote(u.unitPath)} 2>/dev/null && echo; } || echo ${ABSENT}`);
-        lines.push(`echo '${marker} env ${i}'`, `(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null || echo none) | cut -d' ' -f1`);
+        sections.push({ name: `unit ${i}`, script: `{ cat ${shQuote(u.unitPath)} 2>/dev/null && echo; } || echo ${ABSENT}` });
+        sections.push({ name: `env ${i}`, script: `(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null || echo none) | cut -d' ' -f1` });
     });
-    lines.push(`echo '${marker} show'`);
-    lines.push(`systemctl show -p Id -p ActiveState -p UnitFileState ${units.map((u) => shQuote(u.unitName)).join(" ")} 2>/dev/null || true`);
-    return lines.join("\n");
+    sections.push({ name: "show", script: `systemctl show -p Id -p ActiveState -p UnitFileState ${units.map((u) => shQuote(u.unitName)).join(" ")} 2>/dev/null || true` });
+    return renderBatch(sections, marker);
 }
 
 /** Splits the script's output back into one result per request (in order). Throws on output it did not produce. */
 export function parseUnitReadOutput(output: string, units: readonly UnitReadRequest[], marker: string): UnitReadResult[] {
-    const sections = new Map<string, string>();
-    let current: string | null = null;
-    let body: string[] = [];
-    const close = () => {
-        if (current !== null) sections.set(current, body.join("\n"));
-    };
-    for (const line of output.split("\n")) {
-        if (line.startsWith(`${marker} `)) {
-            close();
-            current = line.slice(marker.length + 1);
-            body = [];
-        } else if (current !== null) body.push(line);
-    }
-    close();
+    const sections = parseBatch(output, marker);
     const show = sections.get("show");
     if (show === undefined) throw new Error("unit read: the output has no systemctl section (the script did not run to its end)");
     // `systemctl show` prints one block of Key=Value lines per unit, separated by blank lines.

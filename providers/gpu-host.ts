@@ -1,4 +1,5 @@
 import type { ResourceProvider } from "./resource-provider";
+import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import type { Connection } from "../components/connection";
 import {
     DeviceMajors,
@@ -26,39 +27,43 @@ interface GpuHostOutputs extends GpuHostInputs {
     proxmoxVersion: string;
 }
 
-const SEPARATOR = "----sglang-serve----";
-
 /**
- * One remote command for all facts: nvidia-smi, /proc/devices, pveversion (absent inside a container).
- * The read-only gate (gate/sglang-serve-read-gate) allows exactly this text.
+ * One remote command for all facts (core/batch-script.ts framing): nvidia-smi,
+ * /proc/devices, pveversion (absent inside a container). The read-only gate
+ * (gate/sglang-serve-read-gate) allows exactly this text.
  */
-export const FACTS_SCRIPT = [
-    `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits || exit 1`,
-    `echo ${SEPARATOR}`,
-    "cat /proc/devices",
-    `echo ${SEPARATOR}`,
-    "pveversion 2>/dev/null || true",
-].join("; ");
+export function factsScript(marker: string): string {
+    return renderBatch(
+        [
+            { name: "gpus", script: `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits || exit 1` },
+            { name: "devices", script: "cat /proc/devices" },
+            { name: "proxmox", script: "pveversion 2>/dev/null || true" },
+        ],
+        marker,
+    );
+}
 
 async function readFacts(connection: Connection) {
     const remote = remoteFor({ ...connection, vmid: undefined });
     // In the direct topology the "host" is the container itself: nvidia-smi works there too.
-    const result = await remote.run(["sh", "-c", FACTS_SCRIPT]);
+    const marker = newMarker();
+    const result = await remote.run(["sh", "-c", factsScript(marker)]);
     if (result.code !== 0) {
         // The read-only key's gate refusing the read is not a driver problem: its message says what to do.
         if (result.stderr.includes("sglang-serve-read-gate: refused")) throw new Error(`${remote.describe()}: ${result.stderr.trim()}`);
+        const said = result.stderr.trim() || (parseBatch(result.stdout, marker).get("gpus") ?? result.stdout).trim();
         throw new Error(
-            `nvidia-smi failed on ${connection.address} (exit ${result.code}): ${result.stderr.trim() || result.stdout.trim()}; ` +
+            `nvidia-smi failed on ${connection.address} (exit ${result.code}): ${said}; ` +
                 "is the NVIDIA driver loaded?",
         );
     }
-    const [smi, devices, pve] = result.stdout.split(`${SEPARATOR}\n`);
-    const { gpus, driverVersion } = parseGpuQuery(smi ?? "");
+    const sections = parseBatch(result.stdout, marker);
+    const { gpus, driverVersion } = parseGpuQuery(sections.get("gpus") ?? "");
     return {
         gpus,
         driverVersion,
-        deviceMajors: parseProcDevices(devices ?? ""),
-        proxmoxVersion: parseProxmoxVersion(pve ?? ""),
+        deviceMajors: parseProcDevices(sections.get("devices") ?? ""),
+        proxmoxVersion: parseProxmoxVersion(sections.get("proxmox") ?? ""),
     };
 }
 

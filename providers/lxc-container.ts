@@ -1,4 +1,5 @@
 import type { ResourceProvider } from "./resource-provider";
+import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config";
 import type { DeviceMajors } from "../core/gpu-facts";
@@ -40,26 +41,31 @@ interface ContainerOutputs extends ContainerInputs {
     pendingRestart: string[];
 }
 
-const SEP = "----sglang-serve----";
-
 interface LiveContainer {
     conf: PctConfig;
     status: string;
 }
 
-/** The script behind readContainer; the read-only gate (gate/sglang-serve-read-gate) allows exactly this text. */
-export function containerReadScript(vmid: number): string {
+/** The script behind readContainer (core/batch-script.ts framing); the read-only gate allows exactly this text. */
+export function containerReadScript(vmid: number, marker: string): string {
     const id = shQuote(String(vmid));
-    return `pct config ${id} --current || exit 3; echo ${SEP}; pct status ${id}`;
+    return renderBatch(
+        [
+            { name: "config", script: `pct config ${id} --current || exit 3` },
+            { name: "status", script: `pct status ${id}` },
+        ],
+        marker,
+    );
 }
 
 /** `pct config` and `pct status` in one command; null when the container does not exist. */
 async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveContainer | null> {
-    const r = await remote.run(["sh", "-c", containerReadScript(vmid)]);
+    const marker = newMarker();
+    const r = await remote.run(["sh", "-c", containerReadScript(vmid, marker)]);
     if (r.code === 3 || /does not exist/.test(r.stderr)) return null;
     if (r.code !== 0) throw new Error(`pct config ${vmid} failed on ${remote.describe()} (exit ${r.code}): ${r.stderr.trim()}`);
-    const [config, status] = r.stdout.split(`${SEP}\n`);
-    return { conf: parsePctConfig(config ?? ""), status: (status ?? "").replace(/^status:\s*/, "").trim() };
+    const sections = parseBatch(r.stdout, marker);
+    return { conf: parsePctConfig(sections.get("config") ?? ""), status: (sections.get("status") ?? "").replace(/^status:\s*/, "").trim() };
 }
 
 function restartNeeds(inputs: ContainerInputs, live: PctConfig): string[] {

@@ -2,6 +2,7 @@
 // process has exited; starting the new server before that fails with "Not
 // enough memory". This waits, bounded, until the GPUs are really free.
 
+import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import { ComputeApp, GpuMemory, parseComputeAppsCsv, parseGpuMemoryCsv } from "../core/nvidia-smi";
 import { RemoteRunner } from "./remote-host";
 
@@ -24,23 +25,25 @@ export type GpuReleaseResult =
   | { ok: true; elapsedMs: number; gpus: GpuMemory[] }
   | { ok: false; reason: string; gpus: GpuMemory[]; apps: ComputeApp[] };
 
-const SENTINEL = "--8<-- compute apps --8<--";
-// Both queries in one command; `|| exit` keeps nvidia-smi's own exit status
-// (and its error text on stdout/stderr) when the driver does not answer.
-const QUERY_SCRIPT = [
-  `nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits || exit $?`,
-  `echo '${SENTINEL}'`,
-  `nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits`,
-].join("\n");
+// Both queries in one command (core/batch-script.ts framing); `|| exit` keeps
+// nvidia-smi's own exit status (and its error text) when the driver does not answer.
+function queryScript(marker: string): string {
+  return renderBatch(
+    [
+      { name: "memory", script: "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits || exit $?" },
+      { name: "apps", script: "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits" },
+    ],
+    marker,
+  );
+}
 
 /** Parse the two-query output. Exported for tests. */
-export function parseGpuQueryOutput(stdout: string): { gpus: GpuMemory[]; apps: ComputeApp[] } {
-  const cut = stdout.indexOf(SENTINEL);
-  if (cut < 0) throw new Error(`unexpected nvidia-smi output: ${stdout.trim().slice(0, 300)}`);
-  return {
-    gpus: parseGpuMemoryCsv(stdout.slice(0, cut)),
-    apps: parseComputeAppsCsv(stdout.slice(cut + SENTINEL.length)),
-  };
+export function parseGpuQueryOutput(stdout: string, marker: string): { gpus: GpuMemory[]; apps: ComputeApp[] } {
+  const sections = parseBatch(stdout, marker);
+  const memory = sections.get("memory");
+  const apps = sections.get("apps");
+  if (memory === undefined || apps === undefined) throw new Error(`unexpected nvidia-smi output: ${stdout.replaceAll(`${marker} `, "").trim().slice(0, 300)}`);
+  return { gpus: parseGpuMemoryCsv(memory), apps: parseComputeAppsCsv(apps) };
 }
 
 function describe(gpus: GpuMemory[], apps: ComputeApp[]): string {
@@ -60,17 +63,18 @@ export async function waitForGpuMemoryReleased(remote: RemoteRunner, o: GpuRelea
 
   for (;;) {
     const pollStart = now();
-    const r = await remote.run(["sh", "-c", QUERY_SCRIPT]);
+    const marker = newMarker();
+    const r = await remote.run(["sh", "-c", queryScript(marker)]);
     if (r.code !== 0) {
       // nvidia-smi missing or the driver not answering will not fix itself by waiting.
       return {
         ok: false,
-        reason: `nvidia-smi failed on ${remote.describe()} (exit ${r.code}): ${(r.stderr.trim() || r.stdout.trim()).slice(0, 300)}`,
+        reason: `nvidia-smi failed on ${remote.describe()} (exit ${r.code}): ${(r.stderr.trim() || (parseBatch(r.stdout, marker).get("memory") ?? r.stdout).trim()).slice(0, 300)}`,
         ...last,
       };
     }
     try {
-      last = parseGpuQueryOutput(r.stdout);
+      last = parseGpuQueryOutput(r.stdout, marker);
     } catch (e) {
       return { ok: false, reason: `${remote.describe()}: ${(e as Error).message}`, ...last };
     }

@@ -4,6 +4,7 @@
 // server really generates (one short chat completion) and, with speculative
 // decoding, that the drafter is active.
 
+import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import { checkChatResponse, checkSpeculativeActive } from "../core/chat-check";
 import { earlyWindowFailure, formatWindowProgress, openHealthyWindow, stepWindow } from "../core/healthy-window";
 import {
@@ -96,17 +97,24 @@ export type GateResult =
 /** Journal lines of one start kept for the retry decision (core/rollout-plan.ts retryVerdict). */
 const START_LINES_KEPT = 200;
 
-const SENTINEL = "--8<-- sglang-serve journal --8<--";
-
-// One command per poll: the unit's state, a sentinel, the new journal lines
-// with the cursor after them. Unit and position are positional parameters
-// ($1..$3), so the script itself is constant and nothing is pasted into it.
-const POLL_SCRIPT = [
-  `systemctl show -p ActiveState,SubState,MainPID,NRestarts -- "$1"`,
-  `echo '${SENTINEL}'`,
-  `if [ "$2" = cursor ]; then exec journalctl -u "$1" --no-pager -q -o cat --show-cursor --after-cursor="$3"; fi`,
-  `exec journalctl -u "$1" --no-pager -q -o cat --show-cursor --since="$3"`,
-].join("\n");
+// One command per poll (core/batch-script.ts framing): the unit's state, then
+// the new journal lines with the cursor after them. Unit and position are
+// positional parameters ($1..$3), so nothing is pasted into the script.
+export function pollScript(marker: string): string {
+  return renderBatch(
+    [
+      { name: "state", script: `systemctl show -p ActiveState,SubState,MainPID,NRestarts -- "$1"` },
+      {
+        name: "journal",
+        script: [
+          `if [ "$2" = cursor ]; then exec journalctl -u "$1" --no-pager -q -o cat --show-cursor --after-cursor="$3"; fi`,
+          `exec journalctl -u "$1" --no-pager -q -o cat --show-cursor --since="$3"`,
+        ].join("\n"),
+      },
+    ],
+    marker,
+  );
+}
 
 // The unit journal's current end: the cursor of its last entry, or the remote
 // clock when the unit has no entries yet.
@@ -123,12 +131,15 @@ interface PollResult {
 }
 
 /** Parse the poll command's output. Exported for tests. */
-export function parsePollOutput(stdout: string, stderr: string, code: number): PollResult {
-  const all = stdout.split("\n");
-  const cut = all.indexOf(SENTINEL);
-  if (cut < 0) throw new Error(`unexpected output from systemctl (exit ${code}): ${(stderr || stdout).trim().slice(0, 500)}`);
+export function parsePollOutput(stdout: string, stderr: string, code: number, marker: string): PollResult {
+  const sections = parseBatch(stdout, marker);
+  const state = sections.get("state");
+  const journal = sections.get("journal");
+  if (state === undefined || journal === undefined) {
+    throw new Error(`unexpected output from systemctl (exit ${code}): ${(stderr || stdout.replaceAll(`${marker} `, "")).trim().slice(0, 500)}`);
+  }
   const props = new Map<string, string>();
-  for (const line of all.slice(0, cut)) {
+  for (const line of state.split("\n")) {
     const eq = line.indexOf("=");
     if (eq > 0) props.set(line.slice(0, eq), line.slice(eq + 1));
   }
@@ -138,7 +149,7 @@ export function parsePollOutput(stdout: string, stderr: string, code: number): P
     const v = Number(props.get(k) ?? "0");
     return Number.isFinite(v) ? v : 0;
   };
-  const lines = all.slice(cut + 1);
+  const lines = journal.split("\n");
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   let cursor: string | null = null;
   const last = lines[lines.length - 1];
@@ -210,10 +221,11 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
   // One command: the unit's state and the journal lines since the last poll.
   const poll = (): Promise<PollResult | { error: string }> => {
     const positionArgs = "cursor" in position ? ["cursor", position.cursor] : ["since", position.time];
-    return o.remote.run(["sh", "-c", POLL_SCRIPT, "sh", o.unit, ...positionArgs]).then(
+    const marker = newMarker();
+    return o.remote.run(["sh", "-c", pollScript(marker), "sh", o.unit, ...positionArgs]).then(
       (r): PollResult | { error: string } => {
         try {
-          return parsePollOutput(r.stdout, r.stderr, r.code);
+          return parsePollOutput(r.stdout, r.stderr, r.code, marker);
         } catch (e) {
           return { error: (e as Error).message };
         }

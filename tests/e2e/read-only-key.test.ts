@@ -10,6 +10,11 @@ import { httpGetJson } from "../../remote/probe";
 import { Deployment, EngineResult, expectExit } from "./deployment";
 import { labStackConfig, StackConfigFile } from "./lab-stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+import { shCommand } from "../../core/shell";
+import { containerReadScript } from "../../providers/lxc-container";
+
+/** The container read the stack sends (providers/lxc-container.ts), as the read-only key sends it. */
+const CONTAINER_READ = shCommand(["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")]);
 
 // Issue 13 item 5 on the lab with the real engine: the stack deployed with
 // the deploy key; the read-only gate installed on the Proxmox host for a
@@ -139,7 +144,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             `systemctl stop ${UNIT}`,
             `pct exec 129 -- sh -c 'systemctl stop ${UNIT}'`,
             "pct stop 129",
-            "sh -c 'pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129'; id",
+            `${CONTAINER_READ}; id`,
         ]) {
             const r = await asReader(command);
             assert.equal(r.code, 1, `${command}: ${r.stdout}${r.stderr}`);
@@ -149,7 +154,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.equal(await mainPid(labDir), before);
         assert.equal(await onBox(labDir, "host", "pct status 129"), "status: running");
         // The gate lets a read through the same key: it is the gate, not a dead key.
-        const read = await asReader("sh -c 'pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129'");
+        const read = await asReader(CONTAINER_READ);
         assert.equal(read.code, 0, read.stderr);
         assert.match(read.stdout, /status: running/);
     });

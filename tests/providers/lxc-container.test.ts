@@ -2,7 +2,7 @@ import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
 import { ContainerConfig, ContainerSchema } from "../../core/config";
 import { provider } from "../../providers/lxc-container";
-import { ProviderBox } from "./provider-box";
+import { batchAnswer, ProviderBox } from "./provider-box";
 
 // The LxcContainer provider's decisions, driven directly against the fake box
 // (provider-box.ts): `pct config`/`status`/`set`/`start` are a fake pct over
@@ -312,14 +312,14 @@ describe("LxcContainer provider against the fake box", function () {
 
         it("reports a config pct prints but the stack cannot parse as an error naming the line", async () => {
             const outs = await adopt();
-            box.answer(/pct config/, "arch: amd64\nthis is not a pct line\n----sglang-serve----\nstatus: running\n");
+            box.answer(/pct config/, batchAnswer({ config: "arch: amd64\nthis is not a pct line\n", status: "status: running\n" }));
             await assert.rejects(provider.read!(ID, outs), /line 2 is not "key: value": "this is not a pct line"/);
         });
 
         it.skip("names the container and the host when the config it reads cannot be parsed", async () => {
             // Why skipped: read throws parsePctConfig's PctConfigError as it is, without the vmid or the host.
             const outs = await adopt();
-            box.answer(/pct config/, "arch: amd64\nthis is not a pct line\n----sglang-serve----\nstatus: running\n");
+            box.answer(/pct config/, batchAnswer({ config: "arch: amd64\nthis is not a pct line\n", status: "status: running\n" }));
             await assert.rejects(provider.read!(ID, outs), /129.*127\.0\.0\.1|127\.0\.0\.1.*129/);
         });
 

@@ -276,6 +276,8 @@ interface Failure {
     result: ExecResult;
     /** How many more matching commands it answers. */
     times: number;
+    /** Builds the answer from the command (answer()). */
+    answer?: (command: string) => string;
 }
 
 /** The pool the providers get from getSshPool(): commands run in the box instead of over SSH. */
@@ -365,9 +367,12 @@ export class ProviderBox {
         this.failures.push({ match, result: { stdout: "", stderr: "", ...result }, times: 1 });
     }
 
-    /** Every later command matching `match` prints `stdout` and exits 0 without running (a box that answers garbage). */
-    answer(match: RegExp, stdout: string): void {
-        this.failures.push({ match, result: { code: 0, stdout, stderr: "" }, times: Infinity });
+    /**
+     * Every later command matching `match` prints `stdout` and exits 0 without running (a box that answers garbage).
+     * `stdout` may be built from the command (e.g. the sections of a batch script with its random marker: batchAnswer).
+     */
+    answer(match: RegExp, stdout: string | ((command: string) => string)): void {
+        this.failures.push({ match, result: { code: 0, stdout: "", stderr: "" }, answer: typeof stdout === "string" ? () => stdout : stdout, times: Infinity });
     }
 
     async exec(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
@@ -375,7 +380,7 @@ export class ProviderBox {
         const failure = this.failures.find((f) => f.times > 0 && f.match.test(command));
         if (failure) {
             failure.times--;
-            return { ...failure.result };
+            return { ...failure.result, ...(failure.answer ? { stdout: failure.answer(command) } : {}) };
         }
         const rooted = command.replace(BOX_PATH, (_m, before: string, p: string) => `${before}${path.join(this.fake.dir, "root")}${p}`);
         return this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
@@ -681,3 +686,12 @@ export const QWEN36_CONFIG = {
 
 /** Container 129 on the Proxmox host, as the service's `pct exec` needs it. */
 export const CONTAINER_CONF = "arch: amd64\ncores: 32\nhostname: llm-two\nmemory: 131072\nostype: debian\nswap: 0\n";
+
+/** A batch script's output (core/batch-script.ts) for the sections given, with the marker the command carries. */
+export function batchAnswer(sections: Record<string, string>): (command: string) => string {
+    return (command) => {
+        const marker = /sglang-serve-[0-9a-f]{16}/.exec(command)?.[0];
+        if (!marker) throw new Error(`batchAnswer: no marker in ${command.slice(0, 200)}`);
+        return Object.entries(sections).map(([name, text]) => `${marker} ${name}\n${text}`).join("");
+    };
+}

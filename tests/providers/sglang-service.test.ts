@@ -302,7 +302,8 @@ describe("SglangService provider against the fake box", function () {
         it("stops the old server and waits for its GPU memory before the new unit is written (stop-first)", async () => {
             const olds = await deployed();
             await update(olds, declared((raw) => (raw.memFractionStatic = 0.85)));
-            const order = box.calls().filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,memory\.used/.test(c));
+            // The tools' own calls (a multi-line pct exec script's lines are in the log too, so the nvidia-smi call is matched whole).
+            const order = box.calls().filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,memory\.used --format=csv,noheader,nounits$/.test(c));
             assert.deepEqual(order, [
                 "systemctl stop sglang-qwen.service",
                 "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits",

@@ -5,7 +5,7 @@ import * as path from "path";
 import { remoteCommand, shCommand } from "../../core/shell";
 import { serverInfoReadArgv } from "../../core/server-info-read";
 import { renderUnitReadScript } from "../../core/unit-read";
-import { FACTS_SCRIPT } from "../../providers/gpu-host";
+import { factsScript } from "../../providers/gpu-host";
 import { containerReadScript } from "../../providers/lxc-container";
 import { unitPaths } from "../../providers/unit-view";
 
@@ -31,8 +31,8 @@ function inServerBox(t: Topology, argv: string[]): string {
 export function readerCommands(t: Topology, units: readonly string[], marker = "sglang-serve-0123456789abcdef", timeoutSeconds = 30) {
     const requests = units.map((u) => ({ unitName: u, unitPath: unitPaths(u).unit, environmentFilePath: unitPaths(u).environmentFile }));
     return {
-        gpuFacts: shCommand(["sh", "-c", FACTS_SCRIPT]),
-        ...(t.kind === "pct-exec" ? { containerRead: shCommand(["sh", "-c", containerReadScript(t.vmid)]) } : {}),
+        gpuFacts: shCommand(["sh", "-c", factsScript(marker)]),
+        ...(t.kind === "pct-exec" ? { containerRead: shCommand(["sh", "-c", containerReadScript(t.vmid, marker)]) } : {}),
         unitRead: inServerBox(t, ["sh", "-c", renderUnitReadScript(requests, marker)]),
         serverInfo: units.map((u) =>
             inServerBox(t, serverInfoReadArgv({ unitPath: unitPaths(u).unit, environmentFilePath: unitPaths(u).environmentFile, timeoutSeconds })),

@@ -11,6 +11,8 @@ import {
     renderRemoveKeyScript,
 } from "../../core/read-gate-install";
 import { GATE_FILE, runReadGate } from "../../scripts/read-gate";
+import { shCommand } from "../../core/shell";
+import { factsScript } from "../../providers/gpu-host";
 
 function keygen(dir: string, name: string): { file: string; pub: string } {
     const file = path.join(dir, name);
@@ -85,7 +87,7 @@ describe("read-only gate: the authorized_keys line and the install script", func
         const refused = runReadGate(["check", "--vmid", "129", "systemctl stop sglang-qwen.service"]);
         assert.equal(refused.code, 1);
         assert.match(refused.stderr, /refused "systemctl stop sglang-qwen.service"/);
-        const facts = runReadGate(["check", "--direct", "sh -c 'nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits || exit 1; echo ----sglang-serve----; cat /proc/devices; echo ----sglang-serve----; pveversion 2>/dev/null || true'"]);
+        const facts = runReadGate(["check", "--direct", shCommand(["sh", "-c", factsScript("sglang-serve-0123456789abcdef")])]);
         assert.equal(facts.code, 0, facts.stderr);
         assert.match(facts.stdout, /allowed: gpu-facts/);
     });

@@ -133,7 +133,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.equal(fs.statSync(sshd.file("authorized_keys")).mode & 0o777, 0o600);
         assert.equal(fs.statSync(sshd.file("gate/sglang-serve-read-gate")).mode & 0o777, 0o755);
         const out = install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129"]);
-        assert.match(out, /sglang-serve-read-gate 2 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
+        assert.match(out, /sglang-serve-read-gate 3 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
         assert.equal(fs.readFileSync(sshd.file("authorized_keys"), "utf8").split("\n").filter((l) => l.includes(readKey("read_pct.pub").split(" ")[1]!)).length, 1);
     });
 
@@ -214,7 +214,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     it("a gate that refuses a read fails the refresh with the gate's message (GpuHost: not a driver hint)", async () => {
         configureProviders({ sshPrivateKey: readKey("read_old") });
         await assert.rejects(gpuHost.read!("host", { providerVersion: "t", connection, expectedGpus: { count: 2 } } as never), (e: Error) => {
-            assert.match(e.message, /^root@127\.0\.5\.1:\d+: sglang-serve-read-gate: refused "sh -c 'nvidia-smi --\.\.\.": .*\(gate version 0\)$/);
+            assert.match(e.message, /^root@127\.0\.5\.1:\d+: sglang-serve-read-gate: refused "sh -c 'echo '\\''sgla\.\.\.": .*\(gate version 0\)$/);
             assert.doesNotMatch(e.message, /NVIDIA driver/);
             return true;
         });

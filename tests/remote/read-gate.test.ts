@@ -13,6 +13,7 @@ import { parseServerInfoReadOutput, SERVER_INFO_SCRIPT, serverInfoReadArgv } fro
 import { normalizeServerInfo } from "../../core/sglang-args";
 import { renderEnvironmentFile, renderUnit } from "../../core/systemd-unit";
 import { renderUnitReadScript } from "../../core/unit-read";
+import { containerReadScript } from "../../providers/lxc-container";
 import { readServerInfoOnBox } from "../../providers/server-info-on-box";
 import { unitPaths } from "../../providers/unit-view";
 import type { RemoteRunner } from "../../remote/remote-host";
@@ -194,7 +195,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /not one of this gate's python reads, server-info or box-facts \(gate version 2; reinstall the gate/);
+        assert.match(reasons[0]!, /not one of this gate's python reads, server-info or box-facts \(gate version 3; reinstall the gate/);
     });
 
     it("refuses unit reads the stack does not render: too many units, a changed line, a different marker per line", () => {
@@ -215,7 +216,7 @@ describe("read-only gate: everything else is refused", () => {
     });
 
     it("refuses another quoting of an allowed argv: only the stack's own rendering runs", () => {
-        const argv = ["sh", "-c", "pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129"];
+        const argv = ["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")];
         const reasons = refused(
             [
                 `'sh' -c ${shCommand([argv[2]!])}`,

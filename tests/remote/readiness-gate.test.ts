@@ -373,19 +373,22 @@ describe("journal helpers", () => {
     }
   });
 
+  const MARKER = "sglang-serve-0123456789abcdef";
+
   it("parses a poll's output: unit properties, lines, cursor", () => {
     const out = [
+      `${MARKER} state`,
       "ActiveState=active",
       "SubState=running",
       "MainPID=4242",
       "NRestarts=1",
-      "--8<-- sglang-serve journal --8<--",
+      `${MARKER} journal`,
       "line = with equals",
       "",
       "-- cursor: s=0123;i=2a",
       "",
     ].join("\n");
-    assert.deepEqual(parsePollOutput(out, "", 0), {
+    assert.deepEqual(parsePollOutput(out, "", 0, MARKER), {
       unit: { activeState: "active", subState: "running", mainPid: 4242, nRestarts: 1 },
       lines: ["line = with equals", ""],
       cursor: "s=0123;i=2a",
@@ -394,8 +397,8 @@ describe("journal helpers", () => {
   });
 
   it("takes journalctl's silent exit 1 for no entries yet, as systemd 252 answers --show-cursor --since with nothing after it", () => {
-    const out = ["ActiveState=activating", "SubState=start", "MainPID=77", "NRestarts=0", "--8<-- sglang-serve journal --8<--", ""].join("\n");
-    assert.deepEqual(parsePollOutput(out, "", 1), {
+    const out = [`${MARKER} state`, "ActiveState=activating", "SubState=start", "MainPID=77", "NRestarts=0", `${MARKER} journal`, ""].join("\n");
+    assert.deepEqual(parsePollOutput(out, "", 1, MARKER), {
       unit: { activeState: "activating", subState: "start", mainPid: 77, nRestarts: 0 },
       lines: [],
       cursor: null,
@@ -404,7 +407,7 @@ describe("journal helpers", () => {
   });
 
   it("still reports a journalctl that fails with a message", () => {
-    const out = ["ActiveState=active", "SubState=running", "MainPID=77", "NRestarts=0", "--8<-- sglang-serve journal --8<--", ""].join("\n");
-    assert.equal(parsePollOutput(out, "Failed to open journal: Permission denied\n", 1).journalError, "Failed to open journal: Permission denied");
+    const out = [`${MARKER} state`, "ActiveState=active", "SubState=running", "MainPID=77", "NRestarts=0", `${MARKER} journal`, ""].join("\n");
+    assert.equal(parsePollOutput(out, "Failed to open journal: Permission denied\n", 1, MARKER).journalError, "Failed to open journal: Permission denied");
   });
 });
