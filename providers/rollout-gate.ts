@@ -2,7 +2,7 @@ import type { ReadinessConfig } from "../core/config";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
-import { endpointUrl, httpGetJson } from "../remote/probe";
+import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
 import { GateResult, JournalPosition, journalPosition, readJournalTail, waitUntilReady } from "../remote/readiness-gate";
 import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remote/remote-host";
 import { redact, say } from "./context";
@@ -112,21 +112,24 @@ export interface Serving {
  */
 export async function verifyServing(server: ServedServer, box?: RemoteRunner): Promise<Serving> {
     const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
-    const [health, info] = await Promise.all([
+    const [health, body] = await Promise.all([
         httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
         box
-            ? readServerInfoOnBox(box, server.unitName, timeoutMs).catch((e: unknown) => {
-                  // A stopped container serves nothing: not ready, no live args (the container's `up` starts it).
-                  if (containerNotRunning(e)) return { error: (e as Error).message };
-                  throw e;
-              })
-            : httpGetJson(endpointUrl(server.endpoint, "/server_info"), { timeoutMs, bearer: server.apiKey }),
+            ? readServerInfoOnBox(box, server.unitName, timeoutMs).then(
+                  (r) => ("status" in r && r.status === 200 ? r.body : undefined),
+                  (e: unknown) => {
+                      // A stopped container serves nothing: not ready, no live args (the container's `up` starts it).
+                      if (containerNotRunning(e)) return undefined;
+                      throw e;
+                  },
+              )
+            : getServerInfo(server.endpoint, { timeoutMs, bearer: server.apiKey }).then((r) => ("body" in r ? r.body : undefined)),
     ]);
     const healthy = "status" in health && health.status === 200;
-    if (!("status" in info) || info.status !== 200) return { healthy, liveArgs: null, speculativeActive: null };
-    const liveArgs = normalizeServerInfo(info.body);
+    if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null };
+    const liveArgs = normalizeServerInfo(body);
     const speculativeActive = server.speculativeAlgorithm
-        ? checkSpeculativeActive(info.body, server.speculativeAlgorithm).ok
+        ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok
         : null;
     return { healthy, liveArgs, speculativeActive };
 }

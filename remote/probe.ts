@@ -92,3 +92,24 @@ function networkError(where: string, e: NodeJS.ErrnoException): HttpResult {
           : e.message;
   return { error: `${where}: ${what}${code && what !== e.message ? ` (${code})` : ""}`, ...(code ? { code } : {}) };
 }
+
+/**
+ * GET /server_info over HTTP, falling back to the older /get_server_info: the
+ * body when the server answered a JSON object, else why not. The one HTTP
+ * reader of it (the readiness gate, a server checked without its box);
+ * refreshes read it on the box (providers/server-info-on-box.ts).
+ */
+export async function getServerInfo(
+  endpoint: string,
+  opts: ProbeOptions,
+  get: (url: string, opts: ProbeOptions) => Promise<HttpResult> = httpGetJson,
+): Promise<{ body: Record<string, unknown> } | { error: string }> {
+  let res = await get(endpointUrl(endpoint, "/server_info"), opts);
+  if ("status" in res && res.status === 404) res = await get(endpointUrl(endpoint, "/get_server_info"), opts);
+  if ("error" in res) return { error: `GET /server_info: ${res.error}` };
+  if (res.status !== 200) return { error: `GET /server_info answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}` };
+  if (res.body === undefined || res.body === null || typeof res.body !== "object" || Array.isArray(res.body)) {
+    return { error: `GET /server_info did not answer a JSON object` };
+  }
+  return { body: res.body as Record<string, unknown> };
+}

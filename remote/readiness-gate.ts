@@ -18,7 +18,7 @@ import {
   step,
   UnitStatus,
 } from "../core/readiness";
-import { endpointUrl, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
+import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
 import { RemoteRunner } from "./remote-host";
 import { SshError } from "./ssh";
 
@@ -353,7 +353,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
     say(`[readiness] chat check passed: ${JSON.stringify(chatText.slice(0, 80))}`);
   }
 
-  const info = await readServerInfo(http.get, o.endpoint, probe);
+  const info = await getServerInfo(o.endpoint, probe, http.get);
   let acceptLength: number | null = null;
   if (o.expectedSpeculative) {
     if ("error" in info) return failNow({ kind: "speculative-check", reason: info.error });
@@ -410,21 +410,5 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
     chatText,
     acceptLength,
   };
-}
-
-/** GET /server_info, falling back to the older /get_server_info. */
-async function readServerInfo(
-  get: (url: string, opts: ProbeOptions) => Promise<HttpResult>,
-  endpoint: string,
-  probe: ProbeOptions,
-): Promise<{ body: unknown } | { error: string }> {
-  let res = await get(endpointUrl(endpoint, "/server_info"), probe);
-  if ("status" in res && res.status === 404) res = await get(endpointUrl(endpoint, "/get_server_info"), probe);
-  if ("error" in res) return { error: `GET /server_info: ${res.error}` };
-  if (res.status !== 200) return { error: `GET /server_info answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}` };
-  if (res.body === undefined || res.body === null || typeof res.body !== "object") {
-    return { error: `GET /server_info did not answer a JSON object` };
-  }
-  return { body: res.body };
 }
 
