@@ -1,24 +1,10 @@
 import * as pulumi from "./pulumi";
 import { formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
+import { rawStackConfig } from "../core/stack-config-source";
 
-/** Stands in for a secret's value in validation, which only checks that it is set. */
-const SECRET_PRESENT = "(secret)";
-
-/** The raw sections of a stack's config, as Pulumi holds them (the SSH key left out). */
+/** The raw sections of a stack's config, as Pulumi holds them (core/stack-config-source.ts). */
 export function readRawStackConfig(config: pulumi.Config): Record<string, unknown> {
-    // The SSH key is validated for presence only: its value stays with the providers.
-    const hasSshKey = pulumi.getConfig(`${config.name}:sshPrivateKey`) !== undefined;
-    return {
-        sshPrivateKey: hasSshKey ? SECRET_PRESENT : undefined,
-        // The API key's value is checked (length, alphabet; an empty key turns SGLang's auth off);
-        // validation never prints it, and the program uses it only as a secret Output.
-        apiKey: pulumi.getConfig(`${config.name}:apiKey`),
-        generateApiKey: config.getObject("generateApiKey"),
-        host: config.getObject("host"),
-        container: config.getObject("container"),
-        service: config.getObject("service"),
-        readiness: config.getObject("readiness"),
-    };
+    return rawStackConfig((name) => pulumi.getConfig(`${config.name}:${name}`));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ProviderConfig } from "../core/provider-config";
 import { RemoteHost } from "../remote/remote-host";
 import { getSshPool, SshTarget } from "../remote/ssh";
 import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
+import { sshPrivateKeyPath } from "../core/stack-config-source";
 
 
 let configured: ProviderConfig | undefined;
@@ -33,18 +34,10 @@ function providerConfig(): ProviderConfig {
  */
 export function sshCredentials(): SshCredentials {
     const config = providerConfig();
-    let keyPath: string | undefined;
-    if (config.host) {
-        try {
-            keyPath = (JSON.parse(config.host) as { sshPrivateKeyPath?: string }).sshPrivateKeyPath;
-        } catch {
-            keyPath = undefined;
-        }
-    }
     return loadSshCredentials({
         sshPrivateKey: config.sshPrivateKey,
         sshPrivateKeyPassphrase: config.sshPrivateKeyPassphrase,
-        sshPrivateKeyPath: keyPath,
+        sshPrivateKeyPath: sshPrivateKeyPath((name) => (name === "host" ? config.host : undefined)),
     });
 }
 

@@ -8,10 +8,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { CONFIG_NAMESPACE, formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
+import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
 import { SECRET_MASK } from "../core/redact";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
-import { isRecord } from "../core/is-record";
 import * as yaml from "js-yaml";
 
 
@@ -34,18 +34,9 @@ export interface RenderedStack {
 
 export class ConfigError extends Error {}
 
-
-/** The `sglang-serve:*` keys of a stack file's `config:` map, prefix removed; secure values become a stand-in. */
+/** The raw config of a stack file's text (core/stack-config-source.ts); secure values become a stand-in. */
 export function rawConfigFromStackYaml(text: string): Record<string, unknown> {
-    const doc = yaml.load(text);
-    const config = isRecord(doc) && isRecord(doc.config) ? doc.config : {};
-    const raw: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(config)) {
-        if (!key.startsWith(`${CONFIG_NAMESPACE}:`)) continue;
-        const name = key.slice(CONFIG_NAMESPACE.length + 1);
-        raw[name] = isRecord(value) && typeof value.secure === "string" ? SECRET_STAND_IN : value;
-    }
-    return raw;
+    return rawStackConfig(stackFileSource(yaml.load(text), SECRET_STAND_IN));
 }
 
 /** Validates a stack file's text and renders the files the stack would write. Throws ConfigError on invalid config. */

@@ -15,14 +15,10 @@ import { LxcContainer } from "../../components/lxc-container";
 import { ReadinessCheck } from "../../components/readiness-check";
 import { SglangService } from "../../components/sglang-service";
 import { formatConfigIssues, StackConfig, validateStackConfig } from "../../core/config";
+import { readRawStackConfig } from "../../components/stack-config";
 
 const pulumiConfig = new pulumi.Config();
-const raw = {
-    host: pulumiConfig.getObject("host"),
-    container: pulumiConfig.getObject("container"),
-    service: pulumiConfig.getObject<Record<string, unknown>>("service"),
-    readiness: pulumiConfig.getObject("readiness"),
-};
+const raw = readRawStackConfig(pulumiConfig) as { service?: Record<string, unknown> };
 const fleet = pulumiConfig.requireObject<Array<{ name: string; port: number }>>("fleet");
 // Each server is validated as its own one-service stack would be.
 const stacks: StackConfig[] = fleet.map((f) => {

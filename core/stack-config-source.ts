@@ -1,0 +1,58 @@
+/**
+ * The one reader of a stack's config, wherever it is read: the program and
+ * the dynamic providers (Pulumi hands both the `sglang-serve:*` values, objects
+ * as JSON text), `npm run render` and the read gate's tool (a
+ * Pulumi.<stack>.yaml's `config:` map, objects as YAML), the bench's fleet
+ * program. It gives the raw sections core/config.ts validates; secrets are
+ * checked for presence (and the API key's shape), never printed.
+ */
+import { CONFIG_NAMESPACE } from "./config";
+import { isRecord } from "./is-record";
+
+/** A config value by its key without the namespace (`host`), as the source holds it: text, a parsed object, or a secret's marker. */
+export type ConfigSource = (name: string) => unknown;
+
+/** Stands in for a secret's value where the reader has no passphrase (a stack file's `secure:`), or where only presence counts. */
+export const SECRET_PRESENT = "(secret)";
+
+const SECTIONS = ["host", "container", "service", "readiness", "generateApiKey"] as const;
+
+/** JSON text (Pulumi's form of an object value) parsed; anything else as it is. */
+function objectValue(value: unknown): unknown {
+    if (typeof value !== "string") return value;
+    try {
+        return JSON.parse(value) as unknown;
+    } catch {
+        return value;
+    }
+}
+
+/** The raw sections of a stack's config, for validateStackConfig. */
+export function rawStackConfig(source: ConfigSource): Record<string, unknown> {
+    const raw: Record<string, unknown> = {};
+    for (const name of SECTIONS) {
+        const value = source(name);
+        if (value !== undefined) raw[name] = objectValue(value);
+    }
+    // The SSH key is validated for presence only: its value stays with the providers.
+    if (source("sshPrivateKey") !== undefined) raw.sshPrivateKey = SECRET_PRESENT;
+    // The API key's value is checked (length, alphabet; an empty key turns SGLang's auth off); validation never prints it.
+    const apiKey = source("apiKey");
+    if (apiKey !== undefined) raw.apiKey = apiKey;
+    return raw;
+}
+
+/** A Pulumi.<stack>.yaml's `config:` map as a source; an encrypted value (`secure:`) reads as a stand-in of a valid key's shape. */
+export function stackFileSource(doc: unknown, secretStandIn: string): ConfigSource {
+    const config = isRecord(doc) && isRecord(doc.config) ? doc.config : {};
+    return (name) => {
+        const value = config[`${CONFIG_NAMESPACE}:${name}`];
+        return isRecord(value) && typeof value.secure === "string" ? secretStandIn : value;
+    };
+}
+
+/** host.sshPrivateKeyPath, for the providers' SSH credentials. */
+export function sshPrivateKeyPath(source: ConfigSource): string | undefined {
+    const host = rawStackConfig(source).host;
+    return isRecord(host) && typeof host.sshPrivateKeyPath === "string" ? host.sshPrivateKeyPath : undefined;
+}

@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { rawStackConfig, SECRET_PRESENT, sshPrivateKeyPath, stackFileSource } from "../../core/stack-config-source";
+
+describe("stack config source: one reader for the program, the providers and the stack files", () => {
+    it("parses the object values Pulumi hands over as JSON text, and keeps the API key's value", () => {
+        const values: Record<string, string> = {
+            host: '{"name":"kpro5","address":"10.1.2.5"}',
+            generateApiKey: "true",
+            apiKey: "0123456789abcdef0123",
+        };
+        assert.deepEqual(rawStackConfig((n) => values[n]), {
+            host: { name: "kpro5", address: "10.1.2.5" },
+            generateApiKey: true,
+            apiKey: "0123456789abcdef0123",
+        });
+    });
+
+    it("takes the SSH key's presence only, never its value", () => {
+        assert.equal(rawStackConfig((n) => (n === "sshPrivateKey" ? "-----BEGIN OPENSSH PRIVATE KEY-----..." : undefined)).sshPrivateKey, SECRET_PRESENT);
+    });
+
+    it("reads a stack file's config map, an encrypted value as the stand-in", () => {
+        const doc = { config: { "sglang-serve:service": { name: "qwen" }, "sglang-serve:apiKey": { secure: "v1:abc" }, "other:host": { name: "x" } } };
+        assert.deepEqual(rawStackConfig(stackFileSource(doc, "STAND-IN")), { service: { name: "qwen" }, apiKey: "STAND-IN" });
+    });
+
+    it("gives the providers host.sshPrivateKeyPath, and nothing for a host section that is not an object", () => {
+        assert.equal(sshPrivateKeyPath((n) => (n === "host" ? '{"sshPrivateKeyPath":"~/.ssh/id_ed25519"}' : undefined)), "~/.ssh/id_ed25519");
+        assert.equal(sshPrivateKeyPath((n) => (n === "host" ? "not json" : undefined)), undefined);
+        assert.equal(sshPrivateKeyPath(() => undefined), undefined);
+    });
+});
