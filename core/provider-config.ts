@@ -1,8 +1,8 @@
 /**
  * The stack config the dynamic providers read at run time, by field: the
- * credentials, which are never inputs and never in resource state. Both
- * dynamic-provider hosts use it (the SDK's through the provider module's
- * `configure`, components/dynamic-provider.ts; ours in providers/host/service.ts).
+ * credentials, which are never inputs and never in resource state. The
+ * provider module's `configure` (components/dynamic-provider.ts) reads these
+ * keys and hands them to providers/context.ts.
  */
 export const PROVIDER_CONFIG_KEYS = {
     sshPrivateKey: "sglang-serve:sshPrivateKey",
