@@ -91,7 +91,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         expectExit(script, 0, "read-gate install-script");
         const r = await run(sshArgv(info, "host", "sh"), script.stdout);
         assert.equal(r.code, 0, r.stderr);
-        assert.match(r.stdout, /sglang-serve-read-gate 1 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/);
+        assert.match(r.stdout, /sglang-serve-read-gate 3 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/);
         const line = fs.readFileSync(labPaths(labDir).authorizedKeys, "utf8").split("\n").find((l) => l.endsWith(" sglang-serve-read"));
         assert.match(line ?? "", /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129",restrict ssh-ed25519 /);
 
