@@ -59,9 +59,7 @@ export class SglangService extends pulumi.ComponentResource {
         const service = args.service;
         const hasApiKey = args.apiKey !== undefined;
         const argv = renderArgv(service, hasApiKey ? { apiKeyEnv: API_KEY_ENV } : {});
-        const secrets = hasApiKey
-            ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k })))
-            : undefined;
+        const secrets = hasApiKey ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k }))) : undefined;
         const flagged = flagMap(argv);
         const owner = args.owner ?? { project: pulumi.getProject(), stack: pulumi.getStack() };
         const unit = new SystemdService(

@@ -157,7 +157,12 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
         });
     }
     if (facts.model !== "present") {
-        const what = facts.model === "missing" ? "does not exist on the box" : facts.model === "no-config" ? "has no config.json" : "has a config.json that cannot be read";
+        const what =
+            facts.model === "missing"
+                ? "does not exist on the box"
+                : facts.model === "no-config"
+                  ? "has no config.json"
+                  : "has a config.json that cannot be read";
         found.push({ property: "service.model.path", reason: `service.model.path ${expect.modelPath} ${what}: copy the model there or fix the path.` });
         return found;
     }
@@ -186,9 +191,16 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
     }
     // What the declared config left to the box: SGLang's rules with the box's architecture, the memory check with its weights.
     if (expect.architecture === undefined && facts.architecture !== undefined) {
-        const verdict = judgeServerArgs(sglangRelease(expect.sglangVersion), { ...expect.serverArgs, architecture: facts.architecture, layerTypes: facts.layerTypes });
+        const verdict = judgeServerArgs(sglangRelease(expect.sglangVersion), {
+            ...expect.serverArgs,
+            architecture: facts.architecture,
+            layerTypes: facts.layerTypes,
+        });
         for (const r of verdict.refusals) {
-            found.push({ property: r.key, reason: `${r.key}: on this box's ${facts.architecture} (from config.json), SGLang ${expect.sglangVersion} refuses it at startup with ${r.error}; fix: ${r.fix}.` });
+            found.push({
+                property: r.key,
+                reason: `${r.key}: on this box's ${facts.architecture} (from config.json), SGLang ${expect.sglangVersion} refuses it at startup with ${r.error}; fix: ${r.fix}.`,
+            });
         }
     }
     const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;

@@ -48,8 +48,7 @@ const EXTRA_ARG = /^--[a-z0-9][a-z0-9-]*(=[A-Za-z0-9._/@+,=:%-]*)?$/;
 const SERVICE_NAME = /^[a-z][a-z0-9-]{0,39}$/;
 const LABEL = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const USER_NAME = /^[a-z_][a-z0-9_-]{0,31}$/;
-const DNS_NAME =
-    /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const DNS_NAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const IPV6 = /^[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:[0-9A-Fa-f:]*$/;
 const SERVED_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$/;
@@ -105,23 +104,22 @@ export function apiKeyProblem(key: string): string | undefined {
     return undefined;
 }
 
-const HOST_ADDRESS_HELP =
-    "must be an IPv4 address, an IPv6 address or a DNS name (letters, digits, '-' and '.'); nothing else, so it is safe in commands";
+const HOST_ADDRESS_HELP = "must be an IPv4 address, an IPv6 address or a DNS name (letters, digits, '-' and '.'); nothing else, so it is safe in commands";
 
 const absolutePath = () =>
-    z
-        .string()
-        .regex(ABSOLUTE_PATH, {
-            error: "must be an absolute path of letters, digits and ._/@+- only (no spaces, quotes, $ or control characters): rename or symlink it to such a path",
-        });
+    z.string().regex(ABSOLUTE_PATH, {
+        error: "must be an absolute path of letters, digits and ._/@+- only (no spaces, quotes, $ or control characters): rename or symlink it to such a path",
+    });
 
 const hostAddress = () => z.string().refine(isHostAddress, { error: HOST_ADDRESS_HELP });
 
 const port = () =>
-    fromNumericString(z
-        .int({ error: "must be a whole number from 1 to 65535" })
-        .min(1, { error: "must be a port from 1 to 65535" })
-        .max(65535, { error: "must be a port from 1 to 65535" }));
+    fromNumericString(
+        z
+            .int({ error: "must be a whole number from 1 to 65535" })
+            .min(1, { error: "must be a port from 1 to 65535" })
+            .max(65535, { error: "must be a port from 1 to 65535" }),
+    );
 
 /** Why `text` is not a pinned host key (core/host-key.ts), or undefined when it is. */
 export function hostKeyProblem(text: string): string | undefined {
@@ -153,10 +151,7 @@ export const HostSchema = z.strictObject({
     topology: z.enum(["pct-exec", "direct"], {
         error: 'must be "pct-exec" (commands go through the Proxmox host with `pct exec`) or "direct" (ssh straight into the container)',
     }),
-    sshPrivateKeyPath: z
-        .string()
-        .regex(KEY_PATH, { error: "must be an absolute path or one under ~/ of letters, digits and ._/@+- only" })
-        .optional(),
+    sshPrivateKeyPath: z.string().regex(KEY_PATH, { error: "must be an absolute path or one under ~/ of letters, digits and ._/@+- only" }).optional(),
     gpus: GpuSpecSchema,
 });
 
@@ -189,9 +184,7 @@ export const ContainerSchema = z.strictObject({
     features: z.strictObject({ nesting: fromBooleanString(z.boolean()).optional(), keyctl: fromBooleanString(z.boolean()).optional() }).optional(),
     network: ContainerNetworkSchema.optional(),
     /** Indices of the host GPUs passed through (device nodes bind-mounted, cgroup-allowed). */
-    gpus: z
-        .array(fromNumericString(z.int().min(0).max(63)))
-        .min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
+    gpus: z.array(fromNumericString(z.int().min(0).max(63))).min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
 });
 
 export const SpeculativeSchema = z.strictObject({
@@ -230,11 +223,9 @@ export const ServiceSchema = z.strictObject({
     speculative: SpeculativeSchema.optional(),
     mambaSchedulerStrategy: z.enum(MAMBA_SCHEDULER_STRATEGIES).optional(),
     disableRadixCache: fromBooleanString(z.boolean()).default(false),
-    memFractionStatic: fromNumericString(z
-        .number()
-        .gt(0, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" })
-        .lt(1, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }))
-        .optional(),
+    memFractionStatic: fromNumericString(
+        z.number().gt(0, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }).lt(1, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }),
+    ).optional(),
     /** SGLang resets this to 48 with speculative decoding when unset. */
     maxRunningRequests: fromNumericString(z.int().min(1)).optional(),
     /** `--host`; SGLang listens on 127.0.0.1 when unset. */
@@ -264,14 +255,13 @@ export const ReadinessSchema = z.strictObject({
     /** Budget from start to ready: weight loading (30-90 s) plus CUDA-graph capture (minutes). */
     startupTimeoutSeconds: fromNumericString(z.int().min(30).max(86400)).default(900),
     pollIntervalSeconds: fromNumericString(z.number().positive().max(60)).default(1),
-    probeTimeoutSeconds: fromNumericString(z
-        .number()
-        .min(MIN_PROBE_TIMEOUT_SECONDS, {
+    probeTimeoutSeconds: fromNumericString(
+        z.number().min(MIN_PROBE_TIMEOUT_SECONDS, {
             error:
                 `must be at least ${MIN_PROBE_TIMEOUT_SECONDS} s: SGLang's /health waits up to SGLANG_HEALTH_CHECK_TIMEOUT ` +
                 `(${HEALTH_CHECK_TIMEOUT_SECONDS} s) before answering 503, so a shorter probe calls a healthy server down`,
-        }))
-        .default(30),
+        }),
+    ).default(30),
     gpuReleaseTimeoutSeconds: fromNumericString(z.int().min(0).max(3600)).default(120),
     chatCheck: fromBooleanString(z.boolean()).default(true),
     /**
@@ -350,9 +340,7 @@ export interface ConfigIssue {
     message: string;
 }
 
-export type ValidationResult =
-    | { ok: true; config: StackConfig; warnings: string[] }
-    | { ok: false; issues: ConfigIssue[]; warnings: string[] };
+export type ValidationResult = { ok: true; config: StackConfig; warnings: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[] };
 
 /** `["service", "extraArgs", 2]` -> `service.extraArgs[2]`. */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -614,7 +602,13 @@ function mambaTrackInterval(service: ServiceConfig): { value: number; index: num
     return index === -1 ? undefined : { value: Number(service.extraArgs[index]!.split("=")[1]), index };
 }
 
-const SERVER_ARGS_INPUTS = ["service.speculative", "service.disableRadixCache", "service.model.architecture", "service.sglangVersion", "service.mambaSchedulerStrategy"];
+const SERVER_ARGS_INPUTS = [
+    "service.speculative",
+    "service.disableRadixCache",
+    "service.model.architecture",
+    "service.sglangVersion",
+    "service.mambaSchedulerStrategy",
+];
 
 /**
  * SGLang's own verdict on the settings (core/sglang-server-args.ts, per
@@ -778,7 +772,11 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
         container.gpus.forEach((index, i) => {
             const path = `container.gpus[${i}]`;
             if (index >= host.gpus.count) {
-                f.issue(path, index, `${path} is GPU ${index} but host.gpus.count is ${host.gpus.count} (indices 0..${host.gpus.count - 1}): pass through an existing GPU.`);
+                f.issue(
+                    path,
+                    index,
+                    `${path} is GPU ${index} but host.gpus.count is ${host.gpus.count} (indices 0..${host.gpus.count - 1}): pass through an existing GPU.`,
+                );
             }
             if (seen.has(index)) f.issue(path, index, `${path} lists GPU ${index} twice: remove the duplicate.`);
             seen.add(index);
@@ -799,7 +797,12 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
 }
 
 /** Whether the weights over `tp` GPUs plus the reserve fit each GPU's static pool. */
-export function staticPoolFit(weightsGB: number, memFractionStatic: number | undefined, memoryMiB: number, tp: number): { needGiB: number; budgetGiB: number; fits: boolean } {
+export function staticPoolFit(
+    weightsGB: number,
+    memFractionStatic: number | undefined,
+    memoryMiB: number,
+    tp: number,
+): { needGiB: number; budgetGiB: number; fits: boolean } {
     const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
     const weightsGiB = (weightsGB * 1e9) / tp / GIB;
     const needGiB = weightsGiB + STATIC_POOL_RESERVE_GIB;
@@ -919,18 +922,13 @@ function applyRules(input: RuleInput, f: Findings): void {
 // Entry point
 // ---------------------------------------------------------------------------
 
-
 /**
  * A section with its bad values taken out (unknown keys and invalid leaves
  * removed, so defaults apply), parsed again: lets the cross-field rules run
  * on a section with a typo, so one pass reports every problem. Undefined
  * when the section still does not parse (e.g. a required key was bad).
  */
-function salvageSection(
-    schema: z.ZodType,
-    section: unknown,
-    issues: readonly z.core.$ZodIssue[],
-): { data: unknown; removed: PropertyKey[][] } | undefined {
+function salvageSection(schema: z.ZodType, section: unknown, issues: readonly z.core.$ZodIssue[]): { data: unknown; removed: PropertyKey[][] } | undefined {
     if (!isRecord(section)) return undefined;
     const copy: unknown = structuredClone(section);
     const removed: PropertyKey[][] = [];
@@ -952,7 +950,11 @@ function salvageSection(
 function withoutHoles(value: unknown, hole: symbol): unknown {
     if (Array.isArray(value)) return value.filter((v) => v !== hole).map((v) => withoutHoles(v, hole));
     if (isRecord(value)) {
-        return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== hole).map(([k, v]) => [k, withoutHoles(v, hole)]));
+        return Object.fromEntries(
+            Object.entries(value)
+                .filter(([, v]) => v !== hole)
+                .map(([k, v]) => [k, withoutHoles(v, hole)]),
+        );
     }
     return value;
 }

@@ -43,7 +43,6 @@ function mask(value: unknown): unknown {
     return value === undefined ? undefined : SECRET_MASK;
 }
 
-
 export function deepEqual(a: unknown, b: unknown): boolean {
     if (Object.is(a, b)) return true;
     if (Array.isArray(a) && Array.isArray(b)) {

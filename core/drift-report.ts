@@ -143,7 +143,6 @@ const IGNORED_FIELDS: ReadonlySet<string> = new Set([
 /** Ops a refresh resolves to when the box matches the state. */
 const UNCHANGED_OPS: ReadonlySet<string> = new Set(["same", "refresh"]);
 
-
 function isSecretValue(value: unknown): boolean {
     return value === SECRET_MASK || (isRecord(value) && value[SECRET_SIG_KEY] === SECRET_SIG_VALUE);
 }
@@ -163,11 +162,13 @@ export function resourceTypeOf(urn: string): string {
 }
 
 function linesOf(text: string): string[] {
-    return text
-        .split("\n")
-        // A unit's continued ExecStart lines end in a backslash: the flag is the news, not the backslash.
-        .map((l) => l.trim().replace(/\s*\\$/, ""))
-        .filter((l) => l !== "");
+    return (
+        text
+            .split("\n")
+            // A unit's continued ExecStart lines end in a backslash: the flag is the news, not the backslash.
+            .map((l) => l.trim().replace(/\s*\\$/, ""))
+            .filter((l) => l !== "")
+    );
 }
 
 /** Lines of `a` not matched in `b` (as a multiset), in `a`'s order. */
@@ -339,10 +340,7 @@ export function driftChanges(input: { digest?: PreviewDigest; events?: readonly 
  * the rows and the change summary. When the engine says drift but no
  * resource could be shown (no event log, a stale digest), one row says so.
  */
-export function driftReport(
-    stack: string,
-    input: { digest?: PreviewDigest; events?: readonly EngineEvent[]; exitCode?: number },
-): DriftReport {
+export function driftReport(stack: string, input: { digest?: PreviewDigest; events?: readonly EngineEvent[]; exitCode?: number }): DriftReport {
     const events = input.events ?? [];
     const changes = driftChanges({ digest: input.digest, events });
     const summary = changeSummaryOf(input.digest, events);

@@ -67,9 +67,7 @@ export function gpuExpectationProblems(expected: GpuExpectation, gpus: readonly 
             problems.push(`GPU ${gpu.index} is "${gpu.name}", not "${expected.name}" (sglang-serve:host.gpus.name)`);
         }
         if (Math.abs(gpu.memoryMiB - expected.memoryMiB) > expected.memoryMiB * 0.02) {
-            problems.push(
-                `GPU ${gpu.index} has ${gpu.memoryMiB} MiB, not ${expected.memoryMiB} MiB (sglang-serve:host.gpus.memoryMiB)`,
-            );
+            problems.push(`GPU ${gpu.index} has ${gpu.memoryMiB} MiB, not ${expected.memoryMiB} MiB (sglang-serve:host.gpus.memoryMiB)`);
         }
     }
     return problems;

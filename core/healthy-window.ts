@@ -11,29 +11,29 @@
 import { AttemptContext, attemptSuffix, classifyJournalLine, describeFailure, FailureCause, HealthObservation, Observation } from "./readiness";
 
 export interface HealthyWindowState {
-  /** Gate time (ms since the start) when the window opened. */
-  readonly openedAtMs: number;
-  readonly windowMs: number;
-  /** The main process that was ready; another one (or none) is a restart. */
-  readonly mainPid: number;
-  readonly nRestarts: number;
-  readonly polls: number;
-  /** Set once healthy or failed; every later step repeats it. */
-  readonly final: WindowDecision | null;
+    /** Gate time (ms since the start) when the window opened. */
+    readonly openedAtMs: number;
+    readonly windowMs: number;
+    /** The main process that was ready; another one (or none) is a restart. */
+    readonly mainPid: number;
+    readonly nRestarts: number;
+    readonly polls: number;
+    /** Set once healthy or failed; every later step repeats it. */
+    readonly final: WindowDecision | null;
 }
 
 export type WindowDecision =
-  | { kind: "holding"; elapsedMs: number; heldMs: number; windowMs: number }
-  | { kind: "healthy"; elapsedMs: number; heldMs: number; polls: number }
-  | { kind: "failed"; elapsedMs: number; cause: Extract<FailureCause, { kind: "unhealthy" }> };
+    | { kind: "holding"; elapsedMs: number; heldMs: number; windowMs: number }
+    | { kind: "healthy"; elapsedMs: number; heldMs: number; polls: number }
+    | { kind: "failed"; elapsedMs: number; cause: Extract<FailureCause, { kind: "unhealthy" }> };
 
 /** Opens the window on the server the readiness machine called ready (its MainPID and NRestarts). */
 export function openHealthyWindow(at: { elapsedMs: number; mainPid: number; nRestarts: number }, windowMs: number): HealthyWindowState {
-  return { openedAtMs: at.elapsedMs, windowMs, mainPid: at.mainPid, nRestarts: at.nRestarts, polls: 0, final: null };
+    return { openedAtMs: at.elapsedMs, windowMs, mainPid: at.mainPid, nRestarts: at.nRestarts, polls: 0, final: null };
 }
 
 function describeHealth(h: HealthObservation): string {
-  return "status" in h ? `HTTP ${h.status}` : h.error;
+    return "status" in h ? `HTTP ${h.status}` : h.error;
 }
 
 /**
@@ -43,40 +43,40 @@ function describeHealth(h: HealthObservation): string {
  * its end, so the last answer judged is one from after the whole window.
  */
 export function stepWindow(state: HealthyWindowState, obs: Observation): { state: HealthyWindowState; decision: WindowDecision } {
-  if (state.final) return { state, decision: state.final };
-  const heldMs = Math.max(0, obs.elapsedMs - state.openedAtMs);
-  const polls = state.polls + 1;
-  const fail = (detail: string, fatal?: { reason: string; line: string }): { state: HealthyWindowState; decision: WindowDecision } => {
-    const decision: WindowDecision = {
-      kind: "failed",
-      elapsedMs: obs.elapsedMs,
-      cause: { kind: "unhealthy", heldMs, windowMs: state.windowMs, detail, ...(fatal ? { fatalReason: fatal.reason, line: fatal.line } : {}) },
+    if (state.final) return { state, decision: state.final };
+    const heldMs = Math.max(0, obs.elapsedMs - state.openedAtMs);
+    const polls = state.polls + 1;
+    const fail = (detail: string, fatal?: { reason: string; line: string }): { state: HealthyWindowState; decision: WindowDecision } => {
+        const decision: WindowDecision = {
+            kind: "failed",
+            elapsedMs: obs.elapsedMs,
+            cause: { kind: "unhealthy", heldMs, windowMs: state.windowMs, detail, ...(fatal ? { fatalReason: fatal.reason, line: fatal.line } : {}) },
+        };
+        return { state: { ...state, polls, final: decision }, decision };
     };
-    return { state: { ...state, polls, final: decision }, decision };
-  };
 
-  for (const line of obs.newJournalLines) {
-    const c = classifyJournalLine(line);
-    if (c.kind === "fatal") return fail(`fatal log line (${c.reason}): ${line}`, { reason: c.reason, line });
-  }
-  const u = obs.unit;
-  if (u.subState === "auto-restart") return fail(`the unit is ${u.activeState}/${u.subState}: its main process died and systemd is restarting it`);
-  if (u.activeState !== "active" && u.activeState !== "reloading") return fail(`the unit is ${u.activeState}/${u.subState}`);
-  if (u.nRestarts > state.nRestarts) return fail(`systemd restarted the unit (NRestarts ${state.nRestarts} -> ${u.nRestarts})`);
-  if (u.mainPid !== state.mainPid) {
-    return fail(
-      u.mainPid === 0
-        ? `the main process ${state.mainPid} exited`
-        : `the main process changed (MainPID ${state.mainPid} -> ${u.mainPid}): it was restarted`,
-    );
-  }
-  if (!("status" in obs.health) || obs.health.status !== 200) return fail(`GET /health answered ${describeHealth(obs.health)}, not 200`);
+    for (const line of obs.newJournalLines) {
+        const c = classifyJournalLine(line);
+        if (c.kind === "fatal") return fail(`fatal log line (${c.reason}): ${line}`, { reason: c.reason, line });
+    }
+    const u = obs.unit;
+    if (u.subState === "auto-restart") return fail(`the unit is ${u.activeState}/${u.subState}: its main process died and systemd is restarting it`);
+    if (u.activeState !== "active" && u.activeState !== "reloading") return fail(`the unit is ${u.activeState}/${u.subState}`);
+    if (u.nRestarts > state.nRestarts) return fail(`systemd restarted the unit (NRestarts ${state.nRestarts} -> ${u.nRestarts})`);
+    if (u.mainPid !== state.mainPid) {
+        return fail(
+            u.mainPid === 0
+                ? `the main process ${state.mainPid} exited`
+                : `the main process changed (MainPID ${state.mainPid} -> ${u.mainPid}): it was restarted`,
+        );
+    }
+    if (!("status" in obs.health) || obs.health.status !== 200) return fail(`GET /health answered ${describeHealth(obs.health)}, not 200`);
 
-  const decision: WindowDecision =
-    heldMs >= state.windowMs
-      ? { kind: "healthy", elapsedMs: obs.elapsedMs, heldMs, polls }
-      : { kind: "holding", elapsedMs: obs.elapsedMs, heldMs, windowMs: state.windowMs };
-  return { state: { ...state, polls, final: decision.kind === "holding" ? null : decision }, decision };
+    const decision: WindowDecision =
+        heldMs >= state.windowMs
+            ? { kind: "healthy", elapsedMs: obs.elapsedMs, heldMs, polls }
+            : { kind: "holding", elapsedMs: obs.elapsedMs, heldMs, windowMs: state.windowMs };
+    return { state: { ...state, polls, final: decision.kind === "holding" ? null : decision }, decision };
 }
 
 /**
@@ -85,24 +85,24 @@ export function stepWindow(state: HealthyWindowState, obs: Observation): { state
  * Returns the failure, or null when nothing but /health is left to judge.
  */
 export function earlyWindowFailure(state: HealthyWindowState, obs: Omit<Observation, "health">): WindowDecision | null {
-  const d = stepWindow(state, { ...obs, health: { status: 200 } }).decision;
-  return d.kind === "failed" ? d : null;
+    const d = stepWindow(state, { ...obs, health: { status: 200 } }).decision;
+    return d.kind === "failed" ? d : null;
 }
 
 const seconds = (ms: number): number => Math.round(ms / 1000);
 
 /** e.g. "[readiness] healthy window — 48 s elapsed, healthy for 12 s of 30 s (budget 30 s, attempt 1 of 2)". */
 export function formatWindowProgress(decision: WindowDecision, context?: AttemptContext): string {
-  switch (decision.kind) {
-    case "holding":
-      return `[readiness] healthy window — ${seconds(decision.elapsedMs)} s elapsed, healthy for ${seconds(decision.heldMs)} s of ${seconds(decision.windowMs)} s (budget ${seconds(decision.windowMs)} s${attemptSuffix(context)})`;
-    case "healthy":
-      return `[readiness] stayed healthy for ${seconds(decision.heldMs)} s after ready (same main process, unit active, no fatal log line, GET /health = 200 on ${decision.polls} polls)`;
-    case "failed":
-      return `[readiness] failed after ${seconds(decision.elapsedMs)} s in the healthy window: ${describeFailure(decision.cause)}`;
-    default: {
-      const never: never = decision;
-      throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+    switch (decision.kind) {
+        case "holding":
+            return `[readiness] healthy window — ${seconds(decision.elapsedMs)} s elapsed, healthy for ${seconds(decision.heldMs)} s of ${seconds(decision.windowMs)} s (budget ${seconds(decision.windowMs)} s${attemptSuffix(context)})`;
+        case "healthy":
+            return `[readiness] stayed healthy for ${seconds(decision.heldMs)} s after ready (same main process, unit active, no fatal log line, GET /health = 200 on ${decision.polls} polls)`;
+        case "failed":
+            return `[readiness] failed after ${seconds(decision.elapsedMs)} s in the healthy window: ${describeFailure(decision.cause)}`;
+        default: {
+            const never: never = decision;
+            throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+        }
     }
-  }
 }

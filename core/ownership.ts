@@ -48,21 +48,12 @@ export type WriteDecision =
  * May `self` write (change, restart) the unit whose owner on the box is
  * `live`? `unit` and `where` only shape the message.
  */
-export function decideWrite(args: {
-    live: UnitOwner | undefined;
-    self: UnitOwner;
-    takeOverFrom?: string;
-    unit: string;
-    where: string;
-}): WriteDecision {
+export function decideWrite(args: { live: UnitOwner | undefined; self: UnitOwner; takeOverFrom?: string; unit: string; where: string }): WriteDecision {
     const { live, self, takeOverFrom, unit, where } = args;
     if (!live) return { kind: "unowned" };
     if (sameOwner(live, self)) return { kind: "ours" };
     if (takeOverFrom !== undefined && namesOwner(takeOverFrom, live, self)) return { kind: "take-over", from: live };
-    const named =
-        takeOverFrom === undefined
-            ? ""
-            : ` (sglang-serve:service.takeOverFrom is ${JSON.stringify(takeOverFrom)}, which is not its owner)`;
+    const named = takeOverFrom === undefined ? "" : ` (sglang-serve:service.takeOverFrom is ${JSON.stringify(takeOverFrom)}, which is not its owner)`;
     return {
         kind: "refuse",
         owner: live,

@@ -300,7 +300,14 @@ function sameProperties(a: string, b: string | undefined): boolean {
  */
 export function pctSetArgs(desired: ContainerConfig, live: PctConfig): PctSetPlan {
     const changes: PctChange[] = [];
-    const consider = (field: string, option: string, declared: string | undefined, actual: string | undefined, needsRestart: boolean, same = declared === actual) => {
+    const consider = (
+        field: string,
+        option: string,
+        declared: string | undefined,
+        actual: string | undefined,
+        needsRestart: boolean,
+        same = declared === actual,
+    ) => {
         if (declared === undefined || same) return;
         changes.push({ field, option, declared, actual, needsRestart });
     };

@@ -60,7 +60,9 @@ export interface PublicKey {
 export function parsePublicKey(text: string): PublicKey {
     const trimmed = text.trim();
     if (/PRIVATE KEY/.test(trimmed)) {
-        throw new ReadGateOptionError("--public-key: that is a private key; give the read-only key's .pub file (the private key goes into the CI secret SGLANG_SERVE_READ_SSH_KEY)");
+        throw new ReadGateOptionError(
+            "--public-key: that is a private key; give the read-only key's .pub file (the private key goes into the CI secret SGLANG_SERVE_READ_SSH_KEY)",
+        );
     }
     const lines = trimmed.split("\n").filter((l) => l.trim() !== "");
     const [type, blob] = (lines[0] ?? "").trim().split(/\s+/);
@@ -77,7 +79,9 @@ export function parsePublicKey(text: string): PublicKey {
 function gatePathOf(opts: ReadKeyOptions): string {
     const p = opts.gatePath ?? DEFAULT_GATE_PATH;
     if (!SAFE_PATH.test(p) || p.split("/").includes("..")) {
-        throw new ReadGateOptionError(`--gate-path ${JSON.stringify(p)} must be an absolute path of letters, digits and ._/+- (it goes into the key's command="...")`);
+        throw new ReadGateOptionError(
+            `--gate-path ${JSON.stringify(p)} must be an absolute path of letters, digits and ._/+- (it goes into the key's command="...")`,
+        );
     }
     return p;
 }
@@ -87,7 +91,8 @@ export function gateArgs(scope: GateScope): string[] {
     if ("direct" in scope) return ["--direct"];
     if (scope.vmids.length === 0) throw new ReadGateOptionError("give --vmid <vmid> (the container the key may read through pct) or --direct");
     for (const v of scope.vmids) {
-        if (!Number.isInteger(v) || v < 100 || v > 999_999_999) throw new ReadGateOptionError(`--vmid ${v} is not a Proxmox container id (an integer from 100)`);
+        if (!Number.isInteger(v) || v < 100 || v > 999_999_999)
+            throw new ReadGateOptionError(`--vmid ${v} is not a Proxmox container id (an integer from 100)`);
     }
     return [...new Set(scope.vmids)].sort((a, b) => a - b).flatMap((v) => ["--vmid", String(v)]);
 }
@@ -105,7 +110,9 @@ export function authorizedKeysLine(opts: ReadKeyOptions): string {
     const options = [`command="${gateCommand(opts)}"`, "restrict"];
     if (opts.from !== undefined) {
         if (!FROM_PATTERNS.test(opts.from)) {
-            throw new ReadGateOptionError(`--from ${JSON.stringify(opts.from)} must be sshd from= patterns: addresses, CIDRs or host names, comma-separated (no spaces or quotes)`);
+            throw new ReadGateOptionError(
+                `--from ${JSON.stringify(opts.from)} must be sshd from= patterns: addresses, CIDRs or host names, comma-separated (no spaces or quotes)`,
+            );
         }
         options.push(`from="${opts.from}"`);
     }
@@ -127,7 +134,7 @@ function keysWord(authorizedKeys: string | undefined): string {
 const WITHOUT_KEY = `awk -v b="$blob" '{ for (i = 1; i <= NF; i++) if ($i == b) next; print }'`;
 
 const KEYS_PRELUDE = [
-    "fail() { echo \"sglang-serve read gate on $(hostname): $*\" >&2; exit 1; }",
+    'fail() { echo "sglang-serve read gate on $(hostname): $*" >&2; exit 1; }',
     // Proxmox: /root/.ssh/authorized_keys is a link to the cluster's /etc/pve/priv/authorized_keys; write the file, keep the link.
     'target=$keys; if [ -L "$keys" ]; then target=$(readlink -f "$keys"); fi',
 ];
@@ -159,11 +166,11 @@ export function renderInstallScript(opts: InstallOptions): string {
         `line=${shQuote(line)}`,
         `blob=${shQuote(key.blob)}`,
         ...KEYS_PRELUDE,
-        "[ -x /usr/bin/python3 ] || fail \"the gate needs /usr/bin/python3: install it (apt-get install python3) and run this again\"",
+        '[ -x /usr/bin/python3 ] || fail "the gate needs /usr/bin/python3: install it (apt-get install python3) and run this again"',
         'dir=$(dirname "$gate")',
         'mkdir -p "$dir"',
         'tmp="$gate.tmp.$$"; ktmp="$target.sglang-serve.$$"',
-        "trap 'rm -f \"$tmp\" \"$ktmp\"' EXIT",
+        'trap \'rm -f "$tmp" "$ktmp"\' EXIT',
         "umask 022",
         `cat > "$tmp" <<'${HEREDOC_END}'`,
         `${opts.gateText}${HEREDOC_END}`,

@@ -193,10 +193,7 @@ const SWITCH_FLAGS: Record<string, (fields: ArgvFields) => void> = {
 };
 
 function checkValue(flag: string, kind: ValueKind, value: string): void {
-    const ok =
-        kind === "string" ||
-        (kind === "int" && /^-?\d+$/.test(value)) ||
-        (kind === "float" && value.trim() !== "" && Number.isFinite(Number(value)));
+    const ok = kind === "string" || (kind === "int" && /^-?\d+$/.test(value)) || (kind === "float" && value.trim() !== "" && Number.isFinite(Number(value)));
     if (!ok) throw new ArgvError(`${flag} needs ${kind === "int" ? "a whole number" : "a number"}, got ${JSON.stringify(value)}`);
 }
 

@@ -227,9 +227,7 @@ function speculativeDecoding(release: SglangRelease, input: ServerArgsInput, run
     const resetMaxRunning = () => {
         if (runs.maxRunningRequests !== undefined) return;
         runs.maxRunningRequests = 48;
-        warnings.push(
-            "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.",
-        );
+        warnings.push("Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.");
     };
 
     if (algorithm === "DFLASH") {

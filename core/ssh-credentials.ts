@@ -8,10 +8,7 @@
  */
 
 export type SshCredentialSource =
-    | { kind: "secret" }
-    | { kind: "key-file"; path: string }
-    | { kind: "agent"; socket: string }
-    | { kind: "none"; message: string };
+    { kind: "secret" } | { kind: "key-file"; path: string } | { kind: "agent"; socket: string } | { kind: "none"; message: string };
 
 export function chooseSshCredentials(args: { secretSet: boolean; keyPath?: string; agentSocket?: string }): SshCredentialSource {
     if (args.secretSet) return { kind: "secret" };

@@ -207,7 +207,8 @@ const OWNER_NOTE = "# Another stack refuses to change or delete this unit (see s
 /** The comment line that records the owner: `# sglang-serve owner: <project>/<stack>`. */
 export function ownerLine(owner: UnitOwner): string {
     const line = `${OWNER_PREFIX}${owner.project}/${owner.stack}`;
-    if (!OWNER_LINE.test(line)) throw new UnitSyntaxError(`owner ${JSON.stringify(`${owner.project}/${owner.stack}`)} is not <project>/<stack> of letters, digits and ._-`);
+    if (!OWNER_LINE.test(line))
+        throw new UnitSyntaxError(`owner ${JSON.stringify(`${owner.project}/${owner.stack}`)} is not <project>/<stack> of letters, digits and ._-`);
     return line;
 }
 

@@ -33,7 +33,10 @@ export function renderUnitReadScript(units: readonly UnitReadRequest[], marker: 
         sections.push({ name: `unit ${i}`, script: `{ cat ${shQuote(u.unitPath)} 2>/dev/null && echo; } || echo ${ABSENT}` });
         sections.push({ name: `env ${i}`, script: `(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null || echo none) | cut -d' ' -f1` });
     });
-    sections.push({ name: "show", script: `systemctl show -p Id -p ActiveState -p UnitFileState ${units.map((u) => shQuote(u.unitName)).join(" ")} 2>/dev/null || true` });
+    sections.push({
+        name: "show",
+        script: `systemctl show -p Id -p ActiveState -p UnitFileState ${units.map((u) => shQuote(u.unitName)).join(" ")} 2>/dev/null || true`,
+    });
     return renderBatch(sections, marker);
 }
 

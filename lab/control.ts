@@ -10,7 +10,24 @@ import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
 import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec } from "./layout";
-import { cgroupProcs, cgroupTree, cgroupTreeProcs, createLabCgroup, inMachineArgv, isAlive, killCgroup, killTree, mountNs, nsPid, pidsInNamespace, removeCgroup, runInMachine, sleep, startMachine, waitGone } from "./machine-ns";
+import {
+    cgroupProcs,
+    cgroupTree,
+    cgroupTreeProcs,
+    createLabCgroup,
+    inMachineArgv,
+    isAlive,
+    killCgroup,
+    killTree,
+    mountNs,
+    nsPid,
+    pidsInNamespace,
+    removeCgroup,
+    runInMachine,
+    sleep,
+    startMachine,
+    waitGone,
+} from "./machine-ns";
 import { writeModelDir } from "./model-dir";
 import { procDevicesWithNvidia } from "./gpu/proc-devices";
 import { confFile, isRunning, readConf, writeConf } from "./pve/ct-runtime";
@@ -22,253 +39,273 @@ import { Faults } from "./sglang/faults";
 import { ensureInstalled, realDir } from "./sglang/real/oracle";
 import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs, releasesCacheDir } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
+import * as yaml from "js-yaml";
 
 export type { Faults } from "./sglang/faults";
 export type { SimulatorEvent } from "./sglang/events";
 export type { LabInfo } from "./lab-info";
 
 export interface LabUpOptions {
-  /** Default: $SGLANG_LAB_DIR or <repo>/.lab. */
-  labDir?: string;
-  /** Default 127.0.2.5 (the Proxmox host). */
-  hostAddress?: string;
-  /** Default 127.0.1.29 (container 129). */
-  containerAddress?: string;
-  /** Default 22, or 2222 when 22 cannot be bound on the lab addresses. */
-  sshPort?: number;
-  vmid?: number;
-  gpus?: Array<{ name: string; memoryMiB: number }>;
-  driverVersion?: string;
-  /** Simulated SGLang startup time, seconds (default 3). */
-  startupSeconds?: number;
-  /** Seconds before a stopped server's GPU memory is free (default 2). */
-  gpuReleaseDelaySeconds?: number;
-  /** Total weight bytes of the model folder (default 53.8e9, Qwen3.6-27B's safetensors index). */
-  modelWeightBytes?: number;
-  /** Start from a clean container (config, units, model) but keep the keys. */
-  fresh?: boolean;
-  /** Progress lines (the rootfs build); default: none. */
-  log?: (message: string) => void;
+    /** Default: $SGLANG_LAB_DIR or <repo>/.lab. */
+    labDir?: string;
+    /** Default 127.0.2.5 (the Proxmox host). */
+    hostAddress?: string;
+    /** Default 127.0.1.29 (container 129). */
+    containerAddress?: string;
+    /** Default 22, or 2222 when 22 cannot be bound on the lab addresses. */
+    sshPort?: number;
+    vmid?: number;
+    gpus?: Array<{ name: string; memoryMiB: number }>;
+    driverVersion?: string;
+    /** Simulated SGLang startup time, seconds (default 3). */
+    startupSeconds?: number;
+    /** Seconds before a stopped server's GPU memory is free (default 2). */
+    gpuReleaseDelaySeconds?: number;
+    /** Total weight bytes of the model folder (default 53.8e9, Qwen3.6-27B's safetensors index). */
+    modelWeightBytes?: number;
+    /** Start from a clean container (config, units, model) but keep the keys. */
+    fresh?: boolean;
+    /** Progress lines (the rootfs build); default: none. */
+    log?: (message: string) => void;
 }
 
 export interface ExecResult {
-  code: number;
-  stdout: string;
-  stderr: string;
+    code: number;
+    stdout: string;
+    stderr: string;
 }
 
 export interface LabStatus {
-  labDir: string;
-  up: boolean;
-  host: { namespace: boolean; sshd: boolean; listening: boolean; address: string; port: number } | null;
-  /** namespace/init: the LXC container runs (systemd is its PID 1); sshd: Debian's ssh.service has a process. */
-  container: { namespace: boolean; running: boolean; sshd: boolean; init: boolean; listening: boolean; address: string; port: number; simulators: number[] } | null;
-  /** Every process of the lab (its cgroup: the host machine, LXC's monitors, the container). */
-  processes: number[];
+    labDir: string;
+    up: boolean;
+    host: { namespace: boolean; sshd: boolean; listening: boolean; address: string; port: number } | null;
+    /** namespace/init: the LXC container runs (systemd is its PID 1); sshd: Debian's ssh.service has a process. */
+    container: {
+        namespace: boolean;
+        running: boolean;
+        sshd: boolean;
+        init: boolean;
+        listening: boolean;
+        address: string;
+        port: number;
+        simulators: number[];
+    } | null;
+    /** Every process of the lab (its cgroup: the host machine, LXC's monitors, the container). */
+    processes: number[];
 }
 
 const DEFAULT_GPUS = [
-  { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
-  { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
+    { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
+    { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
 ];
 
 function under(p: string, dir: string): boolean {
-  const rel = path.relative(dir, p);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+    const rel = path.relative(dir, p);
+    return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
 export function readLabInfo(labDir = defaultLabDir()): LabInfo {
-  return readLabInfoFrom(labDir);
+    return readLabInfoFrom(labDir);
 }
 
 function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
-  return gpus.map((g, i) => ({
-    index: i,
-    name: g.name,
-    memoryMiB: g.memoryMiB,
-    uuid: `GPU-1a6b0c3e-5d2f-4e7a-9b8c-${String(i).padStart(12, "0")}`,
-    busId: `00000000:${(0x41 + i * 0x20).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
-  }));
+    return gpus.map((g, i) => ({
+        index: i,
+        name: g.name,
+        memoryMiB: g.memoryMiB,
+        uuid: `GPU-1a6b0c3e-5d2f-4e7a-9b8c-${String(i).padStart(12, "0")}`,
+        busId: `00000000:${(0x41 + i * 0x20).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
+    }));
 }
 
 /** A lab's id: names its cgroup and LXC path, so labs side by side never share LXC's abstract sockets or cgroups. */
 function labId(labDir: string): string {
-  return createHash("sha256").update(labDir).digest("hex").slice(0, 12);
+    return createHash("sha256").update(labDir).digest("hex").slice(0, 12);
 }
 
 /** Processes in the host machine's mount namespace (a lab whose cgroup is gone, or from before the lab had one). */
 function namespaceProcs(pids: Partial<LabPids>, labDir: string): number[] {
-  const holder = pids.hostHolder;
-  const ns = holder && isAlive(holder) ? mountNs(holder) : null;
-  const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []);
-  const ours = (pid: number) =>
-    ["cmdline", "environ"].some((f) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/${f}`, "utf8").includes(labDir);
-      } catch {
-        return false;
-      }
-    });
-  const out = new Set<number>();
-  if (ns) for (const p of pidsInNamespace(ns)) out.add(p);
-  // A recorded namespace counts only while a process in it belongs to this lab (inode numbers are reused).
-  for (const r of recorded) if (r !== ns && pidsInNamespace(r).some(ours)) for (const p of pidsInNamespace(r)) out.add(p);
-  return [...out];
+    const holder = pids.hostHolder;
+    const ns = holder && isAlive(holder) ? mountNs(holder) : null;
+    const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []);
+    const ours = (pid: number) =>
+        ["cmdline", "environ"].some((f) => {
+            try {
+                return fs.readFileSync(`/proc/${pid}/${f}`, "utf8").includes(labDir);
+            } catch {
+                return false;
+            }
+        });
+    const out = new Set<number>();
+    if (ns) for (const p of pidsInNamespace(ns)) out.add(p);
+    // A recorded namespace counts only while a process in it belongs to this lab (inode numbers are reused).
+    for (const r of recorded) if (r !== ns && pidsInNamespace(r).some(ours)) for (const p of pidsInNamespace(r)) out.add(p);
+    return [...out];
 }
 
 function labProcesses(info: LabInfo | null, pids: Partial<LabPids>, labDir: string): number[] {
-  const all = new Set<number>(namespaceProcs(pids, labDir));
-  if (info?.lxc?.cgroupDir) for (const p of cgroupTreeProcs(info.lxc.cgroupDir)) all.add(p);
-  return [...all].filter((p) => p !== process.pid);
+    const all = new Set<number>(namespaceProcs(pids, labDir));
+    if (info?.lxc?.cgroupDir) for (const p of cgroupTreeProcs(info.lxc.cgroupDir)) all.add(p);
+    return [...all].filter((p) => p !== process.pid);
 }
 
 /** The container's view of lab.json: what the stand-ins inside read (SGLANG_LAB_DIR=/var/lib/sglang-lab). */
 function containerView(info: LabInfo): LabInfo {
-  const share = (f: string) => path.join(CT_LAB.share, path.relative(info.share.lab, f));
-  return {
-    ...info,
-    labDir: CT_LAB.share,
-    distDir: path.join(CT_LAB.lib, "dist"),
-    nodePath: path.join(CT_LAB.lib, "node"),
-    gpuStateDir: share(info.gpuStateDir),
-    faultsFile: share(info.faultsFile),
-    eventsFile: share(info.eventsFile),
-  };
+    const share = (f: string) => path.join(CT_LAB.share, path.relative(info.share.lab, f));
+    return {
+        ...info,
+        labDir: CT_LAB.share,
+        distDir: path.join(CT_LAB.lib, "dist"),
+        nodePath: path.join(CT_LAB.lib, "node"),
+        gpuStateDir: share(info.gpuStateDir),
+        faultsFile: share(info.faultsFile),
+        eventsFile: share(info.eventsFile),
+    };
 }
 
 /** Brings the lab up (idempotent: an up lab is left as it is) and returns lab.json. */
 export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
-  const labDir = path.resolve(opts.labDir ?? defaultLabDir());
-  const L = labPaths(labDir);
-  fs.mkdirSync(labDir, { recursive: true });
-  const status = labStatus(labDir);
-  if (status.up) return readLabInfo(labDir);
-  if (status.processes.length > 0 || fs.existsSync(L.pids)) await labDown(labDir);
+    const labDir = path.resolve(opts.labDir ?? defaultLabDir());
+    const L = labPaths(labDir);
+    fs.mkdirSync(labDir, { recursive: true });
+    const status = labStatus(labDir);
+    if (status.up) return readLabInfo(labDir);
+    if (status.processes.length > 0 || fs.existsSync(L.pids)) await labDown(labDir);
 
-  const repo = repoDir();
-  if (opts.fresh) {
-    for (const d of [L.machine("host"), L.machine("container"), L.state, L.share, L.shims, L.ctLib]) fs.rmSync(d, { recursive: true, force: true });
-  }
-  // The stand-ins, copied into the lab: the machines run them from there, not from the checkout.
-  const distDir = path.join(L.ctLib, "dist");
-  fs.rmSync(distDir, { recursive: true, force: true });
-  fs.cpSync(buildStandIns(repo), distDir, { recursive: true });
-  const hostAddress = opts.hostAddress ?? "127.0.2.5";
-  const containerAddress = opts.containerAddress ?? "127.0.1.29";
-  let sshPort = opts.sshPort ?? 22;
-  if (opts.sshPort === undefined && !((await canBind(hostAddress, 22)) && (await canBind(containerAddress, 22)))) sshPort = 2222;
-  for (const a of [hostAddress, containerAddress]) {
-    if (!(await canBind(a, sshPort))) throw new Error(`lab: ${a}:${sshPort} is in use (another lab?); choose other addresses or SGLANG_LAB_DIR`);
-  }
-
-  // Keys: a client key and one host key per machine, kept across restarts so pinned keys stay valid.
-  const clientPublicKey = ensureKey(L.clientKey);
-  const hostKey = ensureKey(path.join(L.keys, "host", "ssh_host_ed25519_key"));
-  const ctKey = ensureKey(path.join(L.keys, "container", "ssh_host_ed25519_key"));
-  fs.writeFileSync(L.authorizedKeys, `${clientPublicKey} sglang-lab-client\n`, { mode: 0o600 });
-  fs.writeFileSync(L.knownHosts, `${knownHostsPattern(hostAddress, sshPort)} ${hostKey}\n${knownHostsPattern(containerAddress, sshPort)} ${ctKey}\n`);
-  fs.chmodSync(L.clientKey, 0o600);
-
-  const rootfsImage = ensureRootfs(opts.log);
-  // The real SGLang releases the container's venvs run (lab/sglang/real/install.sh; instant when current).
-  await ensureInstalled();
-  const id = labId(labDir);
-  const vmid = opts.vmid ?? 129;
-  const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
-  const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
-  const mounts = { host: machineMounts(labDir, "host", rootfsImage, releasesCacheDir()), container: machineMounts(labDir, "container") };
-  const modelWeightBytes = opts.modelWeightBytes ?? 53.8e9;
-  const info: LabInfo = {
-    schema: 2,
-    labDir,
-    repoDir: repo,
-    distDir,
-    nodePath: process.execPath,
-    lxc: { lxcPath: `/var/lib/lxc/lab-${id}`, cgroupDir: createLabCgroup(id), rootfsImage, rootfsInHost: ROOTFS_IN_HOST },
-    share: { lab: L.share, inContainer: CT_LAB.share },
-    host: { hostname: "kpro5", address: hostAddress, sshPort, hostKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.machine("host"), "sshd.log") },
-    container: { hostname: "llm-two", address: containerAddress, sshPort, hostKey: ctKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.share, "sshd.log"), vmid },
-    vmid,
-    clientKeyPath: L.clientKey,
-    clientPublicKey,
-    knownHostsFile: L.knownHosts,
-    modelPath: "/models/Qwen3.6-27B",
-    modelDir: path.join(mounts.container["/models"]!, "Qwen3.6-27B"),
-    modelWeightBytes,
-    gpus,
-    driverVersion: opts.driverVersion ?? "570.133.20",
-    cudaVersion: "12.8",
-    idleMemoryUsedMiB: 1,
-    deviceMajors,
-    gpuStateDir: L.gpu,
-    faultsFile: L.faults,
-    eventsFile: L.events,
-    simulator: { startupSeconds: opts.startupSeconds ?? 3, gpuReleaseDelaySeconds: opts.gpuReleaseDelaySeconds ?? 2 },
-    proxmoxVersion: "8.3.2",
-    mounts,
-  };
-
-  // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
-  // there, run by the host's node bound into the container. SGLang itself runs from the venvs (below).
-  const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
-  for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir);
-  const ct = containerView(info);
-  const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
-  writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);
-  fs.rmSync(path.join(L.shims, "venv"), { recursive: true, force: true });
-
-  for (const m of ["host", "container"] as MachineName[]) {
-    for (const [target, dir] of Object.entries(mounts[m])) if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST && target !== RELEASES_IN_HOST) fs.mkdirSync(dir, { recursive: true });
-  }
-  // The real SGLang releases, one venv each (/opt/sglang/venv is 0.5.11), run by the container's python3.
-  copySglangReal(realDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
-  fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
-  ensureVenvs(mounts.container["/opt"]!, rootfsImage);
-  fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
-  fs.mkdirSync(L.gpu, { recursive: true });
-  // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.
-  fs.writeFileSync(path.join(L.ctLib, "node"), "");
-  // The container's sshd: Debian's ssh.service with the lab's address, pinned host key and client key.
-  const ctSsh = mounts.container[CT_LAB.ssh]!;
-  fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key"), path.join(ctSsh, "ssh_host_ed25519_key"));
-  fs.chmodSync(path.join(ctSsh, "ssh_host_ed25519_key"), 0o600);
-  fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key.pub"), path.join(ctSsh, "ssh_host_ed25519_key.pub"));
-  fs.copyFileSync(L.authorizedKeys, path.join(ctSsh, "authorized_keys"));
-  fs.writeFileSync(sshdSpec(info, "container").configFile, renderSshdConfig(sshdSpec(info, "container")));
-  // LXC on the host finds the lab's containers in its own lxcpath.
-  const hostEtc = path.join(L.machine("host"), "etc.upper", "lxc");
-  fs.mkdirSync(hostEtc, { recursive: true });
-  fs.writeFileSync(path.join(hostEtc, "lxc.conf"), `lxc.lxcpath = ${info.lxc.lxcPath}\n`);
-  fs.writeFileSync(mounts.host["/proc/devices"]!, procDevicesWithNvidia(fs.readFileSync("/proc/devices", "utf8"), deviceMajors));
-  writeModelDir(info.modelDir, modelWeightBytes);
-  writeJsonAtomic(L.info, info);
-  writeJsonAtomic(path.join(L.share, "lab.json"), ct);
-  if (!fs.existsSync(confFile(info, vmid))) writeConf(info, vmid, fieldContainerConf(vmid, info.container.hostname, nvidiaDevices(gpus.length, deviceMajors)));
-
-  try {
-    // /root becomes the host's own home unless the lab itself lives there.
-    const bindRootHome = ![labDir, repo, process.execPath].some((p) => under(p, "/root"));
-    const hostHolder = await startMachine(machineSpec(info, bindRootHome));
-    writeJsonAtomic(L.pids, { hostHolder });
-    writeJsonAtomic(path.join(L.state, "namespaces.json"), [mountNs(hostHolder)]);
-    const inHost = (argv: string[]) => inMachineArgv(hostHolder, info.lxc.cgroupDir, argv);
-    const sshdInNs = await startSshd(inHost, { ...sshdSpec(info, "host"), pidFile: sshdSpec(info, "host").pidFile! });
-    // The pid file holds the host's own pid of sshd; lab.json's pids are this machine's.
-    const hostSshd = cgroupProcs(path.join(info.lxc.cgroupDir, "init.scope")).find((p) => nsPid(p) === sshdInNs);
-    writeJsonAtomic(L.pids, { hostHolder, ...(hostSshd ? { hostSshd } : {}) });
-    // Proxmox starts onboot containers when the host boots.
-    if (readConf(info, vmid)?.options.get("onboot") === "1") {
-      const r = runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
-      if (r.code !== 0) throw new Error(`lab: pct start ${vmid} failed (exit ${r.code}): ${r.stderr.trim()}`);
-      await waitListening(containerAddress, sshPort, 20_000);
+    const repo = repoDir();
+    if (opts.fresh) {
+        for (const d of [L.machine("host"), L.machine("container"), L.state, L.share, L.shims, L.ctLib]) fs.rmSync(d, { recursive: true, force: true });
     }
-    await waitListening(hostAddress, sshPort, 10_000);
-  } catch (e) {
-    // SGLANG_LAB_KEEP_FAILED=1 leaves a lab that failed to come up as it is, to look at it (then `lab down`).
-    if (process.env.SGLANG_LAB_KEEP_FAILED !== "1") await labDown(labDir).catch(() => undefined);
-    throw e;
-  }
-  return info;
+    // The stand-ins, copied into the lab: the machines run them from there, not from the checkout.
+    const distDir = path.join(L.ctLib, "dist");
+    fs.rmSync(distDir, { recursive: true, force: true });
+    fs.cpSync(buildStandIns(repo), distDir, { recursive: true });
+    const hostAddress = opts.hostAddress ?? "127.0.2.5";
+    const containerAddress = opts.containerAddress ?? "127.0.1.29";
+    let sshPort = opts.sshPort ?? 22;
+    if (opts.sshPort === undefined && !((await canBind(hostAddress, 22)) && (await canBind(containerAddress, 22)))) sshPort = 2222;
+    for (const a of [hostAddress, containerAddress]) {
+        if (!(await canBind(a, sshPort))) throw new Error(`lab: ${a}:${sshPort} is in use (another lab?); choose other addresses or SGLANG_LAB_DIR`);
+    }
+
+    // Keys: a client key and one host key per machine, kept across restarts so pinned keys stay valid.
+    const clientPublicKey = ensureKey(L.clientKey);
+    const hostKey = ensureKey(path.join(L.keys, "host", "ssh_host_ed25519_key"));
+    const ctKey = ensureKey(path.join(L.keys, "container", "ssh_host_ed25519_key"));
+    fs.writeFileSync(L.authorizedKeys, `${clientPublicKey} sglang-lab-client\n`, { mode: 0o600 });
+    fs.writeFileSync(L.knownHosts, `${knownHostsPattern(hostAddress, sshPort)} ${hostKey}\n${knownHostsPattern(containerAddress, sshPort)} ${ctKey}\n`);
+    fs.chmodSync(L.clientKey, 0o600);
+
+    const rootfsImage = ensureRootfs(opts.log);
+    // The real SGLang releases the container's venvs run (lab/sglang/real/install.sh; instant when current).
+    await ensureInstalled();
+    const id = labId(labDir);
+    const vmid = opts.vmid ?? 129;
+    const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
+    const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
+    const mounts = { host: machineMounts(labDir, "host", rootfsImage, releasesCacheDir()), container: machineMounts(labDir, "container") };
+    const modelWeightBytes = opts.modelWeightBytes ?? 53.8e9;
+    const info: LabInfo = {
+        schema: 2,
+        labDir,
+        repoDir: repo,
+        distDir,
+        nodePath: process.execPath,
+        lxc: { lxcPath: `/var/lib/lxc/lab-${id}`, cgroupDir: createLabCgroup(id), rootfsImage, rootfsInHost: ROOTFS_IN_HOST },
+        share: { lab: L.share, inContainer: CT_LAB.share },
+        host: { hostname: "kpro5", address: hostAddress, sshPort, hostKey, knownHostsFile: L.knownHosts, sshdLog: path.join(L.machine("host"), "sshd.log") },
+        container: {
+            hostname: "llm-two",
+            address: containerAddress,
+            sshPort,
+            hostKey: ctKey,
+            knownHostsFile: L.knownHosts,
+            sshdLog: path.join(L.share, "sshd.log"),
+            vmid,
+        },
+        vmid,
+        clientKeyPath: L.clientKey,
+        clientPublicKey,
+        knownHostsFile: L.knownHosts,
+        modelPath: "/models/Qwen3.6-27B",
+        modelDir: path.join(mounts.container["/models"]!, "Qwen3.6-27B"),
+        modelWeightBytes,
+        gpus,
+        driverVersion: opts.driverVersion ?? "570.133.20",
+        cudaVersion: "12.8",
+        idleMemoryUsedMiB: 1,
+        deviceMajors,
+        gpuStateDir: L.gpu,
+        faultsFile: L.faults,
+        eventsFile: L.events,
+        simulator: { startupSeconds: opts.startupSeconds ?? 3, gpuReleaseDelaySeconds: opts.gpuReleaseDelaySeconds ?? 2 },
+        proxmoxVersion: "8.3.2",
+        mounts,
+    };
+
+    // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
+    // there, run by the host's node bound into the container. SGLang itself runs from the venvs (below).
+    const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
+    for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir);
+    const ct = containerView(info);
+    const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
+    writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);
+    fs.rmSync(path.join(L.shims, "venv"), { recursive: true, force: true });
+
+    for (const m of ["host", "container"] as MachineName[]) {
+        for (const [target, dir] of Object.entries(mounts[m]))
+            if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST && target !== RELEASES_IN_HOST) fs.mkdirSync(dir, { recursive: true });
+    }
+    // The real SGLang releases, one venv each (/opt/sglang/venv is 0.5.11), run by the container's python3.
+    copySglangReal(realDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
+    fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
+    ensureVenvs(mounts.container["/opt"]!, rootfsImage);
+    fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
+    fs.mkdirSync(L.gpu, { recursive: true });
+    // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.
+    fs.writeFileSync(path.join(L.ctLib, "node"), "");
+    // The container's sshd: Debian's ssh.service with the lab's address, pinned host key and client key.
+    const ctSsh = mounts.container[CT_LAB.ssh]!;
+    fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key"), path.join(ctSsh, "ssh_host_ed25519_key"));
+    fs.chmodSync(path.join(ctSsh, "ssh_host_ed25519_key"), 0o600);
+    fs.copyFileSync(path.join(L.keys, "container", "ssh_host_ed25519_key.pub"), path.join(ctSsh, "ssh_host_ed25519_key.pub"));
+    fs.copyFileSync(L.authorizedKeys, path.join(ctSsh, "authorized_keys"));
+    fs.writeFileSync(sshdSpec(info, "container").configFile, renderSshdConfig(sshdSpec(info, "container")));
+    // LXC on the host finds the lab's containers in its own lxcpath.
+    const hostEtc = path.join(L.machine("host"), "etc.upper", "lxc");
+    fs.mkdirSync(hostEtc, { recursive: true });
+    fs.writeFileSync(path.join(hostEtc, "lxc.conf"), `lxc.lxcpath = ${info.lxc.lxcPath}\n`);
+    fs.writeFileSync(mounts.host["/proc/devices"]!, procDevicesWithNvidia(fs.readFileSync("/proc/devices", "utf8"), deviceMajors));
+    writeModelDir(info.modelDir, modelWeightBytes);
+    writeJsonAtomic(L.info, info);
+    writeJsonAtomic(path.join(L.share, "lab.json"), ct);
+    if (!fs.existsSync(confFile(info, vmid)))
+        writeConf(info, vmid, fieldContainerConf(vmid, info.container.hostname, nvidiaDevices(gpus.length, deviceMajors)));
+
+    try {
+        // /root becomes the host's own home unless the lab itself lives there.
+        const bindRootHome = ![labDir, repo, process.execPath].some((p) => under(p, "/root"));
+        const hostHolder = await startMachine(machineSpec(info, bindRootHome));
+        writeJsonAtomic(L.pids, { hostHolder });
+        writeJsonAtomic(path.join(L.state, "namespaces.json"), [mountNs(hostHolder)]);
+        const inHost = (argv: string[]) => inMachineArgv(hostHolder, info.lxc.cgroupDir, argv);
+        const sshdInNs = await startSshd(inHost, { ...sshdSpec(info, "host"), pidFile: sshdSpec(info, "host").pidFile! });
+        // The pid file holds the host's own pid of sshd; lab.json's pids are this machine's.
+        const hostSshd = cgroupProcs(path.join(info.lxc.cgroupDir, "init.scope")).find((p) => nsPid(p) === sshdInNs);
+        writeJsonAtomic(L.pids, { hostHolder, ...(hostSshd ? { hostSshd } : {}) });
+        // Proxmox starts onboot containers when the host boots.
+        if (readConf(info, vmid)?.options.get("onboot") === "1") {
+            const r = runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
+            if (r.code !== 0) throw new Error(`lab: pct start ${vmid} failed (exit ${r.code}): ${r.stderr.trim()}`);
+            await waitListening(containerAddress, sshPort, 20_000);
+        }
+        await waitListening(hostAddress, sshPort, 10_000);
+    } catch (e) {
+        // SGLANG_LAB_KEEP_FAILED=1 leaves a lab that failed to come up as it is, to look at it (then `lab down`).
+        if (process.env.SGLANG_LAB_KEEP_FAILED !== "1") await labDown(labDir).catch(() => undefined);
+        throw e;
+    }
+    return info;
 }
 
 /**
@@ -277,138 +314,157 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
  * process in the lab's cgroup; then the cgroup itself. Idempotent.
  */
 export async function labDown(labDir = defaultLabDir()): Promise<{ killed: number }> {
-  labDir = path.resolve(labDir);
-  const L = labPaths(labDir);
-  const pids = readJson<Partial<LabPids>>(L.pids, {});
-  let info: LabInfo | null = null;
-  try {
-    info = readLabInfoFrom(labDir);
-  } catch {
-    info = null;
-  }
-  const cgroupDir = info?.lxc?.cgroupDir;
-  if (info && cgroupDir && pids.hostHolder && isAlive(pids.hostHolder) && isRunning(info, info.vmid)) {
-    runInMachine(pids.hostHolder, cgroupDir, ["/usr/local/sbin/pct", "shutdown", String(info.vmid), "--timeout", "15", "--forceStop", "1"], { timeoutMs: 30_000 });
-  }
-  const victims = labProcesses(info, pids, labDir);
-  if (cgroupDir) killCgroup(cgroupDir);
-  killTree(victims, "SIGKILL");
-  const left = await waitGone(victims, 10_000);
-  if (left.length > 0) throw new Error(`lab: processes still alive after SIGKILL: ${left.join(", ")}`);
-  if (cgroupDir && fs.existsSync(cgroupDir)) {
-    const deadline = Date.now() + 5000;
-    let busy = removeCgroup(cgroupDir);
-    while (busy.length > 0 && Date.now() < deadline) {
-      killCgroup(cgroupDir);
-      await sleep(50);
-      busy = removeCgroup(cgroupDir);
+    labDir = path.resolve(labDir);
+    const L = labPaths(labDir);
+    const pids = readJson<Partial<LabPids>>(L.pids, {});
+    let info: LabInfo | null;
+    try {
+        info = readLabInfoFrom(labDir);
+    } catch {
+        info = null;
     }
-    if (busy.length > 0) throw new Error(`lab: cgroups still busy after down: ${busy.join(", ")}`);
-  }
-  fs.rmSync(L.pids, { force: true });
-  fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
-  // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
-  if (info) fs.rmSync(path.join(info.mounts.host["/run"]!, "lxc"), { recursive: true, force: true });
-  if (info && fs.existsSync(L.state)) {
-    for (const f of fs.readdirSync(L.state)) if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
-  }
-  return { killed: victims.length };
+    const cgroupDir = info?.lxc?.cgroupDir;
+    if (info && cgroupDir && pids.hostHolder && isAlive(pids.hostHolder) && isRunning(info, info.vmid)) {
+        runInMachine(pids.hostHolder, cgroupDir, ["/usr/local/sbin/pct", "shutdown", String(info.vmid), "--timeout", "15", "--forceStop", "1"], {
+            timeoutMs: 30_000,
+        });
+    }
+    const victims = labProcesses(info, pids, labDir);
+    if (cgroupDir) killCgroup(cgroupDir);
+    killTree(victims, "SIGKILL");
+    const left = await waitGone(victims, 10_000);
+    if (left.length > 0) throw new Error(`lab: processes still alive after SIGKILL: ${left.join(", ")}`);
+    if (cgroupDir && fs.existsSync(cgroupDir)) {
+        const deadline = Date.now() + 5000;
+        let busy = removeCgroup(cgroupDir);
+        while (busy.length > 0 && Date.now() < deadline) {
+            killCgroup(cgroupDir);
+            await sleep(50);
+            busy = removeCgroup(cgroupDir);
+        }
+        if (busy.length > 0) throw new Error(`lab: cgroups still busy after down: ${busy.join(", ")}`);
+    }
+    fs.rmSync(L.pids, { force: true });
+    fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
+    // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
+    if (info) fs.rmSync(path.join(info.mounts.host["/run"]!, "lxc"), { recursive: true, force: true });
+    if (info && fs.existsSync(L.state)) {
+        for (const f of fs.readdirSync(L.state)) if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
+    }
+    return { killed: victims.length };
 }
 
 export function labStatus(labDir = defaultLabDir()): LabStatus {
-  labDir = path.resolve(labDir);
-  const L = labPaths(labDir);
-  const pids = readJson<Partial<LabPids>>(L.pids, {});
-  let info: LabInfo | null = null;
-  try {
-    info = readLabInfoFrom(labDir);
-  } catch {
-    info = null;
-  }
-  const processes = labProcesses(info, pids, labDir);
-  if (!info || info.schema !== 2) return { labDir, up: false, host: null, container: null, processes };
-  const cg = info.lxc.cgroupDir;
-  const ctCg = path.join(cg, "lxc", String(info.vmid));
-  const cmdline = (p: number) => {
+    labDir = path.resolve(labDir);
+    const L = labPaths(labDir);
+    const pids = readJson<Partial<LabPids>>(L.pids, {});
+    let info: LabInfo | null;
     try {
-      return fs.readFileSync(`/proc/${p}/cmdline`, "utf8");
+        info = readLabInfoFrom(labDir);
     } catch {
-      return "";
+        info = null;
     }
-  };
-  const ctProcs = cgroupTree(ctCg).flatMap(cgroupProcs).filter(isAlive);
-  const simulators = ctProcs.filter((p) => /bin\/sglang-server\.js/.test(cmdline(p)));
-  const running = isRunning(info, info.vmid);
-  const sshd = cgroupTree(path.join(ctCg, "ns", "system.slice", "ssh.service")).flatMap(cgroupProcs).some(isAlive);
-  const hostUp = isAlive(pids.hostHolder) && processes.includes(pids.hostHolder!);
-  const host = { namespace: hostUp, sshd: isAlive(pids.hostSshd), listening: isAlive(pids.hostSshd), address: info.host.address, port: info.host.sshPort };
-  const container = { namespace: running, running, sshd, init: running, listening: sshd, address: info.container.address, port: info.container.sshPort, simulators };
-  return { labDir, up: host.namespace && host.sshd, host, container, processes };
+    const processes = labProcesses(info, pids, labDir);
+    if (!info || info.schema !== 2) return { labDir, up: false, host: null, container: null, processes };
+    const cg = info.lxc.cgroupDir;
+    const ctCg = path.join(cg, "lxc", String(info.vmid));
+    const cmdline = (p: number) => {
+        try {
+            return fs.readFileSync(`/proc/${p}/cmdline`, "utf8");
+        } catch {
+            return "";
+        }
+    };
+    const ctProcs = cgroupTree(ctCg).flatMap(cgroupProcs).filter(isAlive);
+    const simulators = ctProcs.filter((p) => /bin\/sglang-server\.js/.test(cmdline(p)));
+    const running = isRunning(info, info.vmid);
+    const sshd = cgroupTree(path.join(ctCg, "ns", "system.slice", "ssh.service"))
+        .flatMap(cgroupProcs)
+        .some(isAlive);
+    const hostUp = isAlive(pids.hostHolder) && processes.includes(pids.hostHolder!);
+    const host = { namespace: hostUp, sshd: isAlive(pids.hostSshd), listening: isAlive(pids.hostSshd), address: info.host.address, port: info.host.sshPort };
+    const container = {
+        namespace: running,
+        running,
+        sshd,
+        init: running,
+        listening: sshd,
+        address: info.container.address,
+        port: info.container.sshPort,
+        simulators,
+    };
+    return { labDir, up: host.namespace && host.sshd, host, container, processes };
 }
 
 /** Whether both sshds accept connections (for `lab status`). */
 export async function labListening(labDir = defaultLabDir()): Promise<{ host: boolean; container: boolean }> {
-  const info = readLabInfo(labDir);
-  return { host: await canConnect(info.host.address, info.host.sshPort), container: await canConnect(info.container.address, info.container.sshPort) };
+    const info = readLabInfo(labDir);
+    return { host: await canConnect(info.host.address, info.host.sshPort), container: await canConnect(info.container.address, info.container.sshPort) };
 }
 
 /** The ssh command line the lab's own tools use: the lab key, the lab's known_hosts, host keys checked. */
 export function sshArgv(info: LabInfo, machine: MachineName, command: string): string[] {
-  const m = machine === "host" ? info.host : info.container;
-  return [
-    "/usr/bin/ssh",
-    "-F", "/dev/null",
-    "-o", "StrictHostKeyChecking=yes",
-    "-o", `UserKnownHostsFile=${m.knownHostsFile}`,
-    "-o", "GlobalKnownHostsFile=/dev/null",
-    "-o", "BatchMode=yes",
-    "-o", "IdentitiesOnly=yes",
-    "-o", "ConnectTimeout=10",
-    "-o", "LogLevel=ERROR",
-    "-i", info.clientKeyPath,
-    "-p", String(m.sshPort),
-    `root@${m.address}`,
-    command,
-  ];
+    const m = machine === "host" ? info.host : info.container;
+    return [
+        "/usr/bin/ssh",
+        "-F",
+        "/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        `UserKnownHostsFile=${m.knownHostsFile}`,
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "ConnectTimeout=10",
+        "-o",
+        "LogLevel=ERROR",
+        "-i",
+        info.clientKeyPath,
+        "-p",
+        String(m.sshPort),
+        `root@${m.address}`,
+        command,
+    ];
 }
 
 /** Runs a shell command on a lab machine over real ssh. */
 export function labExec(machine: MachineName, command: string, opts: { labDir?: string; input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
-  const info = readLabInfo(opts.labDir);
-  const [bin, ...args] = sshArgv(info, machine, command);
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin!, args, { stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : undefined;
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      if (timer) clearTimeout(timer);
-      if (signal === "SIGKILL" && opts.timeoutMs) reject(new Error(`lab: ssh ${machine} '${command}' timed out after ${opts.timeoutMs} ms\n${stdout}${stderr}`));
-      else resolve({ code: code ?? 255, stdout, stderr });
+    const info = readLabInfo(opts.labDir);
+    const [bin, ...args] = sshArgv(info, machine, command);
+    return new Promise((resolve, reject) => {
+        const child = spawn(bin!, args, { stdio: ["pipe", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+        child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+        const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : undefined;
+        child.on("error", reject);
+        child.on("close", (code, signal) => {
+            if (timer) clearTimeout(timer);
+            if (signal === "SIGKILL" && opts.timeoutMs)
+                reject(new Error(`lab: ssh ${machine} '${command}' timed out after ${opts.timeoutMs} ms\n${stdout}${stderr}`));
+            else resolve({ code: code ?? 255, stdout, stderr });
+        });
+        child.stdin.end(opts.input ?? "");
     });
-    child.stdin.end(opts.input ?? "");
-  });
 }
 
 /** Faults for the next simulator starts (each simulator reads them when it launches). */
 export function setFaults(faults: Faults, labDir?: string): void {
-  writeJsonAtomic(readLabInfo(labDir).faultsFile, faults);
+    writeJsonAtomic(readLabInfo(labDir).faultsFile, faults);
 }
 
 export function clearFaults(labDir?: string): void {
-  fs.rmSync(readLabInfo(labDir).faultsFile, { force: true });
+    fs.rmSync(readLabInfo(labDir).faultsFile, { force: true });
 }
 
 export function simulatorEvents(labDir?: string): SimulatorEvent[] {
-  return readEvents(readLabInfo(labDir).eventsFile);
-}
-
-interface YamlModule {
-  load(text: string): unknown;
-  dump(value: unknown, opts?: { lineWidth?: number; noRefs?: boolean }): string;
+    return readEvents(readLabInfo(labDir).eventsFile);
 }
 
 type Obj = Record<string, unknown>;
@@ -416,19 +472,45 @@ const asObj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray
 
 /** The contract's example values (docs/design.md), used where Pulumi.kpro5.yaml does not say. */
 const KPRO5_DEFAULTS: Obj = {
-  "sglang-serve:host": { name: "kpro5", address: "10.1.2.5", port: 22, user: "root", topology: "pct-exec", gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 } },
-  "sglang-serve:container": {
-    vmid: 129, hostname: "llm-two", adopt: true, allowDelete: false, cores: 32, memoryMiB: 131072, swapMiB: 0, onboot: true,
-    features: { nesting: true }, network: { name: "eth0", bridge: "vmbr0", ip: "10.1.230.172/24", gateway: "10.1.230.1" }, gpus: [0, 1],
-  },
-  "sglang-serve:service": {
-    name: "qwen", sglangVersion: "0.5.11", python: "/opt/sglang/venv/bin/python3", launcher: "auto",
-    model: { path: "/models/Qwen3.6-27B", architecture: "Qwen3_5ForConditionalGeneration", weightsGB: 52, servedName: "qwen3.6-27b" },
-    tensorParallelSize: 2, speculative: { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 },
-    mambaSchedulerStrategy: "extra_buffer", disableRadixCache: false, memFractionStatic: 0.88, listenHost: "0.0.0.0", port: 30000,
-    endpointHost: "10.1.230.172", extraArgs: [], environment: { SGLANG_ENABLE_SPEC_V2: "1" },
-  },
-  "sglang-serve:readiness": { startupTimeoutSeconds: 900, pollIntervalSeconds: 1, probeTimeoutSeconds: 30, gpuReleaseTimeoutSeconds: 120, chatCheck: true },
+    "sglang-serve:host": {
+        name: "kpro5",
+        address: "10.1.2.5",
+        port: 22,
+        user: "root",
+        topology: "pct-exec",
+        gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 },
+    },
+    "sglang-serve:container": {
+        vmid: 129,
+        hostname: "llm-two",
+        adopt: true,
+        allowDelete: false,
+        cores: 32,
+        memoryMiB: 131072,
+        swapMiB: 0,
+        onboot: true,
+        features: { nesting: true },
+        network: { name: "eth0", bridge: "vmbr0", ip: "10.1.230.172/24", gateway: "10.1.230.1" },
+        gpus: [0, 1],
+    },
+    "sglang-serve:service": {
+        name: "qwen",
+        sglangVersion: "0.5.11",
+        python: "/opt/sglang/venv/bin/python3",
+        launcher: "auto",
+        model: { path: "/models/Qwen3.6-27B", architecture: "Qwen3_5ForConditionalGeneration", weightsGB: 52, servedName: "qwen3.6-27b" },
+        tensorParallelSize: 2,
+        speculative: { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 },
+        mambaSchedulerStrategy: "extra_buffer",
+        disableRadixCache: false,
+        memFractionStatic: 0.88,
+        listenHost: "0.0.0.0",
+        port: 30000,
+        endpointHost: "10.1.230.172",
+        extraArgs: [],
+        environment: { SGLANG_ENABLE_SPEC_V2: "1" },
+    },
+    "sglang-serve:readiness": { startupTimeoutSeconds: 900, pollIntervalSeconds: 1, probeTimeoutSeconds: 30, gpuReleaseTimeoutSeconds: 120, chatCheck: true },
 };
 
 /** The parts of lab.json a stack config needs. */
@@ -442,25 +524,25 @@ export type LabMachines = Pick<LabInfo, "host" | "container" | "clientKeyPath" |
  * topology) and has no container section.
  */
 export function labStackConfig(info: LabMachines, topology: "pct-exec" | "direct", kpro5Config: Obj): Record<string, Obj> {
-  const config: Record<string, Obj> = {};
-  for (const [k, v] of Object.entries(kpro5Config)) config[k] = structuredClone(asObj(v));
-  const machine = topology === "pct-exec" ? info.host : info.container;
-  config["sglang-serve:host"] = {
-    ...config["sglang-serve:host"],
-    ...(topology === "direct" ? { name: info.container.hostname } : {}),
-    address: machine.address,
-    port: machine.sshPort,
-    user: "root",
-    hostKey: machine.hostKey,
-    topology,
-    sshPrivateKeyPath: info.clientKeyPath,
-  };
-  // The lab key replaces the field's secret key.
-  delete config["sglang-serve:sshPrivateKey"];
-  if (topology === "pct-exec") config["sglang-serve:container"] = { ...config["sglang-serve:container"], vmid: info.vmid };
-  else delete config["sglang-serve:container"];
-  config["sglang-serve:service"] = { ...config["sglang-serve:service"], listenHost: info.container.address, endpointHost: info.container.address };
-  return config;
+    const config: Record<string, Obj> = {};
+    for (const [k, v] of Object.entries(kpro5Config)) config[k] = structuredClone(asObj(v));
+    const machine = topology === "pct-exec" ? info.host : info.container;
+    config["sglang-serve:host"] = {
+        ...config["sglang-serve:host"],
+        ...(topology === "direct" ? { name: info.container.hostname } : {}),
+        address: machine.address,
+        port: machine.sshPort,
+        user: "root",
+        hostKey: machine.hostKey,
+        topology,
+        sshPrivateKeyPath: info.clientKeyPath,
+    };
+    // The lab key replaces the field's secret key.
+    delete config["sglang-serve:sshPrivateKey"];
+    if (topology === "pct-exec") config["sglang-serve:container"] = { ...config["sglang-serve:container"], vmid: info.vmid };
+    else delete config["sglang-serve:container"];
+    config["sglang-serve:service"] = { ...config["sglang-serve:service"], listenHost: info.container.address, endpointHost: info.container.address };
+    return config;
 }
 
 /**
@@ -469,16 +551,18 @@ export function labStackConfig(info: LabMachines, topology: "pct-exec" | "direct
  * the container's lab address as listen/endpoint host. Returns the file.
  */
 export function writeLabStackConfig(opts: { labDir?: string; file?: string; kpro5File?: string } = {}): string {
-  const info = readLabInfo(opts.labDir);
-  const yaml = require("js-yaml") as YamlModule;
-  const kpro5File = opts.kpro5File ?? path.join(info.repoDir, "Pulumi.kpro5.yaml");
-  const doc = fs.existsSync(kpro5File) ? asObj(yaml.load(fs.readFileSync(kpro5File, "utf8"))) : {};
-  const kpro5: Obj = { ...asObj(doc.config) };
-  for (const [k, v] of Object.entries(KPRO5_DEFAULTS)) if (kpro5[k] === undefined) kpro5[k] = v;
-  const out: Obj = {};
-  if (doc.encryptionsalt !== undefined) out.encryptionsalt = doc.encryptionsalt;
-  out.config = labStackConfig(info, "pct-exec", kpro5);
-  const file = opts.file ?? path.join(info.repoDir, "Pulumi.lab.yaml");
-  fs.writeFileSync(file, `# Generated by lab/control.ts writeLabStackConfig() for the lab in ${info.labDir}; do not commit.\n${yaml.dump(out, { lineWidth: 200, noRefs: true })}`);
-  return file;
+    const info = readLabInfo(opts.labDir);
+    const kpro5File = opts.kpro5File ?? path.join(info.repoDir, "Pulumi.kpro5.yaml");
+    const doc = fs.existsSync(kpro5File) ? asObj(yaml.load(fs.readFileSync(kpro5File, "utf8"))) : {};
+    const kpro5: Obj = { ...asObj(doc.config) };
+    for (const [k, v] of Object.entries(KPRO5_DEFAULTS)) if (kpro5[k] === undefined) kpro5[k] = v;
+    const out: Obj = {};
+    if (doc.encryptionsalt !== undefined) out.encryptionsalt = doc.encryptionsalt;
+    out.config = labStackConfig(info, "pct-exec", kpro5);
+    const file = opts.file ?? path.join(info.repoDir, "Pulumi.lab.yaml");
+    fs.writeFileSync(
+        file,
+        `# Generated by lab/control.ts writeLabStackConfig() for the lab in ${info.labDir}; do not commit.\n${yaml.dump(out, { lineWidth: 200, noRefs: true })}`,
+    );
+    return file;
 }

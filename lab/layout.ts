@@ -21,32 +21,32 @@ export const RELEASES_IN_HOST = "/var/lib/sglang-lab/releases";
  * else is in the container's writable layer, fresh at every start.
  */
 export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", releases = ""): Record<string, string> {
-  const L = labPaths(labDir);
-  const dir = L.machine(m);
-  if (m === "host") {
+    const L = labPaths(labDir);
+    const dir = L.machine(m);
+    if (m === "host") {
+        return {
+            "/etc/pve/lxc": path.join(dir, "pve", "lxc"),
+            "/var/log": path.join(dir, "log"),
+            "/run": path.join(dir, "run"),
+            "/root": path.join(dir, "home"),
+            "/usr/local/sbin": path.join(L.shims, "host"),
+            "/proc/devices": path.join(L.labDir, "proc-devices"),
+            [ROOTFS_IN_HOST]: rootfsImage,
+            [RELEASES_IN_HOST]: releases,
+        };
+    }
     return {
-      "/etc/pve/lxc": path.join(dir, "pve", "lxc"),
-      "/var/log": path.join(dir, "log"),
-      "/run": path.join(dir, "run"),
-      "/root": path.join(dir, "home"),
-      "/usr/local/sbin": path.join(L.shims, "host"),
-      "/proc/devices": path.join(L.labDir, "proc-devices"),
-      [ROOTFS_IN_HOST]: rootfsImage,
-      [RELEASES_IN_HOST]: releases,
+        "/etc/systemd/system": path.join(dir, "systemd", "system"),
+        "/etc/sglang": path.join(dir, "sglang"),
+        "/root": path.join(dir, "home"),
+        "/models": path.join(dir, "models"),
+        "/opt": path.join(dir, "opt"),
+        "/usr/local/sbin": path.join(L.shims, "container"),
+        [CT_LAB.lib]: L.ctLib,
+        [CT_LAB.share]: L.share,
+        [CT_LAB.ssh]: path.join(dir, "ssh"),
+        "/proc/devices": path.join(L.labDir, "proc-devices"),
     };
-  }
-  return {
-    "/etc/systemd/system": path.join(dir, "systemd", "system"),
-    "/etc/sglang": path.join(dir, "sglang"),
-    "/root": path.join(dir, "home"),
-    "/models": path.join(dir, "models"),
-    "/opt": path.join(dir, "opt"),
-    "/usr/local/sbin": path.join(L.shims, "container"),
-    [CT_LAB.lib]: L.ctLib,
-    [CT_LAB.share]: L.share,
-    [CT_LAB.ssh]: path.join(dir, "ssh"),
-    "/proc/devices": path.join(L.labDir, "proc-devices"),
-  };
 }
 
 const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, "/proc/devices"]);
@@ -58,64 +58,64 @@ const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ss
  * directories (lab/sglang/real's cache, through the host's RELEASES_IN_HOST).
  */
 export function containerBinds(info: LabInfo): BindMount[] {
-  const binds: BindMount[] = Object.entries(info.mounts.container)
-    .sort(([a], [b]) => a.split("/").length - b.split("/").length)
-    .map(([target, source]) => ({ target, source, file: target === "/proc/devices", readOnly: READ_ONLY_IN_CONTAINER.has(target) }));
-  binds.push({ target: path.join(CT_LAB.lib, "node"), source: info.nodePath, file: true, readOnly: true });
-  binds.push({ target: CT_RELEASES, source: RELEASES_IN_HOST, file: false, readOnly: true });
-  return binds;
+    const binds: BindMount[] = Object.entries(info.mounts.container)
+        .sort(([a], [b]) => a.split("/").length - b.split("/").length)
+        .map(([target, source]) => ({ target, source, file: target === "/proc/devices", readOnly: READ_ONLY_IN_CONTAINER.has(target) }));
+    binds.push({ target: path.join(CT_LAB.lib, "node"), source: info.nodePath, file: true, readOnly: true });
+    binds.push({ target: CT_RELEASES, source: RELEASES_IN_HOST, file: false, readOnly: true });
+    return binds;
 }
 
 const TOP_LEVEL = new Set(["/run", "/root"]);
 
 export function machineSpec(info: LabInfo, bindRootHome: boolean): MachineSpec {
-  const mounts = info.mounts.host;
-  const topLevel: Record<string, string> = {};
-  const binds: MachineSpec["binds"] = [];
-  for (const [target, source] of Object.entries(mounts)) {
-    if (TOP_LEVEL.has(target)) {
-      if (target === "/root" && !bindRootHome) continue;
-      topLevel[target.slice(1)] = source;
-    } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST || target === RELEASES_IN_HOST });
-  }
-  return {
-    name: "host",
-    hostname: info.host.hostname,
-    dir: labPaths(info.labDir).machine("host"),
-    topLevel,
-    // /var too: LXC's directories (/var/lib/lxc) and the template cache live in the lab's upper layer.
-    overlays: ["etc", "var"],
-    binds,
-    // The host has every NVIDIA node; the container gets those its config passes through (lxc.mount.entry).
-    devices: nvidiaDevices(info.gpus.length, info.deviceMajors),
-    cgroupDir: info.lxc.cgroupDir,
-  };
+    const mounts = info.mounts.host;
+    const topLevel: Record<string, string> = {};
+    const binds: MachineSpec["binds"] = [];
+    for (const [target, source] of Object.entries(mounts)) {
+        if (TOP_LEVEL.has(target)) {
+            if (target === "/root" && !bindRootHome) continue;
+            topLevel[target.slice(1)] = source;
+        } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST || target === RELEASES_IN_HOST });
+    }
+    return {
+        name: "host",
+        hostname: info.host.hostname,
+        dir: labPaths(info.labDir).machine("host"),
+        topLevel,
+        // /var too: LXC's directories (/var/lib/lxc) and the template cache live in the lab's upper layer.
+        overlays: ["etc", "var"],
+        binds,
+        // The host has every NVIDIA node; the container gets those its config passes through (lxc.mount.entry).
+        devices: nvidiaDevices(info.gpus.length, info.deviceMajors),
+        cgroupDir: info.lxc.cgroupDir,
+    };
 }
 
 export function sshdSpec(info: LabInfo, m: MachineName): SshdSpec {
-  const L = labPaths(info.labDir);
-  const dir = L.machine(m);
-  if (m === "host") {
+    const L = labPaths(info.labDir);
+    const dir = L.machine(m);
+    if (m === "host") {
+        return {
+            name: m,
+            address: info.host.address,
+            port: info.host.sshPort,
+            hostKeyFile: path.join(L.keys, m, "ssh_host_ed25519_key"),
+            authorizedKeysFile: L.authorizedKeys,
+            pidFile: path.join(dir, "sshd.pid"),
+            logFile: info.host.sshdLog,
+            configFile: path.join(dir, "sshd_config"),
+        };
+    }
+    // Debian's ssh.service in the container reads this through /etc/ssh/sshd_config.d/00-lab.conf.
     return {
-      name: m,
-      address: info.host.address,
-      port: info.host.sshPort,
-      hostKeyFile: path.join(L.keys, m, "ssh_host_ed25519_key"),
-      authorizedKeysFile: L.authorizedKeys,
-      pidFile: path.join(dir, "sshd.pid"),
-      logFile: info.host.sshdLog,
-      configFile: path.join(dir, "sshd_config"),
+        name: m,
+        address: info.container.address,
+        port: info.container.sshPort,
+        hostKeyFile: `${CT_LAB.ssh}/ssh_host_ed25519_key`,
+        authorizedKeysFile: `${CT_LAB.ssh}/authorized_keys`,
+        logFile: info.container.sshdLog,
+        configFile: path.join(dir, "ssh", "sshd_config"),
+        included: true,
     };
-  }
-  // Debian's ssh.service in the container reads this through /etc/ssh/sshd_config.d/00-lab.conf.
-  return {
-    name: m,
-    address: info.container.address,
-    port: info.container.sshPort,
-    hostKeyFile: `${CT_LAB.ssh}/ssh_host_ed25519_key`,
-    authorizedKeysFile: `${CT_LAB.ssh}/authorized_keys`,
-    logFile: info.container.sshdLog,
-    configFile: path.join(dir, "ssh", "sshd_config"),
-    included: true,
-  };
 }

@@ -5,7 +5,6 @@ import { getSshPool, SshTarget } from "../remote/ssh";
 import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
 import { sshPrivateKeyPath } from "../core/stack-config-source";
 
-
 let configured: ProviderConfig | undefined;
 
 /**

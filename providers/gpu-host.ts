@@ -52,10 +52,7 @@ async function readFacts(connection: Connection) {
         // The read-only key's gate refusing the read is not a driver problem: its message says what to do.
         if (result.stderr.includes("sglang-serve-read-gate: refused")) throw new Error(`${remote.describe()}: ${result.stderr.trim()}`);
         const said = result.stderr.trim() || (parseBatch(result.stdout, marker).get("gpus") ?? result.stdout).trim();
-        throw new Error(
-            `nvidia-smi failed on ${connection.address} (exit ${result.code}): ${said}; ` +
-                "is the NVIDIA driver loaded?",
-        );
+        throw new Error(`nvidia-smi failed on ${connection.address} (exit ${result.code}): ${said}; ` + "is the NVIDIA driver loaded?");
     }
     const sections = parseBatch(result.stdout, marker);
     const { gpus, driverVersion } = parseGpuQuery(sections.get("gpus") ?? "");

@@ -127,7 +127,8 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
             for (const line of edit.added) say(`[ct${vmid}] ${paths.config}: + ${line}`);
             return edit.text;
         });
-        if (edited.changed) say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
+        if (edited.changed)
+            say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
     }
     if (needs.length > 0 && live.status === "running") {
         say(`[ct${vmid}] takes effect at the container's next restart (not restarted by the stack): ${needs.join(", ")}`);

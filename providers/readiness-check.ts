@@ -39,7 +39,12 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
         // reported it: confirm it still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
-            return { ...inputs, ready: true, liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null, speculativeActive: serving.speculativeActive };
+            return {
+                ...inputs,
+                ready: true,
+                liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
+                speculativeActive: serving.speculativeActive,
+            };
         }
     }
     const remote = remoteFor(inputs.connection);

@@ -128,8 +128,6 @@ export async function verifyServing(server: ServedServer, box?: RemoteRunner): P
     const healthy = "status" in health && health.status === 200;
     if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null };
     const liveArgs = normalizeServerInfo(body);
-    const speculativeActive = server.speculativeAlgorithm
-        ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok
-        : null;
+    const speculativeActive = server.speculativeAlgorithm ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok : null;
     return { healthy, liveArgs, speculativeActive };
 }

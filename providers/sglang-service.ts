@@ -111,7 +111,9 @@ const unitReads = new Coalescer<{ remote: RemoteHost; unit: UnitReadRequest }, U
 
 function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
     const t = remote.target;
-    const credentials = createHash("sha256").update(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`).digest("hex");
+    const credentials = createHash("sha256")
+        .update(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`)
+        .digest("hex");
     const paths = unitPaths(unitName);
     return unitReads.request(`${remote.describe()} ${credentials}`, {
         remote,
@@ -258,7 +260,11 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
     const unit = inputs.unitName;
     const secret = (text: string) => redact(text, [inputs.apiKey]);
     say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
-    let { state, step, say: lines } = planRollout({
+    let {
+        state,
+        step,
+        say: lines,
+    } = planRollout({
         unit,
         hasUnit: live.unit !== null,
         wasActive: live.activeState === "active",
@@ -297,9 +303,11 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
         ...outputsFrom(base, after, sha256(`failed\n${Date.now()}`)),
         __provider: providerVersionKey,
     };
-    const error = new Error(
-        `rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : ""),
-    ) as Error & { id: string; properties: unknown; reasons: string[] };
+    const error = new Error(`rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : "")) as Error & {
+        id: string;
+        properties: unknown;
+        reasons: string[];
+    };
     error.id = id;
     error.properties = properties;
     error.reasons = [`rollout of ${unit} failed: ${cause}`, result.outcome, ...(journal ? [`last journal lines:\n    ${journal}`] : [])];
@@ -535,10 +543,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         }
         const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
         const drift =
-            olds.activeState !== "active" ||
-            olds.enabled !== true ||
-            olds.liveMatchesUnit === false ||
-            olds.secretsHash !== sha256(news.environmentFile);
+            olds.activeState !== "active" || olds.enabled !== true || olds.liveMatchesUnit === false || olds.secretsHash !== sha256(news.environmentFile);
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {

@@ -104,7 +104,9 @@ export async function editPctConfigFile(
             );
         }
         if (r.code === EXIT_CHANGED) {
-            throw new PctConfigFileError(`${paths.config} on ${where} kept changing while it was edited (${attempts} tries); nothing was changed. Run up again.`);
+            throw new PctConfigFileError(
+                `${paths.config} on ${where} kept changing while it was edited (${attempts} tries); nothing was changed. Run up again.`,
+            );
         }
         throw new PctConfigFileError(`cannot write ${paths.config} on ${where} (exit ${r.code}): ${r.stderr.trim()}`);
     }

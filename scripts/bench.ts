@@ -62,7 +62,14 @@ const listArg = (name: keyof typeof options, dflt: number[]) => {
     return v === undefined ? dflt : v.split(",").filter(Boolean).map(Number);
 };
 if (options.help) {
-    console.log(fs.readFileSync(__filename, "utf8").split("\n").filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith("//"))).map((l) => l.replace(/^\/\/ ?/, "")).join("\n"));
+    console.log(
+        fs
+            .readFileSync(__filename, "utf8")
+            .split("\n")
+            .filter((l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith("//")))
+            .map((l) => l.replace(/^\/\/ ?/, ""))
+            .join("\n"),
+    );
     process.exit(0);
 }
 const RUNS = intArg("runs", 5);
@@ -195,12 +202,33 @@ async function phasePreview(d: Deployment, floors: Floors, info: LabInfo): Promi
 
 function sshFigures(key: string, label: string, ssh: Array<{ host: SshCounts; container: SshCounts }>): void {
     if (ssh.length === 0) return;
-    figure(`${key}.ssh.host.connections`, `  ssh to host kpro5 per ${label}: connections`, "count", ssh.map((s) => s.host.connections), "target <= 1");
-    figure(`${key}.ssh.host.commands`, `  ssh to host kpro5 per ${label}: commands`, "count", ssh.map((s) => s.host.commands));
+    figure(
+        `${key}.ssh.host.connections`,
+        `  ssh to host kpro5 per ${label}: connections`,
+        "count",
+        ssh.map((s) => s.host.connections),
+        "target <= 1",
+    );
+    figure(
+        `${key}.ssh.host.commands`,
+        `  ssh to host kpro5 per ${label}: commands`,
+        "count",
+        ssh.map((s) => s.host.commands),
+    );
     const ct = ssh.map((s) => s.container.connections + s.container.commands);
     if (ct.some((v) => v > 0)) {
-        figure(`${key}.ssh.container.connections`, `  ssh to container per ${label}: connections`, "count", ssh.map((s) => s.container.connections));
-        figure(`${key}.ssh.container.commands`, `  ssh to container per ${label}: commands`, "count", ssh.map((s) => s.container.commands));
+        figure(
+            `${key}.ssh.container.connections`,
+            `  ssh to container per ${label}: connections`,
+            "count",
+            ssh.map((s) => s.container.connections),
+        );
+        figure(
+            `${key}.ssh.container.commands`,
+            `  ssh to container per ${label}: commands`,
+            "count",
+            ssh.map((s) => s.container.commands),
+        );
     }
 }
 
@@ -267,7 +295,10 @@ async function phaseUp(d: Deployment, info: LabInfo, labDir: string): Promise<vo
 async function phaseProfile(d: Deployment, floor: Project, info: LabInfo): Promise<void> {
     log("profile: one no-op preview --refresh of the stack and of the floor, node processes hooked, event log and sshd log followed");
     const profiles: Record<string, Profile> = {};
-    for (const [name, project] of [["stack", d], ["floor", floor]] as const) {
+    for (const [name, project] of [
+        ["stack", d],
+        ["floor", floor],
+    ] as const) {
         const hookLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-prof-")), "hook.jsonl");
         fs.writeFileSync(hookLog, "");
         const hookEnv = {
@@ -380,7 +411,7 @@ async function phaseReadiness(d: Deployment, config: StackConfigFile, labDir: st
     const set = await rollouts(d, config, labDir, info, ROLLOUTS, 1);
     const col = (runs: Lags[], k: string) => runs.map((x) => x[k]).filter((v): v is number => v !== undefined);
     figure("readiness.lag", "readiness lag: server ready -> ReadinessProbe done", "ms", col(set.runs, "probe"), "target < 1000 ms");
-    figure("readiness.gateLine", "  server ready -> rollout gate says \"[readiness] ready after\"", "ms", col(set.runs, "gateLine"));
+    figure("readiness.gateLine", '  server ready -> rollout gate says "[readiness] ready after"', "ms", col(set.runs, "gateLine"));
     figure("readiness.service", "  server ready -> SystemdService done", "ms", col(set.runs, "service"));
     figure("readiness.probeStep", "  ReadinessProbe step (start -> done)", "ms", col(set.runs, "probeStep"));
     figure("readiness.launchToReady", "  (simulated startup: launched -> ready)", "ms", col(set.runs, "launchToReady"));
@@ -391,8 +422,13 @@ async function phaseReadiness(d: Deployment, config: StackConfigFile, labDir: st
         log(`readiness lag what-if: ${FAST_ROLLOUTS} rollouts with readiness.pollIntervalSeconds 0.25 (a config setting, no code change)`);
         const fast = await rollouts(d, config, labDir, info, FAST_ROLLOUTS, 0.25);
         figure("readiness.lagPoll025", "readiness lag with pollIntervalSeconds 0.25", "ms", col(fast.runs, "probe"), "what-if");
-        figure("readiness.gateLinePoll025", "  server ready -> \"[readiness] ready after\" (poll 0.25 s)", "ms", col(fast.runs, "gateLine"));
-        figure("readiness.commandsPoll025", "  ssh commands per up with a rollout (poll 0.25 s)", "count", fast.ssh.map((x) => x.host.commands));
+        figure("readiness.gateLinePoll025", '  server ready -> "[readiness] ready after" (poll 0.25 s)', "ms", col(fast.runs, "gateLine"));
+        figure(
+            "readiness.commandsPoll025",
+            "  ssh commands per up with a rollout (poll 0.25 s)",
+            "count",
+            fast.ssh.map((x) => x.host.commands),
+        );
         extra.readinessRunsPoll025 = fast.runs;
     }
 }
@@ -445,9 +481,14 @@ async function phaseCrash(d: Deployment, config: StackConfigFile, labDir: string
         d.writeConfig(config);
     }
     const col = (k: string) => runs.map((x) => x[k]).filter((v): v is number => v !== undefined);
-    figure("crash.detect", "crash detection: crashed -> \"[readiness] failed after\"", "ms", col("failedLine"), "target < 2000 ms");
+    figure("crash.detect", 'crash detection: crashed -> "[readiness] failed after"', "ms", col("failedLine"), "target < 2000 ms");
     figure("crash.failure", "  crashed -> up reports the failed rollout (rollback done)", "ms", col("failure"));
-    figure("crash.upWall", "up with a crashing rollout (+ rollback)", "s", col("upWall").map((v) => v / 1000));
+    figure(
+        "crash.upWall",
+        "up with a crashing rollout (+ rollback)",
+        "s",
+        col("upWall").map((v) => v / 1000),
+    );
     extra.crashRuns = runs;
 }
 
@@ -493,7 +534,11 @@ async function phaseFleet(fleetLabDir: string, fleetInfo: LabInfo, sizes: number
     const parMs: Record<number, number[]> = {};
     for (let rep = 0; rep < FLEET_RUNS; rep++) {
         for (const [n, d] of programs) {
-            const r = expectCode(await runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"], { tail: sshTail(fleetInfo) }), 0, `fleet refresh N=${n}`);
+            const r = expectCode(
+                await runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"], { tail: sshTail(fleetInfo) }),
+                0,
+                `fleet refresh N=${n}`,
+            );
             (fleetMs[n] ??= []).push(r.wallMs / 1000);
             (fleetSsh[n] ??= []).push(sshOf(r, fleetInfo));
             const p = expectCode(await runEngine(d, ["preview", "--refresh", "--expect-no-changes"]), 0, `fleet preview --refresh N=${n}`);
@@ -516,7 +561,13 @@ async function phaseFleet(fleetLabDir: string, fleetInfo: LabInfo, sizes: number
         if (!fleetMs[n]) continue;
         figure(`fleet.program.${n}`, `fleet: one program with ${n} service(s), refresh --preview-only`, "s", fleetMs[n]!);
         if (n !== 1 && Number.isFinite(base)) {
-            figure(`fleet.program.ratio.${n}`, `  ratio ${n}:1 (per run / median of N=1)`, "x", fleetMs[n]!.map((v) => v / base), n === 16 ? "target <= 2x" : undefined);
+            figure(
+                `fleet.program.ratio.${n}`,
+                `  ratio ${n}:1 (per run / median of N=1)`,
+                "x",
+                fleetMs[n]!.map((v) => v / base),
+                n === 16 ? "target <= 2x" : undefined,
+            );
         }
         sshFigures(`fleet.program.${n}`, `fleet refresh (N=${n})`, fleetSsh[n]!);
     }
@@ -524,13 +575,25 @@ async function phaseFleet(fleetLabDir: string, fleetInfo: LabInfo, sizes: number
     for (const n of sizes) {
         if (!fleetPreviewMs[n]) continue;
         figure(`fleet.programPreview.${n}`, `fleet: one program with ${n} service(s), preview --refresh`, "s", fleetPreviewMs[n]!);
-        if (n !== 1 && Number.isFinite(pbase)) figure(`fleet.programPreview.ratio.${n}`, `  ratio ${n}:1`, "x", fleetPreviewMs[n]!.map((v) => v / pbase));
+        if (n !== 1 && Number.isFinite(pbase))
+            figure(
+                `fleet.programPreview.ratio.${n}`,
+                `  ratio ${n}:1`,
+                "x",
+                fleetPreviewMs[n]!.map((v) => v / pbase),
+            );
     }
     const sbase = stackSizes.includes(1) ? summarize(seqMs[1] ?? []).median : NaN;
     for (const n of stackSizes) {
         if (!seqMs[n]) continue;
         figure(`fleet.stacks.seq.${n}`, `fleet: ${n} one-service stack(s), refresh each in turn`, "s", seqMs[n]!);
-        if (n !== 1 && Number.isFinite(sbase)) figure(`fleet.stacks.seq.ratio.${n}`, `  ratio ${n}:1`, "x", seqMs[n]!.map((v) => v / sbase));
+        if (n !== 1 && Number.isFinite(sbase))
+            figure(
+                `fleet.stacks.seq.ratio.${n}`,
+                `  ratio ${n}:1`,
+                "x",
+                seqMs[n]!.map((v) => v / sbase),
+            );
         figure(`fleet.stacks.par.${n}`, `fleet: ${n} one-service stack(s), refreshed in parallel`, "s", parMs[n]!);
     }
 }
@@ -567,11 +630,21 @@ function fmt(v: number, unit: Figure["unit"]): string {
 function table(): string {
     const rows = figures.map((f) => {
         const s = f.summary;
-        return [f.label, String(s.n), `${fmt(s.median, f.unit)} ${f.unit === "count" ? "" : f.unit}`.trim(), `${fmt(s.min, f.unit)}–${fmt(s.max, f.unit)}`, f.note ?? ""];
+        return [
+            f.label,
+            String(s.n),
+            `${fmt(s.median, f.unit)} ${f.unit === "count" ? "" : f.unit}`.trim(),
+            `${fmt(s.min, f.unit)}–${fmt(s.max, f.unit)}`,
+            f.note ?? "",
+        ];
     });
     const head = ["figure", "n", "median", "range (min–max)", ""];
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (r: string[]) => r.map((c, i) => (i === 1 || i === 2 || i === 3 ? c.padStart(w[i]!) : c.padEnd(w[i]!))).join("  ").trimEnd();
+    const line = (r: string[]) =>
+        r
+            .map((c, i) => (i === 1 || i === 2 || i === 3 ? c.padStart(w[i]!) : c.padEnd(w[i]!)))
+            .join("  ")
+            .trimEnd();
     return [line(head), w.map((n) => "-".repeat(n)).join("  "), ...rows.map(line)].join("\n");
 }
 
@@ -685,7 +758,17 @@ async function main(): Promise<void> {
         finished: finished.toISOString(),
         durationSeconds: Math.round((finished.getTime() - started.getTime()) / 1000),
         command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
-        options: { ref: REF ?? "(work tree)", runs: RUNS, rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS, crashes: CRASHES, fleet: FLEET, stacks: STACKS, fleetRuns: FLEET_RUNS, phases: [...phases] },
+        options: {
+            ref: REF ?? "(work tree)",
+            runs: RUNS,
+            rollouts: ROLLOUTS,
+            fastRollouts: FAST_ROLLOUTS,
+            crashes: CRASHES,
+            fleet: FLEET,
+            stacks: STACKS,
+            fleetRuns: FLEET_RUNS,
+            phases: [...phases],
+        },
         environment: { ...env, loadavgAfter: os.loadavg() },
         figures: Object.fromEntries(figures.map((f) => [f.key, { label: f.label.trim(), unit: f.unit, ...f.summary, ...(f.note ? { note: f.note } : {}) }])),
         notes,
@@ -694,7 +777,10 @@ async function main(): Promise<void> {
     };
     const outDir = path.join(repo, "bench-results");
     fs.mkdirSync(outDir, { recursive: true });
-    const stamp = started.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
+    const stamp = started
+        .toISOString()
+        .replace(/:/g, "-")
+        .replace(/\.\d+Z$/, "Z");
     const outFile = path.join(outDir, `bench-${stamp}.json`);
     fs.writeFileSync(outFile, JSON.stringify(result, null, 2) + "\n");
 
@@ -703,7 +789,12 @@ async function main(): Promise<void> {
     const profiles = extra.profile as Record<string, Profile> | undefined;
     if (profiles) for (const [name, p] of Object.entries(profiles)) console.log("\n" + profileText(p, name));
     for (const n of notes) console.log(`\nnote: ${n}`);
-    console.log(`\n${env.cpus} CPUs, load average ${env.loadavgBefore.map((v) => v.toFixed(2)).join(" ")} before, ${os.loadavg().map((v) => v.toFixed(2)).join(" ")} after; ${result.durationSeconds} s in all`);
+    console.log(
+        `\n${env.cpus} CPUs, load average ${env.loadavgBefore.map((v) => v.toFixed(2)).join(" ")} before, ${os
+            .loadavg()
+            .map((v) => v.toFixed(2))
+            .join(" ")} after; ${result.durationSeconds} s in all`,
+    );
     console.log(`results: ${path.relative(process.cwd(), outFile)}`);
     if (failed) {
         console.error(`\nbench failed: ${(failed as Error).stack ?? failed}`);

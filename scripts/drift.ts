@@ -62,9 +62,7 @@ function runEngine(script: string, args: string[], env: NodeJS.ProcessEnv, onStd
             onStderr?.(d);
         });
         child.on("error", (err) => resolve({ code: -1, stdout, stderr: `${stderr}cannot run ${script}: ${err.message}\n` }));
-        child.on("close", (code, signal) =>
-            resolve({ code: code ?? -1, stdout, stderr: signal ? `${stderr}engine killed by ${signal}\n` : stderr }),
-        );
+        child.on("close", (code, signal) => resolve({ code: code ?? -1, stdout, stderr: signal ? `${stderr}engine killed by ${signal}\n` : stderr }));
     });
 }
 

@@ -14,7 +14,6 @@ import * as path from "path";
 import { labListening, labUp, readLabInfo, writeLabStackConfig } from "../lab/control";
 import * as yaml from "js-yaml";
 
-
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
 const stackFile = path.join(repo, "Pulumi.lab.yaml");

@@ -95,7 +95,6 @@ function parseOptions(args: string[]): Options {
     return o;
 }
 
-
 /** The scope from --vmid/--direct, or from the stack file's topology and container.vmid. */
 export function scopeOf(o: Options, projectDir = repo): GateScope {
     const given = (o.vmids.length > 0 ? 1 : 0) + (o.direct ? 1 : 0) + (o.stack !== undefined ? 1 : 0);
@@ -112,7 +111,9 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
     if (topology === "direct") return { direct: true };
     const vmid = isRecord(raw.container) ? Number(raw.container.vmid) : NaN;
     if (topology !== "pct-exec" || !Number.isInteger(vmid)) {
-        throw new ReadGateOptionError(`--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(raw.container) ? raw.container.vmid : undefined)}; give --vmid <vmid> or --direct`);
+        throw new ReadGateOptionError(
+            `--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(raw.container) ? raw.container.vmid : undefined)}; give --vmid <vmid> or --direct`,
+        );
     }
     return { vmids: [vmid] };
 }
@@ -120,7 +121,10 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
 function readPublicKey(o: Options): string {
     if (o.publicKey === undefined) throw new ReadGateOptionError("give --public-key <the read-only key's .pub file>");
     const file = o.publicKey.startsWith("~/") ? path.join(os.homedir(), o.publicKey.slice(2)) : o.publicKey;
-    if (!fs.existsSync(file)) throw new ReadGateOptionError(`--public-key ${o.publicKey}: no such file (make the key with ssh-keygen -t ed25519 -N '' -f ~/.ssh/sglang-serve-read-<stack>)`);
+    if (!fs.existsSync(file))
+        throw new ReadGateOptionError(
+            `--public-key ${o.publicKey}: no such file (make the key with ssh-keygen -t ed25519 -N '' -f ~/.ssh/sglang-serve-read-<stack>)`,
+        );
     return fs.readFileSync(file, "utf8");
 }
 

@@ -14,7 +14,6 @@ import { API_KEY_ENV } from "../core/sglang-rules";
 import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
 import * as yaml from "js-yaml";
 
-
 /**
  * Stands in for an encrypted value (`{ secure: ... }`) during validation: the
  * script has no passphrase, and a secret's shape is checked when Pulumi

@@ -50,11 +50,7 @@ const apiKey = pulumiConfig.getSecret("apiKey");
 
 export const endpoints: Record<string, pulumi.Output<string>> = {};
 for (const { service } of stacks) {
-    const server = new SglangService(
-        service.name,
-        { connection: serviceConnection, service, readiness, apiKey, gpuIndices },
-        { dependsOn: [placement] },
-    );
+    const server = new SglangService(service.name, { connection: serviceConnection, service, readiness, apiKey, gpuIndices }, { dependsOn: [placement] });
     new ReadinessCheck(`${service.name}-ready`, {
         connection: serviceConnection,
         unitName: server.unitName,

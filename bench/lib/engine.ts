@@ -160,13 +160,16 @@ export function runEngine(project: Project, args: string[], opts: RunOptions = {
             const endMs = nowMs();
             running.delete(child);
             if (partial) stdout.push({ t: endMs, line: partial });
-            setTimeout(() => {
-                const events = (evTail?.stop() ?? []).map((l) => parseEvent(l.t, l.line)).filter((e): e is EngineEvent => e !== null);
-                if (eventFile) fs.rmSync(path.dirname(eventFile), { recursive: true, force: true });
-                const tailed: Record<string, TimedLine[]> = {};
-                for (const t of tails) tailed[t.file] = t.stop();
-                resolve({ args: fullArgs, code: code ?? -1, startMs, endMs, wallMs: endMs - startMs, output, stdout, events, tails: tailed });
-            }, opts.tailGraceMs ?? (tails.length > 0 || evTail ? 150 : 0));
+            setTimeout(
+                () => {
+                    const events = (evTail?.stop() ?? []).map((l) => parseEvent(l.t, l.line)).filter((e): e is EngineEvent => e !== null);
+                    if (eventFile) fs.rmSync(path.dirname(eventFile), { recursive: true, force: true });
+                    const tailed: Record<string, TimedLine[]> = {};
+                    for (const t of tails) tailed[t.file] = t.stop();
+                    resolve({ args: fullArgs, code: code ?? -1, startMs, endMs, wallMs: endMs - startMs, output, stdout, events, tails: tailed });
+                },
+                opts.tailGraceMs ?? (tails.length > 0 || evTail ? 150 : 0),
+            );
         });
     });
 }

@@ -61,12 +61,19 @@ export function buildProfile(r: RunResult, hookLog: string, sshdLog: string): Pr
         } else if (h.ev === "load" && !h.nested) {
             const p = procs.get(h.pid);
             const who = p ? `${p.role}${p.n ? ` #${p.n}` : ""}` : h.role;
-            const what = h.kind === "project" ? `loads ${path.basename(path.dirname(h.file ?? ""))}/${path.basename(h.file ?? "")} (${/\.ts$/.test(h.file ?? "") ? "transpile + " : ""}run, incl. its imports)` : `loads ${h.kind}`;
+            const what =
+                h.kind === "project"
+                    ? `loads ${path.basename(path.dirname(h.file ?? ""))}/${path.basename(h.file ?? "")} (${/\.ts$/.test(h.file ?? "") ? "transpile + " : ""}run, incl. its imports)`
+                    : `loads ${h.kind}`;
             steps.push({ at: rel(h.t - (h.ms ?? 0)), ms: Math.round(h.ms ?? 0), what: `${who}: ${what}` });
         } else if (h.ev === "rpc") {
             const p = procs.get(h.pid);
             if (["handshake", "getPluginInfo", "cancel"].includes(h.method ?? "")) continue;
-            steps.push({ at: rel(h.start ?? h.t), ms: Math.round(h.ms ?? 0), what: `provider${p?.n ? ` #${p.n}` : ""}: ${h.method}${h.error ? ` (error: ${h.error})` : ""}` });
+            steps.push({
+                at: rel(h.start ?? h.t),
+                ms: Math.round(h.ms ?? 0),
+                what: `provider${p?.n ? ` #${p.n}` : ""}: ${h.method}${h.error ? ` (error: ${h.error})` : ""}`,
+            });
         } else if (h.ev === "exit") {
             const p = procs.get(h.pid);
             if (p) p.exit = h.t;

@@ -7,8 +7,8 @@ import { readHandoff, runSimulator } from "../sglang/simulator";
 const [fdArg, labDir] = process.argv.slice(2);
 const fd = Number(fdArg);
 if (!Number.isInteger(fd) || fd < 0 || !labDir) {
-  process.stderr.write("usage: sglang-server.js <fd with the hand-off JSON> <lab dir> (exec'd by sglang_lab_venv.py)\n");
-  process.exit(2);
+    process.stderr.write("usage: sglang-server.js <fd with the hand-off JSON> <lab dir> (exec'd by sglang_lab_venv.py)\n");
+    process.exit(2);
 }
 // How the lab's stand-ins find their lab (a unit starts the venv's python, not a shim that sets it).
 process.env.SGLANG_LAB_DIR = labDir;

@@ -2,56 +2,47 @@
 // line in lab.json's eventsFile.
 import * as fs from "fs";
 
-export type SimulatorEventKind =
-  | "launched"
-  | "argparse-error"
-  | "startup-failed"
-  | "http-up"
-  | "ready"
-  | "crashed"
-  | "died"
-  | "scheduler-died"
-  | "stopped";
+export type SimulatorEventKind = "launched" | "argparse-error" | "startup-failed" | "http-up" | "ready" | "crashed" | "died" | "scheduler-died" | "stopped";
 
 export interface SimulatorEvent {
-  /** ISO time and epoch milliseconds. */
-  time: string;
-  epochMs: number;
-  event: SimulatorEventKind;
-  pid: number;
-  host?: string;
-  port?: number;
-  /** e.g. the exception line for startup-failed / crashed. */
-  detail?: string;
-  /** systemd's INVOCATION_ID (the unit's run) when started by the container's systemd. */
-  invocationId?: string;
+    /** ISO time and epoch milliseconds. */
+    time: string;
+    epochMs: number;
+    event: SimulatorEventKind;
+    pid: number;
+    host?: string;
+    port?: number;
+    /** e.g. the exception line for startup-failed / crashed. */
+    detail?: string;
+    /** systemd's INVOCATION_ID (the unit's run) when started by the container's systemd. */
+    invocationId?: string;
 }
 
 export function appendEvent(file: string, e: Omit<SimulatorEvent, "time" | "epochMs" | "pid">): void {
-  const now = Date.now();
-  const full: SimulatorEvent = { time: new Date(now).toISOString(), epochMs: now, pid: process.pid, invocationId: process.env.INVOCATION_ID, ...e };
-  try {
-    fs.appendFileSync(file, JSON.stringify(full) + "\n");
-  } catch {
-    // the lab is being torn down
-  }
+    const now = Date.now();
+    const full: SimulatorEvent = { time: new Date(now).toISOString(), epochMs: now, pid: process.pid, invocationId: process.env.INVOCATION_ID, ...e };
+    try {
+        fs.appendFileSync(file, JSON.stringify(full) + "\n");
+    } catch {
+        // the lab is being torn down
+    }
 }
 
 export function readEvents(file: string): SimulatorEvent[] {
-  let text = "";
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as SimulatorEvent];
-      } catch {
+    let text: string;
+    try {
+        text = fs.readFileSync(file, "utf8");
+    } catch {
         return [];
-      }
-    });
+    }
+    return text
+        .split("\n")
+        .filter(Boolean)
+        .flatMap((l) => {
+            try {
+                return [JSON.parse(l) as SimulatorEvent];
+            } catch {
+                return [];
+            }
+        });
 }

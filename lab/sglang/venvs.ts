@@ -13,9 +13,9 @@ import { CT_LAB } from "../rootfs";
 
 /** Release -> venv in the container; /opt/sglang/venv is the field's (0.5.11). */
 export const SGLANG_VENVS: Readonly<Record<string, string>> = {
-  "0.5.11": "/opt/sglang/venv",
-  "0.5.10": "/opt/sglang/venv-0.5.10",
-  "0.5.9": "/opt/sglang/venv-0.5.9",
+    "0.5.11": "/opt/sglang/venv",
+    "0.5.10": "/opt/sglang/venv-0.5.10",
+    "0.5.9": "/opt/sglang/venv-0.5.9",
 };
 
 /** Where the container finds the lab's Python side (read-only): the stubs, oracle.py, sglang_lab_venv.py. */
@@ -25,51 +25,52 @@ export const CT_RELEASES = path.posix.join(CT_LAB.lib, "releases");
 
 /** install.sh's cache of the releases (its own rule: SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache). */
 export function releasesCacheDir(): string {
-  const root = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
-  return path.join(root, "sglang");
+    const root = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
+    return path.join(root, "sglang");
 }
 
 /** The files of lab/sglang/real the container's venvs run, copied into the lab (not run from the checkout). */
 export function copySglangReal(realDir: string, dest: string): void {
-  fs.rmSync(dest, { recursive: true, force: true });
-  fs.mkdirSync(dest, { recursive: true });
-  for (const f of ["oracle.py", "sglang_lab_venv.py"]) fs.copyFileSync(path.join(realDir, f), path.join(dest, f));
-  fs.cpSync(path.join(realDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+    fs.rmSync(dest, { recursive: true, force: true });
+    fs.mkdirSync(dest, { recursive: true });
+    for (const f of ["oracle.py", "sglang_lab_venv.py"]) fs.copyFileSync(path.join(realDir, f), path.join(dest, f));
+    fs.cpSync(path.join(realDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
 }
 
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
 export function pthText(version: string): string {
-  return [
-    `${CT_SGLANG_REAL}/stubs`,
-    `${CT_RELEASES}/${version}/site`,
-    `${CT_RELEASES}/deps/site`,
-    CT_SGLANG_REAL,
-    `import sglang_lab_venv; sglang_lab_venv.boot(${JSON.stringify(CT_LAB.share)})`,
-    "",
-  ].join("\n");
+    return [
+        `${CT_SGLANG_REAL}/stubs`,
+        `${CT_RELEASES}/${version}/site`,
+        `${CT_RELEASES}/deps/site`,
+        CT_SGLANG_REAL,
+        `import sglang_lab_venv; sglang_lab_venv.boot(${JSON.stringify(CT_LAB.share)})`,
+        "",
+    ].join("\n");
 }
 
 /** The console scripts of a release's entry_points.txt, as pip (distlib) writes them. */
 export function consoleScripts(entryPoints: string, python: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  let section = "";
-  for (const raw of entryPoints.split("\n")) {
-    const line = raw.trim();
-    const header = /^\[(.+)\]$/.exec(line);
-    if (header) section = header[1]!;
-    else if (section === "console_scripts" && line.includes("=")) {
-      const [name, target] = line.split("=").map((s) => s.trim()) as [string, string];
-      const [mod, fn] = target.split(":") as [string, string];
-      out[name] = `#!${python}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom ${mod} import ${fn.split(".")[0]}\nif __name__ == '__main__':\n    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(${fn}())\n`;
+    const out: Record<string, string> = {};
+    let section = "";
+    for (const raw of entryPoints.split("\n")) {
+        const line = raw.trim();
+        const header = /^\[(.+)\]$/.exec(line);
+        if (header) section = header[1]!;
+        else if (section === "console_scripts" && line.includes("=")) {
+            const [name, target] = line.split("=").map((s) => s.trim()) as [string, string];
+            const [mod, fn] = target.split(":") as [string, string];
+            out[name] =
+                `#!${python}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom ${mod} import ${fn.split(".")[0]}\nif __name__ == '__main__':\n    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(${fn}())\n`;
+        }
     }
-  }
-  return out;
+    return out;
 }
 
 function distInfo(site: string, version: string): string {
-  const d = path.join(site, `sglang-${version}.dist-info`);
-  if (!fs.existsSync(d)) throw new Error(`lab: SGLang ${version} is not installed in ${site} (lab/sglang/real/install.sh)`);
-  return d;
+    const d = path.join(site, `sglang-${version}.dist-info`);
+    if (!fs.existsSync(d)) throw new Error(`lab: SGLang ${version} is not installed in ${site} (lab/sglang/real/install.sh)`);
+    return d;
 }
 
 /**
@@ -79,24 +80,36 @@ function distInfo(site: string, version: string): string {
  * scripts every time (cheap, and they follow the checkout).
  */
 export function ensureVenvs(optDir: string, rootfsImage: string, releases = releasesCacheDir()): void {
-  for (const [version, venv] of Object.entries(SGLANG_VENVS)) {
-    const site = path.join(releases, version, "site");
-    const info = distInfo(site, version);
-    const dir = path.join(optDir, path.posix.relative("/opt", venv));
-    if (!fs.existsSync(path.join(dir, "pyvenv.cfg"))) {
-      fs.mkdirSync(dir, { recursive: true });
-      const r = spawnSync(
-        "unshare",
-        ["--mount", "--propagation", "private", "sh", "-c", 'mount --bind "$1" "$2/opt" && exec chroot "$2" /usr/bin/python3 -B -m venv --without-pip "$3"', "sh", optDir, rootfsImage, venv],
-        { encoding: "utf8", timeout: 60_000 },
-      );
-      if (r.status !== 0) throw new Error(`lab: python3 -m venv ${venv} in the container's image failed (exit ${r.status}): ${r.stderr}${r.error?.message ?? ""}`);
+    for (const [version, venv] of Object.entries(SGLANG_VENVS)) {
+        const site = path.join(releases, version, "site");
+        const info = distInfo(site, version);
+        const dir = path.join(optDir, path.posix.relative("/opt", venv));
+        if (!fs.existsSync(path.join(dir, "pyvenv.cfg"))) {
+            fs.mkdirSync(dir, { recursive: true });
+            const r = spawnSync(
+                "unshare",
+                [
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    'mount --bind "$1" "$2/opt" && exec chroot "$2" /usr/bin/python3 -B -m venv --without-pip "$3"',
+                    "sh",
+                    optDir,
+                    rootfsImage,
+                    venv,
+                ],
+                { encoding: "utf8", timeout: 60_000 },
+            );
+            if (r.status !== 0)
+                throw new Error(`lab: python3 -m venv ${venv} in the container's image failed (exit ${r.status}): ${r.stderr}${r.error?.message ?? ""}`);
+        }
+        const lib = path.join(dir, "lib");
+        const py = fs.readdirSync(lib).find((d) => /^python3\.\d+$/.test(d));
+        if (!py) throw new Error(`lab: ${venv} has no lib/python3.N`);
+        fs.writeFileSync(path.join(lib, py, "site-packages", "sglang-lab.pth"), pthText(version));
+        const scripts = consoleScripts(fs.readFileSync(path.join(info, "entry_points.txt"), "utf8"), `${venv}/bin/python3`);
+        for (const [name, text] of Object.entries(scripts)) fs.writeFileSync(path.join(dir, "bin", name), text, { mode: 0o755 });
     }
-    const lib = path.join(dir, "lib");
-    const py = fs.readdirSync(lib).find((d) => /^python3\.\d+$/.test(d));
-    if (!py) throw new Error(`lab: ${venv} has no lib/python3.N`);
-    fs.writeFileSync(path.join(lib, py, "site-packages", "sglang-lab.pth"), pthText(version));
-    const scripts = consoleScripts(fs.readFileSync(path.join(info, "entry_points.txt"), "utf8"), `${venv}/bin/python3`);
-    for (const [name, text] of Object.entries(scripts)) fs.writeFileSync(path.join(dir, "bin", name), text, { mode: 0o755 });
-  }
 }

@@ -4,7 +4,6 @@ import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
 import * as yaml from "js-yaml";
 
-
 interface Registered {
     type: string;
     name: string;
@@ -48,9 +47,7 @@ function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
 function stackConfig(stack: string): Record<string, string> {
     const file = path.join(__dirname, "..", "..", `Pulumi.${stack}.yaml`);
     const parsed = yaml.load(fs.readFileSync(file, "utf8")) as { config: Record<string, unknown> };
-    return Object.fromEntries(
-        Object.entries(parsed.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
-    );
+    return Object.fromEntries(Object.entries(parsed.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
 }
 
 /** The field stacks listen on 0.0.0.0: operators set this secret (the committed files hold none). */
@@ -167,7 +164,8 @@ describe("the stack program under mocks", () => {
     it("fails the preview naming the key when the API key is short", async () => {
         await assert.rejects(
             () => loadProgram("kpro5", { "sglang-serve:apiKey": "short" }),
-            (e: Error) => /sglang-serve:apiKey = \[secret\]/.test(e.message) && /5 characters long but must be 16-256/.test(e.message) && !/"short"/.test(e.message),
+            (e: Error) =>
+                /sglang-serve:apiKey = \[secret\]/.test(e.message) && /5 characters long but must be 16-256/.test(e.message) && !/"short"/.test(e.message),
         );
     });
 

@@ -91,7 +91,10 @@ describe("box facts: the box contradicting the declared server", () => {
 
     it("names both architectures, and both weight sizes beyond 10%", () => {
         const found = boxContradictions(fieldExpectations(), { ...fieldFacts(), architecture: "LlamaForCausalLM", weightsBytes: 70e9 });
-        assert.deepEqual(found.map((c) => c.property), ["service.model.architecture", "service.model.weightsGB"]);
+        assert.deepEqual(
+            found.map((c) => c.property),
+            ["service.model.architecture", "service.model.weightsGB"],
+        );
         assert.match(found[0]!.reason, /is Qwen3_5ForConditionalGeneration but .*config\.json says LlamaForCausalLM/);
         assert.match(found[1]!.reason, /weightsGB is 52 but the weights .* are 70\.0 GB/);
     });
@@ -104,7 +107,10 @@ describe("box facts: the box contradicting the declared server", () => {
 
     it("refuses a missing model folder, and says nothing else about it", () => {
         const found = boxContradictions(fieldExpectations(), { sglangVersion: "0.5.11", model: "missing" });
-        assert.deepEqual(found.map((c) => c.property), ["service.model.path"]);
+        assert.deepEqual(
+            found.map((c) => c.property),
+            ["service.model.path"],
+        );
     });
 
     it("judges SGLang's hybrid-model rules with the box's architecture when the config leaves it out", () => {

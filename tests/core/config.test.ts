@@ -1,11 +1,5 @@
 import assert from "node:assert/strict";
-import {
-    ConfigIssue,
-    formatConfigIssues,
-    hostKeyProblem,
-    STATIC_POOL_RESERVE_GIB,
-    validateStackConfig,
-} from "../../core/config";
+import { ConfigIssue, formatConfigIssues, hostKeyProblem, STATIC_POOL_RESERVE_GIB, validateStackConfig } from "../../core/config";
 import { radixSpeculativeError } from "../../core/sglang-rules";
 import { fieldConfig, FieldRaw, withField } from "./fixtures";
 import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
@@ -162,7 +156,10 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
                 r.service.environment = {} as typeof r.service.environment;
             }),
         );
-        assert.ok(result.warnings.some((w) => /overlap scheduler/.test(w) && /advice, not required/.test(w)), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => /overlap scheduler/.test(w) && /advice, not required/.test(w)),
+            result.warnings.join("\n"),
+        );
     });
 
     for (const value of ["1", "true", "True"]) {
@@ -173,7 +170,9 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
 
     it("warns about a SGLANG_ENABLE_SPEC_V2 value SGLang cannot read, naming the default it falls back to", () => {
         const result = accepted(withField((r) => (r.service.environment.SGLANG_ENABLE_SPEC_V2 = "on")));
-        assert.ok(result.warnings.some((w) => /SGLANG_ENABLE_SPEC_V2 is "on", which SGLang cannot read: it warns and uses its default \(on in 0\.5\.11\)/.test(w)));
+        assert.ok(
+            result.warnings.some((w) => /SGLANG_ENABLE_SPEC_V2 is "on", which SGLang cannot read: it warns and uses its default \(on in 0\.5\.11\)/.test(w)),
+        );
     });
 
     it("accepts disableRadixCache with no_buffer", () => {
@@ -186,7 +185,10 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
     });
 
     it("rejects extra_buffer with disableRadixCache (0.5.10+), with SGLang's message", () => {
-        const issue = issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = true)), spec);
+        const issue = issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = true)),
+            spec,
+        );
         assert.ok(issue.message.includes("ValueError: mamba extra_buffer is not compatible with --disable-radix-cache"));
     });
 
@@ -198,7 +200,10 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
 
     for (const architecture of ["NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM"]) {
         it(`refuses extra_buffer on ${architecture} (AssertionError), and its only fix with speculation is --disable-radix-cache`, () => {
-            const issue = issueAt(withField((r) => (r.service.model.architecture = architecture)), spec);
+            const issue = issueAt(
+                withField((r) => (r.service.model.architecture = architecture)),
+                spec,
+            );
             assert.ok(issue.message.includes(`AssertionError: mamba extra_buffer is not supported for ${architecture} model`));
             assert.match(issue.message, /disableRadixCache: true/);
             const noBuffer = issueAt(
@@ -274,14 +279,23 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
     const path = "service.speculative.algorithm";
 
     it("rejects MTP with argparse's message and says to use NEXTN for the model's own MTP head", () => {
-        const issue = issueAt(withField((r) => (r.service.speculative.algorithm = "MTP")), path);
+        const issue = issueAt(
+            withField((r) => (r.service.speculative.algorithm = "MTP")),
+            path,
+        );
         assert.match(issue.message, /sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP'/);
         assert.match(issue.message, /MTP is not a value: NEXTN uses the model's own MTP head/);
         assert.match(issue.message, /DFLASH, EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
     });
 
     it("is case-sensitive like SGLang's argparse", () => {
-        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "nextn")), path).message, /case-sensitive: write NEXTN/);
+        assert.match(
+            issueAt(
+                withField((r) => (r.service.speculative.algorithm = "nextn")),
+                path,
+            ).message,
+            /case-sensitive: write NEXTN/,
+        );
     });
 
     it("accepts DFLASH with a drafter on 0.5.11: steps 1, topk 1, draft tokens the drafter's block size", () => {
@@ -296,7 +310,10 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
                 } as typeof r.service.speculative;
             }),
         );
-        assert.deepEqual(result.warnings.filter((w) => /numSteps|eagleTopk|numDraftTokens/.test(w)), []);
+        assert.deepEqual(
+            result.warnings.filter((w) => /numSteps|eagleTopk|numDraftTokens/.test(w)),
+            [],
+        );
     });
 
     it("rejects DFLASH without a drafter (ValueError)", () => {
@@ -321,14 +338,29 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
     it("warns that DFLASH runs one step with topk 1 whatever was declared", () => {
         const result = accepted(
             withField((r) => {
-                r.service.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 3, eagleTopk: 1, numDraftTokens: 16 } as typeof r.service.speculative;
+                r.service.speculative = {
+                    algorithm: "DFLASH",
+                    draftModelPath: "/models/dflash-drafter",
+                    numSteps: 3,
+                    eagleTopk: 1,
+                    numDraftTokens: 16,
+                } as typeof r.service.speculative;
             }),
         );
-        assert.ok(result.warnings.some((w) => /numSteps is 3, but SGLang 0\.5\.11 runs 1/.test(w)), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => /numSteps is 3, but SGLang 0\.5\.11 runs 1/.test(w)),
+            result.warnings.join("\n"),
+        );
     });
 
     it("lists the allowed values for anything else", () => {
-        assert.match(issueAt(withField((r) => (r.service.speculative.algorithm = "MEDUSA")), path).message, /use one of DFLASH, EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/);
+        assert.match(
+            issueAt(
+                withField((r) => (r.service.speculative.algorithm = "MEDUSA")),
+                path,
+            ).message,
+            /use one of DFLASH, EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM/,
+        );
     });
 
     it("switches to a separate drafter by config alone (EAGLE3 + draftModelPath)", () => {
@@ -374,7 +406,10 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
 describe("stack config: speculative steps (SGLang's own rules per release)", () => {
     it("warns that with eagleTopk 1 SGLang runs numSteps + 1 draft tokens, naming the value", () => {
         const result = accepted(withField((r) => (r.service.speculative.numDraftTokens = 3)));
-        assert.ok(result.warnings.some((w) => /numDraftTokens is 3, but SGLang 0\.5\.11 runs 2/.test(w)), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => /numDraftTokens is 3, but SGLang 0\.5\.11 runs 2/.test(w)),
+            result.warnings.join("\n"),
+        );
     });
 
     it("accepts numSteps with eagleTopk 1 and no draft-token count (SGLang sets numSteps + 1)", () => {
@@ -390,8 +425,14 @@ describe("stack config: speculative steps (SGLang's own rules per release)", () 
     });
 
     it("rejects eagleTopk or numDraftTokens without numSteps (SGLang's bare AssertionError)", () => {
-        issueAt(withField((r) => (r.service.speculative = { algorithm: "NEXTN", eagleTopk: 1 } as typeof r.service.speculative)), "service.speculative.numSteps");
-        issueAt(withField((r) => (r.service.speculative = { algorithm: "NEXTN", numDraftTokens: 4 } as typeof r.service.speculative)), "service.speculative.numSteps");
+        issueAt(
+            withField((r) => (r.service.speculative = { algorithm: "NEXTN", eagleTopk: 1 } as typeof r.service.speculative)),
+            "service.speculative.numSteps",
+        );
+        issueAt(
+            withField((r) => (r.service.speculative = { algorithm: "NEXTN", numDraftTokens: 4 } as typeof r.service.speculative)),
+            "service.speculative.numSteps",
+        );
     });
 
     it("accepts none of them (SGLang picks)", () => {
@@ -399,7 +440,8 @@ describe("stack config: speculative steps (SGLang's own rules per release)", () 
     });
 
     it("accepts eagleTopk > 1 on 0.5.11 (falls back to spec v1) but rejects it on 0.5.10 with SGLANG_ENABLE_SPEC_V2 on", () => {
-        const topk4 = (r: FieldRaw) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 4, numDraftTokens: 8 } as typeof r.service.speculative);
+        const topk4 = (r: FieldRaw) =>
+            (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 4, numDraftTokens: 8 } as typeof r.service.speculative);
         accepted(withField(topk4));
         const issue = issueAt(
             withField((r) => {
@@ -425,7 +467,10 @@ describe("stack config: GPUs and memory", () => {
     });
 
     it("rejects Qwen3.6-27B (52 GB) at TP 1 on a 48 GB card and suggests TP 2", () => {
-        const issue = issueAt(withField((r) => (r.service.tensorParallelSize = 1)), "service.tensorParallelSize");
+        const issue = issueAt(
+            withField((r) => (r.service.tensorParallelSize = 1)),
+            "service.tensorParallelSize",
+        );
         assert.match(issue.message, /does not fit/);
         assert.match(issue.message, /set tensorParallelSize: 2/);
     });
@@ -435,7 +480,10 @@ describe("stack config: GPUs and memory", () => {
     });
 
     it("rejects a static fraction too small for the weights even at TP 2", () => {
-        const issue = issueAt(withField((r) => (r.service.memFractionStatic = 0.5)), "service.tensorParallelSize");
+        const issue = issueAt(
+            withField((r) => (r.service.memFractionStatic = 0.5)),
+            "service.tensorParallelSize",
+        );
         assert.match(issue.message, /memFractionStatic 0\.5/);
     });
 
@@ -452,7 +500,13 @@ describe("stack config: GPUs and memory", () => {
     });
 
     it("rejects passing through a GPU the host does not have", () => {
-        assert.match(issueAt(withField((r) => (r.container.gpus = [0, 2])), "container.gpus[1]").message, /indices 0\.\.1/);
+        assert.match(
+            issueAt(
+                withField((r) => (r.container.gpus = [0, 2])),
+                "container.gpus[1]",
+            ).message,
+            /indices 0\.\.1/,
+        );
     });
 });
 
@@ -552,7 +606,10 @@ describe("stack config: host, container, readiness", () => {
     });
 
     it("requires a well-formed pinned host key", () => {
-        issueAt(withField((r) => (r.host.hostKey = "10.1.2.5 ssh-ed25519 AAAA")), "host.hostKey");
+        issueAt(
+            withField((r) => (r.host.hostKey = "10.1.2.5 ssh-ed25519 AAAA")),
+            "host.hostKey",
+        );
         assert.match(hostKeyProblem("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIFBMQUNFSE9MREVSLVJFUExBQ0UtV0lUSC1LRVlTQ0FO") ?? "", /blob holds ssh-ed25519/);
         assert.equal(hostKeyProblem(PLACEHOLDER_HOST_KEY), undefined);
     });
@@ -574,7 +631,10 @@ describe("stack config: host, container, readiness", () => {
 
     it("warns for SGLang versions the rules were not checked against", () => {
         const result = accepted(withField((r) => (r.service.sglangVersion = "0.6.0")));
-        assert.ok(result.warnings.some((w) => w.includes("checked against the releases 0.5.9, 0.5.10, 0.5.11 only")), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => w.includes("checked against the releases 0.5.9, 0.5.10, 0.5.11 only")),
+            result.warnings.join("\n"),
+        );
     });
 });
 
@@ -630,7 +690,10 @@ describe("stack config: API key and authentication", () => {
         const raw = withKey(undefined);
         (raw.service as Record<string, unknown>).allowUnauthenticated = true;
         const result = accepted(raw);
-        assert.ok(result.warnings.some((w) => w.includes("without an API key") && w.includes("0.0.0.0:30000")), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => w.includes("without an API key") && w.includes("0.0.0.0:30000")),
+            result.warnings.join("\n"),
+        );
     });
 
     it("accepts a generated key instead of the secret", () => {
@@ -646,23 +709,31 @@ describe("stack config: API key and authentication", () => {
 
     it("does not add the missing-key issue to an invalid key's", () => {
         const issues = issuesOf(withKey("short"));
-        assert.deepEqual(issues.map((i) => i.path), ["apiKey"]);
+        assert.deepEqual(
+            issues.map((i) => i.path),
+            ["apiKey"],
+        );
     });
 
     it("rejects a takeOverFrom that is not a stack name", () => {
-        issueAt(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct 129")), "service.takeOverFrom");
+        issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct 129")),
+            "service.takeOverFrom",
+        );
         accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "ct129")));
         accepted(withField((r) => ((r.service as Record<string, unknown>).takeOverFrom = "sglang-serve/ct129")));
     });
 });
 
 describe("stack config: numbers and booleans as `pulumi config set --path` stores them (strings)", () => {
-    it("takes \"0.87\" for service.memFractionStatic 0.87", () => {
-        const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as { config: import("../../core/config").StackConfig };
+    it('takes "0.87" for service.memFractionStatic 0.87', () => {
+        const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as {
+            config: import("../../core/config").StackConfig;
+        };
         assert.equal(config.service.memFractionStatic, 0.87);
     });
 
-    it("takes \"2\" for service.tensorParallelSize and \"22\" for host.port", () => {
+    it('takes "2" for service.tensorParallelSize and "22" for host.port', () => {
         const { config } = accepted(
             withField((r) => {
                 (r.service as Record<string, unknown>).tensorParallelSize = "2";
@@ -673,7 +744,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
         assert.equal(config.host.port, 22);
     });
 
-    it("takes \"true\" and \"false\" for booleans", () => {
+    it('takes "true" and "false" for booleans', () => {
         const { config } = accepted(
             withField((r) => {
                 (r.service as Record<string, unknown>).disableRadixCache = "false";
@@ -685,15 +756,30 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
     });
 
     it("still rejects a string that is not a whole number where one is wanted, with the usual message", () => {
-        const issue = issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "two")), "service.tensorParallelSize");
+        const issue = issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "two")),
+            "service.tensorParallelSize",
+        );
         assert.match(issue.message, /must be a number, not string/);
-        issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "2.5")), "service.tensorParallelSize");
-        issueAt(withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "")), "service.tensorParallelSize");
+        issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "2.5")),
+            "service.tensorParallelSize",
+        );
+        issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).tensorParallelSize = "")),
+            "service.tensorParallelSize",
+        );
     });
 
-    it("rejects \"yes\" and \"1\" for a boolean", () => {
-        issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "yes")), "service.disableRadixCache");
-        issueAt(withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "1")), "service.disableRadixCache");
+    it('rejects "yes" and "1" for a boolean', () => {
+        issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "yes")),
+            "service.disableRadixCache",
+        );
+        issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).disableRadixCache = "1")),
+            "service.disableRadixCache",
+        );
     });
 });
 
@@ -707,7 +793,10 @@ describe("stack config: SSH credentials", () => {
 
     it("warns when neither is set and no ssh-agent runs", () => {
         const result = validateStackConfig(withoutKeyPath(), { sshAgentAvailable: false });
-        assert.ok(result.warnings.some((w) => /no ssh-agent runs \(SSH_AUTH_SOCK is not set\).*cannot log in to 10\.1\.2\.5/.test(w)), result.warnings.join("\n"));
+        assert.ok(
+            result.warnings.some((w) => /no ssh-agent runs \(SSH_AUTH_SOCK is not set\).*cannot log in to 10\.1\.2\.5/.test(w)),
+            result.warnings.join("\n"),
+        );
     });
 
     it("does not warn about the agent when a key file is set", () => {

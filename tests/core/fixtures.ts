@@ -79,22 +79,24 @@ const extraArgs = fc.uniqueArray(extraArg, { maxLength: 4, selector: (arg) => ar
 const envName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/).filter((n) => n !== "SGLANG_API_KEY");
 const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join("."));
 
-const speculative = fc.oneof(
-    fc.record({
-        algorithm: fc.constant("NEXTN"),
-        steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-    }),
-    fc.record({
-        algorithm: fc.constantFrom("EAGLE", "EAGLE3", "STANDALONE"),
-        steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-        draftModelPath: absolutePath,
-    }),
-    fc.record({ algorithm: fc.constant("NGRAM"), steps: fc.constant(undefined) }),
-).map((s) => ({
-    algorithm: s.algorithm,
-    ...("draftModelPath" in s ? { draftModelPath: s.draftModelPath } : {}),
-    ...(s.steps === undefined ? {} : { numSteps: s.steps, eagleTopk: 1, numDraftTokens: s.steps + 1 }),
-}));
+const speculative = fc
+    .oneof(
+        fc.record({
+            algorithm: fc.constant("NEXTN"),
+            steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+        }),
+        fc.record({
+            algorithm: fc.constantFrom("EAGLE", "EAGLE3", "STANDALONE"),
+            steps: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+            draftModelPath: absolutePath,
+        }),
+        fc.record({ algorithm: fc.constant("NGRAM"), steps: fc.constant(undefined) }),
+    )
+    .map((s) => ({
+        algorithm: s.algorithm,
+        ...("draftModelPath" in s ? { draftModelPath: s.draftModelPath } : {}),
+        ...(s.steps === undefined ? {} : { numSteps: s.steps, eagleTopk: 1, numDraftTokens: s.steps + 1 }),
+    }));
 
 /** Raw (input-shaped) service sections; parse them with ServiceSchema to get a ServiceConfig. */
 export const rawService = fc.record(

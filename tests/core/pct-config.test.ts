@@ -71,7 +71,10 @@ describe("pct config: parse and render", () => {
     it("keeps repeated raw keys in order and sections apart", () => {
         const conf = parsePctConfig(CT129);
         assert.equal(conf.sections.length, 2);
-        assert.deepEqual(conf.sections.map((s) => s.name), ["before-sglang-0511", "pve:pending"]);
+        assert.deepEqual(
+            conf.sections.map((s) => s.name),
+            ["before-sglang-0511", "pve:pending"],
+        );
         assert.equal(pctOption(conf, "cores"), "32"); // not the snapshot's 16
         assert.equal(conf.main.filter((l) => l.kind === "option" && l.key === "lxc.mount.entry").length, 6);
     });
@@ -91,22 +94,37 @@ describe("pct config: parse and render", () => {
 
     it("parse(render(config)) == config for generated configs (property)", () => {
         const text = fc.stringMatching(/^[^\n\r[\s][^\n\r]{0,30}$/).filter((t) => t.trimEnd() === t);
-        const option: fc.Arbitrary<PctLine> = fc.record({
-            kind: fc.constant("option" as const),
-            key: fc.stringMatching(/^[a-z][a-z0-9_.]{0,20}$/),
-            value: fc.oneof(fc.constant(""), text),
-        }, { noNullPrototype: true });
-        const comment: fc.Arbitrary<PctLine> = fc.record({ kind: fc.constant("comment" as const), text: fc.stringMatching(/^[^\n\r]{0,30}$/) }, { noNullPrototype: true });
-        const config: fc.Arbitrary<PctConfig> = fc.record({
-            main: fc.tuple(fc.array(comment, { maxLength: 2 }), fc.array(option, { minLength: 1, maxLength: 8 })).map(([c, o]) => [...c, ...o]),
-            sections: fc.array(
-                fc.record({
-                    name: fc.stringMatching(/^[a-z][a-z0-9:_-]{0,12}$/),
-                    lines: fc.array(option.map((l) => (l.kind === "option" ? `${l.key}: ${l.value}`.trimEnd() : "")), { maxLength: 4 }),
-                }, { noNullPrototype: true }),
-                { maxLength: 3 },
-            ),
-        }, { noNullPrototype: true });
+        const option: fc.Arbitrary<PctLine> = fc.record(
+            {
+                kind: fc.constant("option" as const),
+                key: fc.stringMatching(/^[a-z][a-z0-9_.]{0,20}$/),
+                value: fc.oneof(fc.constant(""), text),
+            },
+            { noNullPrototype: true },
+        );
+        const comment: fc.Arbitrary<PctLine> = fc.record(
+            { kind: fc.constant("comment" as const), text: fc.stringMatching(/^[^\n\r]{0,30}$/) },
+            { noNullPrototype: true },
+        );
+        const config: fc.Arbitrary<PctConfig> = fc.record(
+            {
+                main: fc.tuple(fc.array(comment, { maxLength: 2 }), fc.array(option, { minLength: 1, maxLength: 8 })).map(([c, o]) => [...c, ...o]),
+                sections: fc.array(
+                    fc.record(
+                        {
+                            name: fc.stringMatching(/^[a-z][a-z0-9:_-]{0,12}$/),
+                            lines: fc.array(
+                                option.map((l) => (l.kind === "option" ? `${l.key}: ${l.value}`.trimEnd() : "")),
+                                { maxLength: 4 },
+                            ),
+                        },
+                        { noNullPrototype: true },
+                    ),
+                    { maxLength: 3 },
+                ),
+            },
+            { noNullPrototype: true },
+        );
         fc.assert(fc.property(config, (conf) => assert.deepEqual(parsePctConfig(renderPctConfig(conf)), conf)));
     });
 
@@ -152,13 +170,20 @@ describe("pct config: GPU passthrough", () => {
         const text = renderPctConfig(updated);
         assert.match(text, /lxc\.cgroup2\.devices\.allow: c 226:\* rwm/);
         assert.match(text, /lxc\.mount\.entry: \/dev\/dri dev\/dri/);
-        assert.ok(text.endsWith("[before-sglang-0511]\narch: amd64\ncores: 16\nhostname: llm-two\nmemory: 65536\nsnaptime: 1764460800\nlxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file\n\n[pve:pending]\nswap: 8192\n"));
+        assert.ok(
+            text.endsWith(
+                "[before-sglang-0511]\narch: amd64\ncores: 16\nhostname: llm-two\nmemory: 65536\nsnaptime: 1764460800\nlxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file\n\n[pve:pending]\nswap: 8192\n",
+            ),
+        );
     });
 });
 
 describe("pct config: pct set", () => {
     it("changes nothing when the declared settings match", () => {
-        const plan = pctSetArgs(container({ cores: 32, memoryMiB: 131072, swapMiB: 0, onboot: true, features: { nesting: true, keyctl: true } }), parsePctConfig(CT129));
+        const plan = pctSetArgs(
+            container({ cores: 32, memoryMiB: 131072, swapMiB: 0, onboot: true, features: { nesting: true, keyctl: true } }),
+            parsePctConfig(CT129),
+        );
         assert.deepEqual(plan, { argv: undefined, changes: [], needsRestart: false });
     });
 
@@ -181,10 +206,7 @@ describe("pct config: pct set", () => {
     });
 
     it("keeps the MAC address and firewall flag when changing the network", () => {
-        const plan = pctSetArgs(
-            container({ network: { name: "eth0", bridge: "vmbr1", ip: "10.1.230.172/24", gateway: "10.1.230.1" } }),
-            parsePctConfig(CT129),
-        );
+        const plan = pctSetArgs(container({ network: { name: "eth0", bridge: "vmbr1", ip: "10.1.230.172/24", gateway: "10.1.230.1" } }), parsePctConfig(CT129));
         assert.deepEqual(plan.argv, [
             "pct",
             "set",
@@ -246,7 +268,10 @@ describe("pct config: passthrough lines edited in place", () => {
     it("adds missing lines after the main section's last line, before the blank line that ends it", () => {
         const withoutUvmTools = CT129.replace("lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file\n", "");
         const { text } = editPassthroughInPlace(withoutUvmTools, 129, [0, 1], majors);
-        assert.match(text, /create=dir\nlxc\.mount\.entry: \/dev\/nvidia-uvm-tools dev\/nvidia-uvm-tools none bind,optional,create=file\n\n\[before-sglang-0511\]\n/);
+        assert.match(
+            text,
+            /create=dir\nlxc\.mount\.entry: \/dev\/nvidia-uvm-tools dev\/nvidia-uvm-tools none bind,optional,create=file\n\n\[before-sglang-0511\]\n/,
+        );
     });
 
     it("takes out the lines of a GPU no longer passed through and leaves every other line where it was", () => {
@@ -313,18 +338,20 @@ describe("pct config: in-place edit keeps every byte that is not a passthrough l
     );
     const otherLine = fc.oneof(
         fc.constantFrom("arch: amd64", "cores: 32", "memory: 131072", "parent: before-sglang", "onboot: 1", "", "  ", "#llm-two%3A notes"),
-        fc.constantFrom("lxc.cgroup2.devices.allow: c 226:* rwm", "lxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir", "lxc.apparmor.profile: unconfined"),
+        fc.constantFrom(
+            "lxc.cgroup2.devices.allow: c 226:* rwm",
+            "lxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir",
+            "lxc.apparmor.profile: unconfined",
+        ),
         fc.stringMatching(/^[a-z][a-z0-9]{0,8}: [ -~]{0,20}$/).filter((l) => !l.startsWith("lock:")),
         fc.stringMatching(/^#[ -~]{0,30}$/),
     );
     const mainLines = fc.array(fc.oneof(otherLine, nvidiaLine), { maxLength: 16 });
     const section = fc.tuple(fc.constantFrom("[before-sglang]", "[pve:pending]", "[snap2]"), fc.array(fc.oneof(otherLine, nvidiaLine), { maxLength: 6 }));
-    const configText = fc
-        .tuple(mainLines, fc.array(section, { maxLength: 3 }), fc.boolean())
-        .map(([main, sections, finalNewline]) => {
-            const text = [main.join("\n"), ...sections.map(([h, ls]) => [h, ...ls].join("\n"))].join("\n\n");
-            return finalNewline || sections.length > 0 ? `${text}\n` : text;
-        });
+    const configText = fc.tuple(mainLines, fc.array(section, { maxLength: 3 }), fc.boolean()).map(([main, sections, finalNewline]) => {
+        const text = [main.join("\n"), ...sections.map(([h, ls]) => [h, ...ls].join("\n"))].join("\n\n");
+        return finalNewline || sections.length > 0 ? `${text}\n` : text;
+    });
     const gpus = fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 });
     const isPassthrough = (line: string) => /^lxc\.(cgroup2?\.devices\.allow(:| =) c (195|508):|mount\.entry(:| =) \/dev\/nvidia)/.test(line);
     const lineList = (text: string) => text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
@@ -334,7 +361,10 @@ describe("pct config: in-place edit keeps every byte that is not a passthrough l
             fc.property(configText, gpus, (text, gs) => {
                 const { text: out } = editPassthroughInPlace(text, 129, gs, majors);
                 assert.equal(splitPctConfigText(out).rest, splitPctConfigText(text).rest);
-                const others = (t: string) => lineList(splitPctConfigText(t).main).map((l) => l.replace(/\n$/, "")).filter((l) => !isPassthrough(l));
+                const others = (t: string) =>
+                    lineList(splitPctConfigText(t).main)
+                        .map((l) => l.replace(/\n$/, ""))
+                        .filter((l) => !isPassthrough(l));
                 assert.deepEqual(others(out), others(text));
             }),
             { numRuns: 500 },

@@ -53,6 +53,9 @@ describe("stack config: the healthy window and start attempts", () => {
 
     it("rejects zero start attempts and more than ten", () => {
         assert.match(issueAt(withReadiness({ startAttempts: 0 }), "readiness.startAttempts").message, /at least 1 \(1 starts once and never retries\)/);
-        assert.match(issueAt(withReadiness({ startAttempts: 11 }), "readiness.startAttempts").message, /at most 10: each attempt may take the whole startupTimeoutSeconds/);
+        assert.match(
+            issueAt(withReadiness({ startAttempts: 11 }), "readiness.startAttempts").message,
+            /at most 10: each attempt may take the whole startupTimeoutSeconds/,
+        );
     });
 });

@@ -9,8 +9,7 @@ import { SystemdRoot } from "./fixtures";
 const repo = path.join(__dirname, "..", "..");
 const committedStackText = (stack: string) => fs.readFileSync(path.join(repo, `Pulumi.${stack}.yaml`), "utf8");
 /** A committed field stack with its API key set, encrypted, as an operator sets it (the field stacks listen on 0.0.0.0). */
-const stackText = (stack: string) =>
-    committedStackText(stack).replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n");
+const stackText = (stack: string) => committedStackText(stack).replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n");
 
 /** `npm run render -- <args>` without npm: the same node command the npm script runs. */
 function runRender(args: string[]): { status: number | null; stdout: string; stderr: string } {

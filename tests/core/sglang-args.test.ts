@@ -1,15 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config";
-import {
-    ArgvError,
-    argvFieldsOf,
-    liveArgsDrift,
-    normalizeServerInfo,
-    parseArgv,
-    renderArgv,
-    resolveLauncher,
-} from "../../core/sglang-args";
+import { ArgvError, argvFieldsOf, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang-args";
 import { fieldConfig, fieldService, serviceConfig } from "./fixtures";
 
 function service(edit: (raw: ReturnType<typeof fieldConfig>["service"]) => void = () => {}): ServiceConfig {
@@ -178,7 +170,6 @@ describe("sglang argv: parse", () => {
         assert.throws(() => parseArgv(["/v/bin/sglang", "serve", "--port", "x", "--model-path", "/m"]), /--port needs a whole number/);
         assert.throws(() => parseArgv(["/v/bin/sglang", "serve", "--model-path"]), /needs a value/);
     });
-
 });
 
 describe("sglang argv: /server_info", () => {
@@ -256,7 +247,9 @@ describe("sglang argv: /server_info", () => {
     });
 
     it("runs DFLASH with one step and topk 1 whatever was declared", () => {
-        const declared = service((s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }));
+        const declared = service(
+            (s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }),
+        );
         const live = normalizeServerInfo({
             ...fieldServerInfo(),
             speculative_algorithm: "DFLASH",

@@ -4,7 +4,12 @@ import { judgeServerArgs, mambaRadixSupport, ServerArgsInput } from "../../core/
 
 const release = (v: string) => SGLANG_RELEASES.find((r) => r.version === v)!;
 const nextn = { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 };
-const input = (over: Partial<ServerArgsInput>): ServerArgsInput => ({ architecture: "Qwen3_5ForConditionalGeneration", disableRadixCache: false, environment: {}, ...over });
+const input = (over: Partial<ServerArgsInput>): ServerArgsInput => ({
+    architecture: "Qwen3_5ForConditionalGeneration",
+    disableRadixCache: false,
+    environment: {},
+    ...over,
+});
 
 // The branches the differential test (tests/lab/sglang-differential.test.ts) cannot reach with a
 // re-labelled Qwen config.json, and the release table's own fallbacks.
@@ -21,11 +26,16 @@ describe("SGLang's ServerArgs, transcribed: the branches outside the differentia
     it("treats GraniteMoeHybrid as hybrid only with mamba layers", () => {
         assert.equal(mambaRadixSupport("GraniteMoeHybridForCausalLM", ["attention", "mamba"]), "no-extra-buffer");
         assert.equal(mambaRadixSupport("GraniteMoeHybridForCausalLM", ["attention", "attention"]), "not-hybrid");
-        assert.deepEqual(judgeServerArgs(release("0.5.11"), input({ architecture: "GraniteMoeHybridForCausalLM", layerTypes: ["attention"], speculative: nextn })).refusals, []);
+        assert.deepEqual(
+            judgeServerArgs(release("0.5.11"), input({ architecture: "GraniteMoeHybridForCausalLM", layerTypes: ["attention"], speculative: nextn })).refusals,
+            [],
+        );
     });
 
     it("reports the argparse refusal and the radix refusal together, as SGLang would one after the other", () => {
-        const keys = judgeServerArgs(release("0.5.11"), input({ speculative: { algorithm: "MTP" }, mambaSchedulerStrategy: "no_buffer" })).refusals.map((r) => r.key);
+        const keys = judgeServerArgs(release("0.5.11"), input({ speculative: { algorithm: "MTP" }, mambaSchedulerStrategy: "no_buffer" })).refusals.map(
+            (r) => r.key,
+        );
         assert.deepEqual(keys, ["service.speculative.algorithm", "service.mambaSchedulerStrategy"]);
     });
 

@@ -16,7 +16,36 @@ function shWords(script: string): string[] {
 const anyWord = fc
     .string({
         unit: fc.oneof(
-            fc.constantFrom(" ", "\t", "\n", "'", '"', "\\", "$", "`", "!", "*", "?", "[", "]", "~", "#", "&", ";", "|", "<", ">", "(", ")", "{", "}", "=", "%", "é", "\x01"),
+            fc.constantFrom(
+                " ",
+                "\t",
+                "\n",
+                "'",
+                '"',
+                "\\",
+                "$",
+                "`",
+                "!",
+                "*",
+                "?",
+                "[",
+                "]",
+                "~",
+                "#",
+                "&",
+                ";",
+                "|",
+                "<",
+                ">",
+                "(",
+                ")",
+                "{",
+                "}",
+                "=",
+                "%",
+                "é",
+                "\x01",
+            ),
             fc.string({ minLength: 1, maxLength: 1, unit: "grapheme" }),
         ),
         maxLength: 20,
@@ -58,10 +87,7 @@ describe("remote commands", () => {
     });
 
     it("goes through pct exec on a Proxmox host, quoted once", () => {
-        assert.equal(
-            remoteCommand("pct-exec", 129, ["sh", "-c", "echo $HOME"]),
-            "pct exec 129 -- sh -c 'echo $HOME'",
-        );
+        assert.equal(remoteCommand("pct-exec", 129, ["sh", "-c", "echo $HOME"]), "pct exec 129 -- sh -c 'echo $HOME'");
     });
 
     it("needs the vmid for pct exec", () => {

@@ -8,11 +8,14 @@ describe("stack config source: one reader for the program, the providers and the
             generateApiKey: "true",
             apiKey: "0123456789abcdef0123",
         };
-        assert.deepEqual(rawStackConfig((n) => values[n]), {
-            host: { name: "kpro5", address: "10.1.2.5" },
-            generateApiKey: true,
-            apiKey: "0123456789abcdef0123",
-        });
+        assert.deepEqual(
+            rawStackConfig((n) => values[n]),
+            {
+                host: { name: "kpro5", address: "10.1.2.5" },
+                generateApiKey: true,
+                apiKey: "0123456789abcdef0123",
+            },
+        );
     });
 
     it("takes the SSH key's presence only, never its value", () => {
@@ -25,8 +28,17 @@ describe("stack config source: one reader for the program, the providers and the
     });
 
     it("gives the providers host.sshPrivateKeyPath, and nothing for a host section that is not an object", () => {
-        assert.equal(sshPrivateKeyPath((n) => (n === "host" ? '{"sshPrivateKeyPath":"~/.ssh/id_ed25519"}' : undefined)), "~/.ssh/id_ed25519");
-        assert.equal(sshPrivateKeyPath((n) => (n === "host" ? "not json" : undefined)), undefined);
-        assert.equal(sshPrivateKeyPath(() => undefined), undefined);
+        assert.equal(
+            sshPrivateKeyPath((n) => (n === "host" ? '{"sshPrivateKeyPath":"~/.ssh/id_ed25519"}' : undefined)),
+            "~/.ssh/id_ed25519",
+        );
+        assert.equal(
+            sshPrivateKeyPath((n) => (n === "host" ? "not json" : undefined)),
+            undefined,
+        );
+        assert.equal(
+            sshPrivateKeyPath(() => undefined),
+            undefined,
+        );
     });
 });

@@ -32,7 +32,37 @@ function executableOf(service: ServiceConfig): string {
 
 /** Strings with everything systemd and shells treat specially, plus non-ASCII. NUL excluded: no argv can carry it. */
 const hostileChar = fc.oneof(
-    fc.constantFrom(" ", "\t", "\n", "\r", '"', "'", "\\", "$", "%", "{", "}", ";", "#", "=", "`", "*", "?", "~", "!", "&", "|", "<", ">", "\x01", "\x1b", "\x7f", "é", "字", "😀"),
+    fc.constantFrom(
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        '"',
+        "'",
+        "\\",
+        "$",
+        "%",
+        "{",
+        "}",
+        ";",
+        "#",
+        "=",
+        "`",
+        "*",
+        "?",
+        "~",
+        "!",
+        "&",
+        "|",
+        "<",
+        ">",
+        "\x01",
+        "\x1b",
+        "\x7f",
+        "é",
+        "字",
+        "😀",
+    ),
     fc.string({ minLength: 1, maxLength: 1, unit: "grapheme-ascii" }),
 );
 const hostileString = fc.string({ unit: hostileChar, maxLength: 24 }).filter((s) => !s.includes("\0"));
@@ -92,7 +122,10 @@ describe("systemd unit: rendering", () => {
     });
 
     it("puts one flag per ExecStart line", () => {
-        assert.match(text, /ExecStart=\/opt\/sglang\/venv\/bin\/sglang serve \\\n {4}--model-path \/models\/Qwen3\.6-27B \\\n {4}--served-model-name qwen3\.6-27b \\\n/);
+        assert.match(
+            text,
+            /ExecStart=\/opt\/sglang\/venv\/bin\/sglang serve \\\n {4}--model-path \/models\/Qwen3\.6-27B \\\n {4}--served-model-name qwen3\.6-27b \\\n/,
+        );
     });
 
     it("escapes % in environment values", () => {
@@ -216,10 +249,16 @@ describe("systemd unit: escaping", () => {
 
     it("round-trips any argument through ExecStart (property)", () => {
         fc.assert(
-            fc.property(fc.array(hostileString.filter((s) => s !== "\\;"), { maxLength: 6 }), (args) => {
-                const argv = ["/opt/x/bin/sglang", ...args];
-                assert.deepEqual(parseExecStart(renderExecStart(argv)), argv);
-            }),
+            fc.property(
+                fc.array(
+                    hostileString.filter((s) => s !== "\\;"),
+                    { maxLength: 6 },
+                ),
+                (args) => {
+                    const argv = ["/opt/x/bin/sglang", ...args];
+                    assert.deepEqual(parseExecStart(renderExecStart(argv)), argv);
+                },
+            ),
             { numRuns: 500 },
         );
     });
@@ -274,20 +313,27 @@ describe("systemd unit: systemd-analyze verify", function () {
 
     it("accepts hostile arguments and environment values, escaped", () => {
         fc.assert(
-            fc.property(fc.array(hostileString.filter((s) => s !== "\\;"), { minLength: 1, maxLength: 4 }), hostileString, (args, value) => {
-                const argv = ["/opt/x/bin/tool", ...args];
-                const text = [
-                    "[Unit]",
-                    "Description=escaping",
-                    "[Service]",
-                    `Environment=${quoteWord(escapeSpecifiers(`X=${value}`))}`,
-                    `ExecStart=${renderExecStart(argv)}`,
-                    "",
-                ].join("\n");
-                const result = root.verify("escaping.service", text, ["/opt/x/bin/tool"]);
-                assert.equal(result.output, "", `systemd-analyze verify complained about ${JSON.stringify(args)}:\n${result.output}`);
-                assert.equal(result.status, 0);
-            }),
+            fc.property(
+                fc.array(
+                    hostileString.filter((s) => s !== "\\;"),
+                    { minLength: 1, maxLength: 4 },
+                ),
+                hostileString,
+                (args, value) => {
+                    const argv = ["/opt/x/bin/tool", ...args];
+                    const text = [
+                        "[Unit]",
+                        "Description=escaping",
+                        "[Service]",
+                        `Environment=${quoteWord(escapeSpecifiers(`X=${value}`))}`,
+                        `ExecStart=${renderExecStart(argv)}`,
+                        "",
+                    ].join("\n");
+                    const result = root.verify("escaping.service", text, ["/opt/x/bin/tool"]);
+                    assert.equal(result.output, "", `systemd-analyze verify complained about ${JSON.stringify(args)}:\n${result.output}`);
+                    assert.equal(result.status, 0);
+                },
+            ),
             { numRuns: 40 },
         );
     });

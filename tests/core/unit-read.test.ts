@@ -2,8 +2,16 @@ import * as assert from "node:assert/strict";
 import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest } from "../../core/unit-read";
 
 const M = "sglang-serve-0123456789abcdef";
-const qwen: UnitReadRequest = { unitName: "sglang-qwen.service", unitPath: "/etc/systemd/system/sglang-qwen.service", environmentFilePath: "/etc/sglang/qwen.env" };
-const gone: UnitReadRequest = { unitName: "sglang-old.service", unitPath: "/etc/systemd/system/sglang-old.service", environmentFilePath: "/etc/sglang/old.env" };
+const qwen: UnitReadRequest = {
+    unitName: "sglang-qwen.service",
+    unitPath: "/etc/systemd/system/sglang-qwen.service",
+    environmentFilePath: "/etc/sglang/qwen.env",
+};
+const gone: UnitReadRequest = {
+    unitName: "sglang-old.service",
+    unitPath: "/etc/systemd/system/sglang-old.service",
+    environmentFilePath: "/etc/sglang/old.env",
+};
 
 describe("reading several units in one command", () => {
     it("renders one systemctl show for all units, quoting every path and name", () => {

@@ -116,8 +116,14 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         const preview = await d.preview();
         expectExit(preview, 0, "preview");
         const changed = changedLines(preview.stdout);
-        assert.ok(changed.some((l) => /--mem-fraction-static\s*:\s*"0\.88" => "0\.85"/.test(l)), changed.join("\n"));
-        assert.ok(changed.some((l) => /restart\s*:\s*"no" => "yes: --mem-fraction-static changed"/.test(l)), changed.join("\n"));
+        assert.ok(
+            changed.some((l) => /--mem-fraction-static\s*:\s*"0\.88" => "0\.85"/.test(l)),
+            changed.join("\n"),
+        );
+        assert.ok(
+            changed.some((l) => /restart\s*:\s*"no" => "yes: --mem-fraction-static changed"/.test(l)),
+            changed.join("\n"),
+        );
         const otherFlags = changed.filter((l) => /--[a-z]/.test(l) && !/mem-fraction-static/.test(l) && !/unitText/.test(l));
         assert.deepEqual(otherFlags, []);
 

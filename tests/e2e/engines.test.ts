@@ -11,7 +11,10 @@ const API_KEY = "e2e-engines-api-key-0123456789abcdef";
 
 // The smoke set under each CLI the project tests (scripts/engine.sh: the
 // pinned v3.248.0 and the newest tested): a user's newer CLI must work too.
-for (const [engine, net] of [["pinned", 115], ["next", 116]] as const) {
+for (const [engine, net] of [
+    ["pinned", 115],
+    ["next", 116],
+] as const) {
     describe(`the smoke set under the ${engine} CLI (scripts/engine.sh ${engine})`, function () {
         this.timeout(600_000);
         let labDir: string;

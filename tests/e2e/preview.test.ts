@@ -4,7 +4,6 @@ import * as path from "path";
 import { Deployment, expectExit } from "./deployment";
 import * as yaml from "js-yaml";
 
-
 type StackFile = { config: Record<string, Record<string, unknown>> };
 
 function fieldConfig(stack: string): Record<string, Record<string, unknown>> {
@@ -96,7 +95,10 @@ describe("preview of the field stacks with the real engine (no host contacted)",
             row: "DFLASH with a drafter, steps 1, topk 1, draft tokens 16 starts",
             edit: (s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }),
         },
-        { row: "steps 3 and topk 1 without draft tokens starts (SGLang sets 4)", edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 }) },
+        {
+            row: "steps 3 and topk 1 without draft tokens starts (SGLang sets 4)",
+            edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 }),
+        },
         {
             row: "extra_buffer with disableRadixCache fails (ValueError, 0.5.10+)",
             edit: (s) => (s.disableRadixCache = true),
@@ -115,7 +117,10 @@ describe("preview of the field stacks with the real engine (no host contacted)",
             },
             fails: { key: "service.mambaSchedulerStrategy", text: /Speculative decoding for Lfm2ForCausalLM is not compatible with radix cache/ },
         },
-        { row: "topk 2 with SGLANG_ENABLE_SPEC_V2 on starts on 0.5.11 (spec v1 fallback)", edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 }) },
+        {
+            row: "topk 2 with SGLANG_ENABLE_SPEC_V2 on starts on 0.5.11 (spec v1 fallback)",
+            edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 }),
+        },
     ];
     for (const { row, edit, fails } of rows) {
         it(`judges as SGLang 0.5.11 does: ${row}`, async () => {

@@ -87,12 +87,26 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
 
     it("installs the gate on the host with the documented command: npm run -s read-gate -- install-script ... | ssh root@<host> sh", async () => {
         // The lab's sshd reads its own authorized_keys file, not ~/.ssh/authorized_keys.
-        const script = await d.npmScript("read-gate", ["install-script", "--vmid", "129", "--public-key", `${readKey}.pub`, "--authorized-keys", labPaths(labDir).authorizedKeys]);
+        const script = await d.npmScript("read-gate", [
+            "install-script",
+            "--vmid",
+            "129",
+            "--public-key",
+            `${readKey}.pub`,
+            "--authorized-keys",
+            labPaths(labDir).authorizedKeys,
+        ]);
         expectExit(script, 0, "read-gate install-script");
         const r = await run(sshArgv(info, "host", "sh"), script.stdout);
         assert.equal(r.code, 0, r.stderr);
-        assert.match(r.stdout, /sglang-serve-read-gate 3 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/);
-        const line = fs.readFileSync(labPaths(labDir).authorizedKeys, "utf8").split("\n").find((l) => l.endsWith(" sglang-serve-read"));
+        assert.match(
+            r.stdout,
+            /sglang-serve-read-gate 3 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/,
+        );
+        const line = fs
+            .readFileSync(labPaths(labDir).authorizedKeys, "utf8")
+            .split("\n")
+            .find((l) => l.endsWith(" sglang-serve-read"));
         assert.match(line ?? "", /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129",restrict ssh-ed25519 /);
 
         // From now on the stack has only the read-only key, as the preview and drift jobs do.
@@ -131,7 +145,10 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             const r = await drift(d);
             expectExit(r, 7, "npm run drift after pct set");
             const report = JSON.parse(r.stdout) as { changes: { field: string; declared: unknown; actual: unknown }[] };
-            assert.ok(report.changes.some((c) => c.field === "settings.cores" && c.actual === cores + 1), r.stdout);
+            assert.ok(
+                report.changes.some((c) => c.field === "settings.cores" && c.actual === cores + 1),
+                r.stdout,
+            );
         } finally {
             await onBox(labDir, "host", `pct set 129 --cores ${cores}`);
         }

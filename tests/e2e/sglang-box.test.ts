@@ -13,7 +13,11 @@ function service(config: StackConfigFile): Record<string, unknown> {
 
 /** GET /server_info on the box, as the lab container's loopback client sees it. */
 async function serverInfo(labDir: string, info: LabInfo): Promise<Record<string, unknown>> {
-    const body = await onBox(labDir, "container", `python3 -c 'import json,urllib.request as u; r=u.Request("http://${info.container.address}:30000/server_info", headers={"Authorization": "Bearer ${API_KEY}"}); print(u.urlopen(r, timeout=10).read().decode())'`);
+    const body = await onBox(
+        labDir,
+        "container",
+        `python3 -c 'import json,urllib.request as u; r=u.Request("http://${info.container.address}:30000/server_info", headers={"Authorization": "Bearer ${API_KEY}"}); print(u.urlopen(r, timeout=10).read().decode())'`,
+    );
     return JSON.parse(body) as Record<string, unknown>;
 }
 

@@ -8,76 +8,79 @@ import { canConnect } from "../../lab/sshd";
 // A lab of its own (other addresses, other directory): up, idempotent up, down, nothing left
 // (processes, mounts, namespaces, cgroups, LXC's runtime files).
 describe("lab lifecycle", function () {
-  this.timeout(90_000);
-  const host = "127.0.104.5";
-  const container = "127.0.103.29";
-  let dir: string;
+    this.timeout(90_000);
+    const host = "127.0.104.5";
+    const container = "127.0.103.29";
+    let dir: string;
 
-  before(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-lab-lifecycle-"));
-  });
-
-  after(async () => {
-    await labDown(dir).catch(() => undefined);
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  it("comes up, stays up on a second up, and leaves no process, mount or namespace after down", async () => {
-    const info = await labUp({ labDir: dir, hostAddress: host, containerAddress: container, startupSeconds: 1 });
-    const up = labStatus(dir);
-    assert.equal(up.up, true);
-    assert.equal(up.container?.running, true);
-    assert.ok(up.processes.length >= 6, `holder, sshd, LXC's monitor, systemd, journald, the container's sshd: ${up.processes.join(",")}`);
-    // (Short-lived processes of the booting container may be gone by now.)
-    const mountNs = (p: number): string[] => {
-      try {
-        return [fs.readlinkSync(`/proc/${p}/ns/mnt`)];
-      } catch {
-        return [];
-      }
-    };
-    const namespaces = new Set(up.processes.flatMap(mountNs));
-    assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own mount namespace");
-    const cgroup = info.lxc.cgroupDir;
-    assert.ok(fs.existsSync(path.join(cgroup, "lxc", "129")), "the container's cgroup is below the lab's");
-    const lockDir = path.join(info.mounts.host["/run"]!, "lxc");
-    assert.ok(fs.existsSync(lockDir), "LXC keeps its locks in the host's /run, a lab directory");
-
-    // A running server and an open session inside, to be cleaned up too.
-    await labExec("container", `cat > /etc/systemd/system/sglang-life.service`, {
-      labDir: dir,
-      input: `[Service]\nExecStart=/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --tp 2 --port 30200 --host ${container}\n`,
+    before(() => {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-lab-lifecycle-"));
     });
-    assert.equal((await labExec("container", "systemctl daemon-reload && systemctl start sglang-life", { labDir: dir })).code, 0);
 
-    const pidsFile = path.join(dir, "state", "pids.json");
-    const before = fs.readFileSync(pidsFile, "utf8");
-    const again = await labUp({ labDir: dir, hostAddress: host, containerAddress: container });
-    assert.equal(again.host.hostKey, info.host.hostKey);
-    assert.equal(fs.readFileSync(pidsFile, "utf8"), before, "the second up started nothing new");
-    assert.ok(((JSON.parse(before) as { hostSshd?: number }).hostSshd ?? 0) > 0);
-
-    await labDown(dir);
-    const down = labStatus(dir);
-    assert.equal(down.up, false);
-    assert.deepEqual(down.processes, []);
-    const left = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e)).filter((p) => {
-      try {
-        return namespaces.has(fs.readlinkSync(`/proc/${p}/ns/mnt`));
-      } catch {
-        return false;
-      }
+    after(async () => {
+        await labDown(dir).catch(() => undefined);
+        fs.rmSync(dir, { recursive: true, force: true });
     });
-    assert.deepEqual(left, [], "no process left in the lab's namespaces");
-    assert.ok(!fs.readFileSync("/proc/self/mountinfo", "utf8").includes(dir), "no mount of the lab directory in the outer namespace");
-    assert.equal(fs.existsSync(cgroup), false, "the lab's cgroup is gone");
-    assert.equal(fs.existsSync(lockDir), false, "LXC's runtime files are gone");
-    assert.equal(fs.existsSync(`/run/lxc/lock${info.lxc.lxcPath}`), false, "no LXC lock on this machine's /run");
-    assert.equal(await canConnect(host, info.host.sshPort), false);
-    assert.equal(await canConnect(container, info.container.sshPort), false);
-    assert.equal(await canConnect(container, 30200), false);
 
-    await labDown(dir);
-    assert.equal(labStatus(dir).up, false, "down again is a no-op");
-  });
+    it("comes up, stays up on a second up, and leaves no process, mount or namespace after down", async () => {
+        const info = await labUp({ labDir: dir, hostAddress: host, containerAddress: container, startupSeconds: 1 });
+        const up = labStatus(dir);
+        assert.equal(up.up, true);
+        assert.equal(up.container?.running, true);
+        assert.ok(up.processes.length >= 6, `holder, sshd, LXC's monitor, systemd, journald, the container's sshd: ${up.processes.join(",")}`);
+        // (Short-lived processes of the booting container may be gone by now.)
+        const mountNs = (p: number): string[] => {
+            try {
+                return [fs.readlinkSync(`/proc/${p}/ns/mnt`)];
+            } catch {
+                return [];
+            }
+        };
+        const namespaces = new Set(up.processes.flatMap(mountNs));
+        assert.ok(![...namespaces].includes(fs.readlinkSync("/proc/self/ns/mnt")), "nothing runs in the test's own mount namespace");
+        const cgroup = info.lxc.cgroupDir;
+        assert.ok(fs.existsSync(path.join(cgroup, "lxc", "129")), "the container's cgroup is below the lab's");
+        const lockDir = path.join(info.mounts.host["/run"]!, "lxc");
+        assert.ok(fs.existsSync(lockDir), "LXC keeps its locks in the host's /run, a lab directory");
+
+        // A running server and an open session inside, to be cleaned up too.
+        await labExec("container", `cat > /etc/systemd/system/sglang-life.service`, {
+            labDir: dir,
+            input: `[Service]\nExecStart=/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --tp 2 --port 30200 --host ${container}\n`,
+        });
+        assert.equal((await labExec("container", "systemctl daemon-reload && systemctl start sglang-life", { labDir: dir })).code, 0);
+
+        const pidsFile = path.join(dir, "state", "pids.json");
+        const before = fs.readFileSync(pidsFile, "utf8");
+        const again = await labUp({ labDir: dir, hostAddress: host, containerAddress: container });
+        assert.equal(again.host.hostKey, info.host.hostKey);
+        assert.equal(fs.readFileSync(pidsFile, "utf8"), before, "the second up started nothing new");
+        assert.ok(((JSON.parse(before) as { hostSshd?: number }).hostSshd ?? 0) > 0);
+
+        await labDown(dir);
+        const down = labStatus(dir);
+        assert.equal(down.up, false);
+        assert.deepEqual(down.processes, []);
+        const left = fs
+            .readdirSync("/proc")
+            .filter((e) => /^\d+$/.test(e))
+            .filter((p) => {
+                try {
+                    return namespaces.has(fs.readlinkSync(`/proc/${p}/ns/mnt`));
+                } catch {
+                    return false;
+                }
+            });
+        assert.deepEqual(left, [], "no process left in the lab's namespaces");
+        assert.ok(!fs.readFileSync("/proc/self/mountinfo", "utf8").includes(dir), "no mount of the lab directory in the outer namespace");
+        assert.equal(fs.existsSync(cgroup), false, "the lab's cgroup is gone");
+        assert.equal(fs.existsSync(lockDir), false, "LXC's runtime files are gone");
+        assert.equal(fs.existsSync(`/run/lxc/lock${info.lxc.lxcPath}`), false, "no LXC lock on this machine's /run");
+        assert.equal(await canConnect(host, info.host.sshPort), false);
+        assert.equal(await canConnect(container, info.container.sshPort), false);
+        assert.equal(await canConnect(container, 30200), false);
+
+        await labDown(dir);
+        assert.equal(labStatus(dir).up, false, "down again is a no-op");
+    });
 });

@@ -25,18 +25,30 @@ describe("declared vs live server args, on /server_info from the real SGLang 0.5
 
     const rows: Array<[string, Edit]> = [
         ["the field config (NEXTN, one step, extra_buffer)", () => undefined],
-        ["auto strategy without speculation (auto resolves to no_buffer)", (r) => {
-            delete (r.service as Record<string, unknown>).speculative;
-            r.service.mambaSchedulerStrategy = "auto";
-        }],
-        ["no strategy and no speculation", (r) => {
-            delete (r.service as Record<string, unknown>).speculative;
-            delete (r.service as Record<string, unknown>).mambaSchedulerStrategy;
-        }],
-        ["steps 3 and topk 1 with a draft-token count SGLang adjusts", (r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 2 } as typeof r.service.speculative)],
+        [
+            "auto strategy without speculation (auto resolves to no_buffer)",
+            (r) => {
+                delete (r.service as Record<string, unknown>).speculative;
+                r.service.mambaSchedulerStrategy = "auto";
+            },
+        ],
+        [
+            "no strategy and no speculation",
+            (r) => {
+                delete (r.service as Record<string, unknown>).speculative;
+                delete (r.service as Record<string, unknown>).mambaSchedulerStrategy;
+            },
+        ],
+        [
+            "steps 3 and topk 1 with a draft-token count SGLang adjusts",
+            (r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 2 } as typeof r.service.speculative),
+        ],
         ["EAGLE without a draft path (the model's own head)", (r) => (r.service.speculative = { ...r.service.speculative, algorithm: "EAGLE" })],
         ["NEXTN with SGLang's own step settings", (r) => (r.service.speculative = { algorithm: "NEXTN" } as typeof r.service.speculative)],
-        ["topk 2 (spec v1 fallback)", (r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 } as typeof r.service.speculative)],
+        [
+            "topk 2 (spec v1 fallback)",
+            (r) => (r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 } as typeof r.service.speculative),
+        ],
     ];
 
     for (const [row, edit] of rows) {

@@ -13,76 +13,97 @@ const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
 
 describe("the readiness gate against the container's real systemd and journald", function () {
-  this.timeout(60_000);
-  let info: LabInfo;
-  let pool: SshPool;
-  let remote: RemoteHost;
+    this.timeout(60_000);
+    let info: LabInfo;
+    let pool: SshPool;
+    let remote: RemoteHost;
 
-  before(async function () {
-    this.timeout(120_000);
-    info = await lab();
-    pool = new SshPool({ log: () => undefined });
-    remote = new RemoteHost({
-      pool,
-      topology: "pct-exec",
-      vmid: info.vmid,
-      target: { address: info.host.address, port: info.host.sshPort, user: "root", hostKey: info.host.hostKey, privateKey: fs.readFileSync(info.clientKeyPath, "utf8") },
+    before(async function () {
+        this.timeout(120_000);
+        info = await lab();
+        pool = new SshPool({ log: () => undefined });
+        remote = new RemoteHost({
+            pool,
+            topology: "pct-exec",
+            vmid: info.vmid,
+            target: {
+                address: info.host.address,
+                port: info.host.sshPort,
+                user: "root",
+                hostKey: info.host.hostKey,
+                privateKey: fs.readFileSync(info.clientKeyPath, "utf8"),
+            },
+        });
     });
-  });
-  after(async () => {
-    clearFaults(testLabDir());
-    await pool?.closeAll();
-  });
-
-  async function startAndGate(name: string, port: number, opts: { sinceAhead?: number } = {}): Promise<{ ok: boolean; progress: string[]; cause?: string }> {
-    const unit = `sglang-${name}.service`;
-    await installUnit(unit, `[Service]\nExecStart=${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 --port ${port} --host ${info.container.address}\nRestart=on-failure\nRestartSec=1\n`);
-    await ok("container", "systemctl daemon-reload");
-    // As the rollout does: the position first (no entries yet for a new unit: the remote clock), then the start.
-    let since = await journalPosition(remote, unit);
-    if (opts.sinceAhead && "time" in since) since = { time: `@${Number(since.time.slice(1)) + opts.sinceAhead}` };
-    await ok("container", `systemctl start ${unit}`);
-    const progress: string[] = [];
-    const r = await waitUntilReady({
-      remote,
-      unit,
-      endpoint: `http://${info.container.address}:${port}`,
-      startupTimeoutMs: 30_000,
-      pollIntervalMs: 250,
-      probeTimeoutMs: 25_000,
-      since,
-      onProgress: (m) => progress.push(m),
-      chatCheck: true,
-      servedModelName: MODEL,
+    after(async () => {
+        clearFaults(testLabDir());
+        await pool?.closeAll();
     });
-    await ok("container", `systemctl stop ${unit}`);
-    return { ok: r.ok, progress, ...(r.ok ? {} : { cause: r.message }) };
-  }
 
-  it("brings a server to ready reading the real journal", async () => {
-    const r = await startAndGate("gate-ok", 30140);
-    assert.equal(r.ok, true, r.progress.join("\n"));
-    assert.deepEqual(r.progress.filter((m) => /cannot read the journal/.test(m)), []);
-  });
-
-  it("takes polls that find no journal entries yet for no entries (journalctl exits 1 without a word), not for an unreadable journal", async () => {
-    // The journal position a second ahead: the first polls find nothing after it, as a poll that comes
-    // before journald has written the new process's first lines does.
-    const r = await startAndGate("gate-empty", 30142, { sinceAhead: 1 });
-    assert.equal(r.ok, true, r.progress.join("\n"));
-    assert.deepEqual(r.progress.filter((m) => /cannot read the journal/.test(m)), []);
-    assert.ok(r.progress.some((m) => /ready/i.test(m)), r.progress.join("\n"));
-  });
-
-  it("fails on the poll that shows a crash in the real journal", async () => {
-    setFaults({ crashAfterSeconds: 0.5 }, testLabDir());
-    try {
-      const r = await startAndGate("gate-crash", 30141);
-      assert.equal(r.ok, false);
-      assert.match(r.cause ?? "", /RuntimeError|Scheduler hit an exception|restart|stopped/);
-      assert.deepEqual(r.progress.filter((m) => /cannot read the journal/.test(m)), []);
-    } finally {
-      clearFaults(testLabDir());
+    async function startAndGate(name: string, port: number, opts: { sinceAhead?: number } = {}): Promise<{ ok: boolean; progress: string[]; cause?: string }> {
+        const unit = `sglang-${name}.service`;
+        await installUnit(
+            unit,
+            `[Service]\nExecStart=${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 --port ${port} --host ${info.container.address}\nRestart=on-failure\nRestartSec=1\n`,
+        );
+        await ok("container", "systemctl daemon-reload");
+        // As the rollout does: the position first (no entries yet for a new unit: the remote clock), then the start.
+        let since = await journalPosition(remote, unit);
+        if (opts.sinceAhead && "time" in since) since = { time: `@${Number(since.time.slice(1)) + opts.sinceAhead}` };
+        await ok("container", `systemctl start ${unit}`);
+        const progress: string[] = [];
+        const r = await waitUntilReady({
+            remote,
+            unit,
+            endpoint: `http://${info.container.address}:${port}`,
+            startupTimeoutMs: 30_000,
+            pollIntervalMs: 250,
+            probeTimeoutMs: 25_000,
+            since,
+            onProgress: (m) => progress.push(m),
+            chatCheck: true,
+            servedModelName: MODEL,
+        });
+        await ok("container", `systemctl stop ${unit}`);
+        return { ok: r.ok, progress, ...(r.ok ? {} : { cause: r.message }) };
     }
-  });
+
+    it("brings a server to ready reading the real journal", async () => {
+        const r = await startAndGate("gate-ok", 30140);
+        assert.equal(r.ok, true, r.progress.join("\n"));
+        assert.deepEqual(
+            r.progress.filter((m) => /cannot read the journal/.test(m)),
+            [],
+        );
+    });
+
+    it("takes polls that find no journal entries yet for no entries (journalctl exits 1 without a word), not for an unreadable journal", async () => {
+        // The journal position a second ahead: the first polls find nothing after it, as a poll that comes
+        // before journald has written the new process's first lines does.
+        const r = await startAndGate("gate-empty", 30142, { sinceAhead: 1 });
+        assert.equal(r.ok, true, r.progress.join("\n"));
+        assert.deepEqual(
+            r.progress.filter((m) => /cannot read the journal/.test(m)),
+            [],
+        );
+        assert.ok(
+            r.progress.some((m) => /ready/i.test(m)),
+            r.progress.join("\n"),
+        );
+    });
+
+    it("fails on the poll that shows a crash in the real journal", async () => {
+        setFaults({ crashAfterSeconds: 0.5 }, testLabDir());
+        try {
+            const r = await startAndGate("gate-crash", 30141);
+            assert.equal(r.ok, false);
+            assert.match(r.cause ?? "", /RuntimeError|Scheduler hit an exception|restart|stopped/);
+            assert.deepEqual(
+                r.progress.filter((m) => /cannot read the journal/.test(m)),
+                [],
+            );
+        } finally {
+            clearFaults(testLabDir());
+        }
+    });
 });

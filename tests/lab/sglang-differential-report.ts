@@ -16,7 +16,8 @@ async function main(): Promise<void> {
     const groups = new Map<string, number>();
     for (const d of r.disagreements) {
         const stack = d.stack.accepted ? "the stack accepts" : `the stack rejects ${d.stack.keys.join(", ")}`;
-        const sglang = d.sglang.status === "ok" ? "SGLang starts" : `SGLang: ${d.sglang.exceptionType ?? d.sglang.status}: ${(d.sglang.message ?? "").slice(0, 110)}`;
+        const sglang =
+            d.sglang.status === "ok" ? "SGLang starts" : `SGLang: ${d.sglang.exceptionType ?? d.sglang.status}: ${(d.sglang.message ?? "").slice(0, 110)}`;
         const key = `${stack} | ${sglang}`;
         groups.set(key, (groups.get(key) ?? 0) + 1);
     }

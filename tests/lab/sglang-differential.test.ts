@@ -24,7 +24,14 @@ describe("the stack's SGLang rules against the real releases (differential)", fu
             );
             const shown = r.disagreements.slice(0, 5).map((d) =>
                 JSON.stringify({
-                    service: { model: d.service.model, speculative: d.service.speculative, mambaSchedulerStrategy: d.service.mambaSchedulerStrategy, disableRadixCache: d.service.disableRadixCache, environment: d.service.environment, extraArgs: d.service.extraArgs },
+                    service: {
+                        model: d.service.model,
+                        speculative: d.service.speculative,
+                        mambaSchedulerStrategy: d.service.mambaSchedulerStrategy,
+                        disableRadixCache: d.service.disableRadixCache,
+                        environment: d.service.environment,
+                        extraArgs: d.service.extraArgs,
+                    },
                     stack: d.stack.accepted ? "accepts" : `rejects ${d.stack.keys.join(", ")}`,
                     sglang: `${d.sglang.status} ${d.sglang.exceptionType ?? ""}: ${(d.sglang.message ?? "").slice(0, 200)}`,
                 }),

@@ -176,7 +176,12 @@ export interface DifferentialResult {
     disagreements: Disagreement[];
 }
 
-export async function runDifferential(version: string, count: number, seed: number, root = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-diff-"))): Promise<DifferentialResult> {
+export async function runDifferential(
+    version: string,
+    count: number,
+    seed: number,
+    root = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-diff-")),
+): Promise<DifferentialResult> {
     const folders = modelFolders(root);
     const services = fc.sample(serviceArbitrary(version), { numRuns: count, seed });
     const judged = services.map((service) => ({ service, stack: stackVerdict(service, folders) }));
@@ -189,7 +194,16 @@ export async function runDifferential(version: string, count: number, seed: numb
         env: (j.service.environment as Record<string, string>) ?? {},
     }));
     const results = await runOracle(version, cases);
-    const result: DifferentialResult = { version, cases: count, compared: inDomain.length, outOfDomain: count - inDomain.length, agreed: 0, acceptedBoth: 0, rejectedBoth: 0, disagreements: [] };
+    const result: DifferentialResult = {
+        version,
+        cases: count,
+        compared: inDomain.length,
+        outOfDomain: count - inDomain.length,
+        agreed: 0,
+        acceptedBoth: 0,
+        rejectedBoth: 0,
+        disagreements: [],
+    };
     inDomain.forEach((j, i) => {
         const r = results[i]!;
         const sglangAccepts = r.status === "ok";

@@ -7,13 +7,34 @@ import { ensureInstalled, fixtureModelPath, OracleCase, OracleResult, realDir, r
 // below is SGLang's own code deciding, with only the hardware stubbed.
 
 const MODEL = fixtureModelPath("qwen3.6-27b");
-const NEXTN_ONE_STEP = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"];
+const NEXTN_ONE_STEP = [
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    "1",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "2",
+];
 
 /** The field's command line as `npm run render -- --stack kpro5` prints it (Pulumi.kpro5.yaml), on the fixture model. */
 const FIELD_ARGV = [
-    "--model-path", MODEL, "--served-model-name", "qwen3.6-27b", "--tp-size", "2",
-    "--host", "0.0.0.0", "--port", "30000", "--mem-fraction-static", "0.88",
-    ...NEXTN_ONE_STEP, "--mamba-scheduler-strategy", "extra_buffer",
+    "--model-path",
+    MODEL,
+    "--served-model-name",
+    "qwen3.6-27b",
+    "--tp-size",
+    "2",
+    "--host",
+    "0.0.0.0",
+    "--port",
+    "30000",
+    "--mem-fraction-static",
+    "0.88",
+    ...NEXTN_ONE_STEP,
+    "--mamba-scheduler-strategy",
+    "extra_buffer",
 ];
 const FIELD_ENV = { SGLANG_ENABLE_SPEC_V2: "1" };
 
@@ -47,8 +68,18 @@ const CASES: Record<string, Record<string, OracleCase>> = {
         extraBufferWithoutSpecV2: serve(FIELD_ARGV),
         specV2Off: serve(FIELD_ARGV, { env: { SGLANG_ENABLE_SPEC_V2: "0" } }),
         mtp: serve(["--model-path", MODEL, "--speculative-algorithm", "MTP"]),
-        dflash: serve(["--model-path", MODEL, "--tp-size", "2", "--speculative-algorithm", "DFLASH",
-            "--speculative-draft-model-path", MODEL, "--mamba-scheduler-strategy", "extra_buffer"]),
+        dflash: serve([
+            "--model-path",
+            MODEL,
+            "--tp-size",
+            "2",
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-draft-model-path",
+            MODEL,
+            "--mamba-scheduler-strategy",
+            "extra_buffer",
+        ]),
         positional: serve(["/models/x"]),
         positionalWithFlags: serve([MODEL, "--tp-size", "2"]),
         ambiguousPrefix: serve(["--model-path", MODEL, "--pp", "2"]),
@@ -72,7 +103,10 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
         await Promise.all(
             Object.entries(CASES).map(async ([version, named]) => {
                 const names = Object.keys(named);
-                const out = await runOracle(version, names.map((n) => named[n]));
+                const out = await runOracle(
+                    version,
+                    names.map((n) => named[n]),
+                );
                 results[version] = Object.fromEntries(names.map((n, i) => [n, out[i]]));
             }),
         );
@@ -98,10 +132,7 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
 
     it("the field config keeps the declared 1/1/2 speculative shape and resets max running requests to 48", function () {
         const r = result("0.5.11", "field");
-        assert.deepEqual(
-            [r.serverArgs?.speculative_num_steps, r.serverArgs?.speculative_eagle_topk, r.serverArgs?.speculative_num_draft_tokens],
-            [1, 1, 2],
-        );
+        assert.deepEqual([r.serverArgs?.speculative_num_steps, r.serverArgs?.speculative_eagle_topk, r.serverArgs?.speculative_num_draft_tokens], [1, 1, 2]);
         assert.equal(r.serverArgs?.max_running_requests, 48);
         assert.ok(r.logs.some((l) => l.level === "WARNING" && l.message.startsWith("Max running requests is reset to 48 for speculative decoding.")));
     });
@@ -126,7 +157,10 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
         assert.equal(r.status, "argparse-error");
         assert.equal(r.exitCode, 2);
         assert.match(r.stderr, /^usage: sglang serve /m);
-        assert.match(r.stderr, /^sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP' \(choose from 'DFLASH', 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)$/m);
+        assert.match(
+            r.stderr,
+            /^sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP' \(choose from 'DFLASH', 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)$/m,
+        );
     });
 
     it("NEXTN with no_buffer and the radix cache raises the exact ValueError on 0.5.10 and 0.5.11", function () {
@@ -144,7 +178,12 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
         const r = result("0.5.9", "noBuffer");
         assert.equal(r.status, "ok", r.stderr);
         assert.equal(r.serverArgs?.disable_radix_cache, true);
-        assert.ok(r.logs.some((l) => l.message === "Disabling radix cache since speculative decoding for Qwen3_5ForConditionalGeneration is not supported with radix cache yet."));
+        assert.ok(
+            r.logs.some(
+                (l) =>
+                    l.message === "Disabling radix cache since speculative decoding for Qwen3_5ForConditionalGeneration is not supported with radix cache yet.",
+            ),
+        );
     });
 
     it("`sglang serve` raises the same radix ValueError as launch_server on 0.5.11", function () {
@@ -158,7 +197,10 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
     });
 
     it("SGLANG_ENABLE_SPEC_V2=0 of one case switches 0.5.11 to spec v1 for that case only", function () {
-        const spec = (name: string) => result("0.5.11", name).logs.map((l) => l.message).filter((m) => m.startsWith("Spec v"));
+        const spec = (name: string) =>
+            result("0.5.11", name)
+                .logs.map((l) => l.message)
+                .filter((m) => m.startsWith("Spec v"));
         assert.deepEqual(spec("specV2Off"), ["Spec v1 is used for eagle/eagle3/standalone speculative decoding because SGLANG_ENABLE_SPEC_V2=False."]);
         assert.deepEqual(spec("field"), ["Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding."]);
     });
@@ -197,7 +239,10 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
         const r = result("0.5.11", "fieldAsLaunchServer");
         assert.equal(r.status, "ok", r.stderr);
         const warning = r.logs.find((l) => l.category === "UserWarning");
-        assert.equal(warning?.message, "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint.\n  Example: sglang serve --model-path <model> [options]");
+        assert.equal(
+            warning?.message,
+            "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint.\n  Example: sglang serve --model-path <model> [options]",
+        );
         assert.match(warning?.source ?? "", /\/sglang\/launch_server\.py:\d+$/);
         assert.match(r.stderr, /launch_server\.py:\d+: UserWarning: 'python -m sglang\.launch_server' is still supported/);
     });
@@ -224,9 +269,16 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
     });
 
     it("the DEPS pins agree with every release's own == pins", function () {
-        const cache = path.join(process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(process.env.HOME ?? "/root", ".cache"), "sglang-serve"), "sglang");
+        const cache = path.join(
+            process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(process.env.HOME ?? "/root", ".cache"), "sglang-serve"),
+            "sglang",
+        );
         const norm = (n: string) => n.toLowerCase().replace(/[-_.]+/g, "-");
-        const deps = fs.readFileSync(path.join(realDir(), "DEPS"), "utf8").split("\n").filter((l) => l.trim() && !l.startsWith("#")).map((l) => l.trim().split(/\s+/));
+        const deps = fs
+            .readFileSync(path.join(realDir(), "DEPS"), "utf8")
+            .split("\n")
+            .filter((l) => l.trim() && !l.startsWith("#"))
+            .map((l) => l.trim().split(/\s+/));
         for (const version of sglangVersions()) {
             const effective = new Map<string, string>();
             for (const scope of ["all", version]) {

@@ -18,7 +18,9 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** A unit running `service` as the stack renders it (the API key from the unit's environment, as the stack's env file has it). */
 function unitFor(service: ServiceConfig): string {
     const argv = renderArgv(service, { apiKeyEnv: "SGLANG_API_KEY" });
-    const env = Object.entries({ ...service.environment, SGLANG_API_KEY: KEY }).map(([k, v]) => `Environment=${k}=${v}\n`).join("");
+    const env = Object.entries({ ...service.environment, SGLANG_API_KEY: KEY })
+        .map(([k, v]) => `Environment=${k}=${v}\n`)
+        .join("");
     return `[Unit]\nDescription=SGLang venv test\n\n[Service]\n${env}ExecStart=${argv.join(" ")}\n`;
 }
 
@@ -28,7 +30,11 @@ async function start(name: string, service: ServiceConfig): Promise<void> {
 }
 
 async function failed(name: string): Promise<string> {
-    await waitFor(`${name} to fail`, async () => ((await exec("container", `systemctl is-active ${name}`)).stdout.trim() === "failed" ? true : undefined), 20_000);
+    await waitFor(
+        `${name} to fail`,
+        async () => ((await exec("container", `systemctl is-active ${name}`)).stdout.trim() === "failed" ? true : undefined),
+        20_000,
+    );
     return ok("container", `journalctl -u ${name} -o cat --no-pager`);
 }
 
@@ -51,7 +57,11 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
     });
 
     it("answers each venv's SGLang release from its package metadata, as the stack's box facts read it", async () => {
-        for (const [venv, release] of [["/opt/sglang/venv", "0.5.11"], ["/opt/sglang/venv-0.5.10", "0.5.10"], ["/opt/sglang/venv-0.5.9", "0.5.9"]]) {
+        for (const [venv, release] of [
+            ["/opt/sglang/venv", "0.5.11"],
+            ["/opt/sglang/venv-0.5.10", "0.5.10"],
+            ["/opt/sglang/venv-0.5.9", "0.5.9"],
+        ]) {
             const facts = parseBoxFacts(await ok("container", boxFactsCommand(`${venv}/bin/python3`, "/models/Qwen3.6-27B").map(sh).join(" ")));
             assert.equal(facts.sglangVersion, release, venv);
         }
@@ -67,7 +77,10 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
     });
 
     it("runs plain python3 -c scripts with the container's own interpreter inside the venv", async () => {
-        const out = await ok("container", `/opt/sglang/venv-0.5.10/bin/python3 -c ${sh("import sys; print(sys.prefix, sys.base_prefix, sys.version_info[:2] == (3, 11))")}`);
+        const out = await ok(
+            "container",
+            `/opt/sglang/venv-0.5.10/bin/python3 -c ${sh("import sys; print(sys.prefix, sys.base_prefix, sys.version_info[:2] == (3, 11))")}`,
+        );
         assert.equal(out, "/opt/sglang/venv-0.5.10 /usr True\n");
     });
 
@@ -75,15 +88,24 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
         await start("sglang-mtp", { ...field, port: 30201, speculative: { ...field.speculative!, algorithm: "MTP" as "NEXTN" } });
         const log = await failed("sglang-mtp");
         assert.match(log, /^usage: sglang serve \[-h\] --model-path MODEL_PATH/m);
-        assert.match(log, /^sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP' \(choose from 'DFLASH', 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)$/m);
+        assert.match(
+            log,
+            /^sglang serve: error: argument --speculative-algorithm: invalid choice: 'MTP' \(choose from 'DFLASH', 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)$/m,
+        );
         assert.match(log, /^sglang-mtp\.service: Main process exited, code=exited, status=2\/INVALIDARGUMENT$/m);
     });
 
     it("fails a unit with the no_buffer strategy with SGLang's own ValueError traceback and exit 1", async () => {
         await start("sglang-nobuf", { ...field, port: 30202, mambaSchedulerStrategy: "no_buffer" });
         const log = await failed("sglang-nobuf");
-        assert.match(log, /^ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer\.To use radix cache/m);
-        assert.match(log, /File "\/usr\/local\/lib\/sglang-lab\/releases\/0\.5\.11\/site\/sglang\/srt\/server_args\.py", line \d+, in _handle_mamba_radix_cache/);
+        assert.match(
+            log,
+            /^ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer\.To use radix cache/m,
+        );
+        assert.match(
+            log,
+            /File "\/usr\/local\/lib\/sglang-lab\/releases\/0\.5\.11\/site\/sglang\/srt\/server_args\.py", line \d+, in _handle_mamba_radix_cache/,
+        );
         assert.match(log, /^sglang-nobuf\.service: Main process exited, code=exited, status=1\/FAILURE$/m);
         assert.doesNotMatch(log, /server_args=ServerArgs/);
     });
@@ -106,7 +128,11 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
     });
 
     it("starts DFLASH with the drafter folder: /server_info shows DFLASH, the drafter and 16 draft tokens", async () => {
-        await start("sglang-dflash", { ...field, port: 30204, speculative: { algorithm: "DFLASH", draftModelPath: DRAFTER, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 } });
+        await start("sglang-dflash", {
+            ...field,
+            port: 30204,
+            speculative: { algorithm: "DFLASH", draftModelPath: DRAFTER, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 },
+        });
         const si = await serverInfo(`http://${info.container.address}:30204`);
         assert.equal(si.speculative_algorithm, "DFLASH");
         assert.equal(si.speculative_draft_model_path, DRAFTER);
@@ -122,8 +148,14 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
     });
 
     it("runs each venv's own release: SGLang 0.5.10 has no DFLASH choice", async () => {
-        const r = await exec("container", "/opt/sglang/venv-0.5.10/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --speculative-algorithm DFLASH");
+        const r = await exec(
+            "container",
+            "/opt/sglang/venv-0.5.10/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --speculative-algorithm DFLASH",
+        );
         assert.equal(r.code, 2);
-        assert.match(r.stderr, /sglang serve: error: argument --speculative-algorithm: invalid choice: 'DFLASH' \(choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)\n$/);
+        assert.match(
+            r.stderr,
+            /sglang serve: error: argument --speculative-algorithm: invalid choice: 'DFLASH' \(choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)\n$/,
+        );
     });
 });

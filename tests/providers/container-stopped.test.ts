@@ -45,7 +45,10 @@ describe("a stopped container at the provider seam", function () {
     });
 
     it("knows pve-container's refusal of pct exec into a stopped container, and only that", () => {
-        assert.equal(containerNotRunning(new Error("ssh root@10.1.2.5:22: command failed with exit code 255: pct exec 129 -- sh -c ...\ncontainer '129' not running!")), true);
+        assert.equal(
+            containerNotRunning(new Error("ssh root@10.1.2.5:22: command failed with exit code 255: pct exec 129 -- sh -c ...\ncontainer '129' not running!")),
+            true,
+        );
         assert.equal(containerNotRunning(new Error("ssh root@10.1.2.5:22: command failed with exit code 1: pct exec 129 -- systemctl start x")), false);
         assert.equal(containerNotRunning("container '129' not running!"), false);
     });

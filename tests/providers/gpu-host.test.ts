@@ -59,10 +59,7 @@ describe("GpuHost provider against the fake box", function () {
 
         it("changes nothing on the host: only nvidia-smi and pveversion run", async () => {
             await created();
-            assert.deepEqual(box.calls(), [
-                "nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits",
-                "pveversion",
-            ]);
+            assert.deepEqual(box.calls(), ["nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits", "pveversion"]);
         });
 
         it("fails naming the count, what nvidia-smi lists and the config key when a GPU is missing", async () => {
@@ -88,11 +85,17 @@ describe("GpuHost provider against the fake box", function () {
 
         it("reports a driver that does not answer as nvidia-smi's own message and the hint, naming the host", async () => {
             fs.writeFileSync(box.fake.file("nvidia-smi-broken"), "");
-            await assert.rejects(created(), /^Error: nvidia-smi failed on 127\.0\.0\.1 \(exit 1\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\..*is the NVIDIA driver loaded\?$/s);
+            await assert.rejects(
+                created(),
+                /^Error: nvidia-smi failed on 127\.0\.0\.1 \(exit 1\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\..*is the NVIDIA driver loaded\?$/s,
+            );
         });
 
         it("fails with the read-only gate's own message, not the driver hint, when the gate refuses the read", async () => {
-            box.failOn(/nvidia-smi/, { code: 1, stderr: "sglang-serve-read-gate: refused (gate version 1, expected 2): reinstall it with npm run read-gate -- install-script" });
+            box.failOn(/nvidia-smi/, {
+                code: 1,
+                stderr: "sglang-serve-read-gate: refused (gate version 1, expected 2): reinstall it with npm run read-gate -- install-script",
+            });
             await assert.rejects(created(), (e: Error) => {
                 assert.match(e.message, /^root@127\.0\.0\.1:22: sglang-serve-read-gate: refused \(gate version 1/);
                 assert.doesNotMatch(e.message, /NVIDIA driver/);
@@ -136,7 +139,10 @@ describe("GpuHost provider against the fake box", function () {
             const outs = await created();
             fs.writeFileSync(box.fake.file("gpu-facts"), "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111\n");
             const read = await provider.read!("127.0.0.1:22", outs);
-            assert.deepEqual(read.props!.gpus.map((g) => g.index), [1]);
+            assert.deepEqual(
+                read.props!.gpus.map((g) => g.index),
+                [1],
+            );
             const diff = await provider.diff!("127.0.0.1:22", read.props!, inputs());
             assert.equal(diff.changes, true);
         });

@@ -95,7 +95,15 @@ describe("LxcContainer provider against the fake box", function () {
     /** The inputs as components/lxc-container.ts gives them, after check. */
     const inputs = (edit: Record<string, unknown> = {}, rest: Partial<Inputs> = {}): Inputs => {
         const c = container(edit);
-        return { providerVersion: PROVIDER_VERSION, connection: box.connection("pct-exec", undefined), container: c, deviceMajors: majors, vmid: c.vmid, restart: "no", ...rest };
+        return {
+            providerVersion: PROVIDER_VERSION,
+            connection: box.connection("pct-exec", undefined),
+            container: c,
+            deviceMajors: majors,
+            vmid: c.vmid,
+            restart: "no",
+            ...rest,
+        };
     };
 
     const adopt = async (edit: Record<string, unknown> = {}): Promise<Outputs> => {
@@ -162,13 +170,19 @@ describe("LxcContainer provider against the fake box", function () {
 
         it("reports drift when a GPU's passthrough is gone from the live config", async () => {
             const outs = await adopt();
-            const drifted: Outputs = { ...outs, passthrough: { ...outs.passthrough, gpus: [0], mountedDevices: outs.passthrough.mountedDevices.filter((d) => d !== "nvidia1") } };
+            const drifted: Outputs = {
+                ...outs,
+                passthrough: { ...outs.passthrough, gpus: [0], mountedDevices: outs.passthrough.mountedDevices.filter((d) => d !== "nvidia1") },
+            };
             assert.equal((await provider.diff!(ID, drifted, inputs())).changes, true);
         });
 
         it("reports drift when only a control device's bind mount is gone (nvidia-uvm-tools)", async () => {
             const outs = await adopt();
-            const drifted: Outputs = { ...outs, passthrough: { ...outs.passthrough, mountedDevices: outs.passthrough.mountedDevices.filter((d) => d !== "nvidia-uvm-tools") } };
+            const drifted: Outputs = {
+                ...outs,
+                passthrough: { ...outs.passthrough, mountedDevices: outs.passthrough.mountedDevices.filter((d) => d !== "nvidia-uvm-tools") },
+            };
             assert.equal((await provider.diff!(ID, drifted, inputs())).changes, true);
         });
 
@@ -193,13 +207,19 @@ describe("LxcContainer provider against the fake box", function () {
         });
 
         it("refuses to create a container when adopt is false, running nothing on the host", async () => {
-            await assert.rejects(create(inputs({ adopt: false })), /sglang-serve:container\.adopt is false, but creating containers is not supported: create container 129 with pct create and set adopt: true/);
+            await assert.rejects(
+                create(inputs({ adopt: false })),
+                /sglang-serve:container\.adopt is false, but creating containers is not supported: create container 129 with pct create and set adopt: true/,
+            );
             assert.deepEqual(box.commands, []);
         });
 
         it("fails naming the vmid, the host and pct create when the container does not exist", async () => {
             box.remove(CONF_PATH);
-            await assert.rejects(create(inputs()), /^Error: container 129 does not exist on 127\.0\.0\.1; sglang-serve adopts an existing container \(create it with pct create/);
+            await assert.rejects(
+                create(inputs()),
+                /^Error: container 129 does not exist on 127\.0\.0\.1; sglang-serve adopts an existing container \(create it with pct create/,
+            );
         });
 
         it("applies declared settings with exactly one pct set of the options that differ", async () => {
@@ -216,8 +236,14 @@ describe("LxcContainer provider against the fake box", function () {
             const { outs } = await create(inputs({ hostname: "llm-three" }));
             assert.deepEqual(box.callsOf("pct set"), ["pct set 129 -hostname llm-three"]);
             assert.deepEqual(outs.pendingRestart, ["container.hostname"]);
-            assert.ok(box.said.some((l) => l.includes("takes effect at the container's next restart (not restarted by the stack): container.hostname")), box.said.join("\n"));
-            assert.deepEqual(box.calls().filter((c) => /^pct (start|stop|reboot)/.test(c)), []);
+            assert.ok(
+                box.said.some((l) => l.includes("takes effect at the container's next restart (not restarted by the stack): container.hostname")),
+                box.said.join("\n"),
+            );
+            assert.deepEqual(
+                box.calls().filter((c) => /^pct (start|stop|reboot)/.test(c)),
+                [],
+            );
         });
 
         it("writes missing passthrough lines into the config file, keeping every other line and section byte for byte", async () => {
@@ -249,7 +275,10 @@ describe("LxcContainer provider against the fake box", function () {
             box.write(CONF_PATH, fieldConf(PASSTHROUGH.slice(0, 3), ["lock: backup"]), 0o640);
             const before = box.read(CONF_PATH);
             await assert.rejects(create(inputs({ cores: 16 })), (e: Error) => {
-                assert.match(e.message, /^container 129 is locked \(backup\): its config has "lock: backup", which Proxmox sets while a backup \(vzdump\) runs/);
+                assert.match(
+                    e.message,
+                    /^container 129 is locked \(backup\): its config has "lock: backup", which Proxmox sets while a backup \(vzdump\) runs/,
+                );
                 assert.match(e.message, /nothing was changed/);
                 assert.match(e.message, /pct unlock 129/);
                 return true;
@@ -276,7 +305,16 @@ describe("LxcContainer provider against the fake box", function () {
     describe("read", () => {
         it("returns the live settings and passthrough, and inputs as the box has them for the declared fields", async () => {
             const outs = await adopt({ cores: 32, memoryMiB: 131072 });
-            box.write(CONF_PATH, fieldConf(PASSTHROUGH.filter((l) => !l.includes("/dev/nvidia1 ")), []).replace("cores: 32", "cores: 8").replace("hostname: llm-two", "hostname: renamed"), 0o640);
+            box.write(
+                CONF_PATH,
+                fieldConf(
+                    PASSTHROUGH.filter((l) => !l.includes("/dev/nvidia1 ")),
+                    [],
+                )
+                    .replace("cores: 32", "cores: 8")
+                    .replace("hostname: llm-two", "hostname: renamed"),
+                0o640,
+            );
             const read = await provider.read!(ID, outs);
             assert.equal(read.id, ID);
             assert.equal(read.props!.settings.cores, 8);
@@ -325,7 +363,10 @@ describe("LxcContainer provider against the fake box", function () {
 
         it("fails naming pct config, the vmid and the host when pct itself fails", async () => {
             const outs = await adopt();
-            box.failOn(/pct config/, { code: 255, stderr: "ipcc_send_rec[1] failed: Connection refused\nUnable to load access control list: Connection refused" });
+            box.failOn(/pct config/, {
+                code: 255,
+                stderr: "ipcc_send_rec[1] failed: Connection refused\nUnable to load access control list: Connection refused",
+            });
             await assert.rejects(provider.read!(ID, outs), /^Error: pct config 129 failed on root@127\.0\.0\.1:22 \(exit 255\): ipcc_send_rec\[1\] failed/);
         });
     });
@@ -354,7 +395,10 @@ describe("LxcContainer provider against the fake box", function () {
             const without = PASSTHROUGH.filter((l) => !l.includes("nvidia-uvm-tools"));
             box.write(CONF_PATH, fieldConf(without), 0o640);
             box.failOn(/flock -w/, { code: 75, stderr: "sglang-serve: timeout waiting for /run/lock/lxc/pve-config-129.lock" });
-            await assert.rejects(provider.update!(ID, olds, inputs()), /cannot take Proxmox's config lock \/run\/lock\/lxc\/pve-config-129\.lock on root@127\.0\.0\.1:22 within 10 s/);
+            await assert.rejects(
+                provider.update!(ID, olds, inputs()),
+                /cannot take Proxmox's config lock \/run\/lock\/lxc\/pve-config-129\.lock on root@127\.0\.0\.1:22 within 10 s/,
+            );
             assert.equal(box.read(CONF_PATH), fieldConf(without));
         });
 
@@ -376,7 +420,10 @@ describe("LxcContainer provider against the fake box", function () {
     describe("delete", () => {
         it("refuses without container.allowDelete, naming the key, and leaves the container untouched", async () => {
             const outs = await adopt();
-            await assert.rejects(provider.delete!(ID, outs), /refusing to delete container 129: the model weights live there\. Set sglang-serve:container\.allowDelete: true/);
+            await assert.rejects(
+                provider.delete!(ID, outs),
+                /refusing to delete container 129: the model weights live there\. Set sglang-serve:container\.allowDelete: true/,
+            );
             assert.deepEqual(box.commands, []);
             assert.equal(box.read(CONF_PATH), fieldConf());
         });

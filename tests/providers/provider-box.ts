@@ -38,7 +38,9 @@ import { FakeBox } from "../remote/fake-box";
 const POOL_KEY = Symbol.for("sglang-serve.sshPool");
 
 /** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call), and its major.minor. */
-const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" })
+const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], {
+    encoding: "utf8",
+})
     .trim()
     .split("\n") as [string, string];
 
@@ -453,7 +455,9 @@ export class ProviderBox {
     unit(name: string): { active: string; sub: string; pid: number; enabled: boolean } | undefined {
         const file = this.fake.file("systemd.json");
         if (!fs.existsSync(file)) return undefined;
-        return (JSON.parse(fs.readFileSync(file, "utf8")) as { units: Record<string, { active: string; sub: string; pid: number; enabled: boolean }> }).units[name];
+        return (JSON.parse(fs.readFileSync(file, "utf8")) as { units: Record<string, { active: string; sub: string; pid: number; enabled: boolean }> }).units[
+            name
+        ];
     }
 
     /** The unit and environment file the running process was started from, or null before any start. */
@@ -470,7 +474,11 @@ export class ProviderBox {
         const name = unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
         this.write(`etc/systemd/system/${unitName}`, unitText, 0o644);
         if (environmentFile !== undefined) this.write(`etc/sglang/${name}.env`, environmentFile, 0o600);
-        for (const argv of [["systemctl", "enable", unitName], ["systemctl", "stop", unitName], ["systemctl", "start", unitName]]) {
+        for (const argv of [
+            ["systemctl", "enable", unitName],
+            ["systemctl", "stop", unitName],
+            ["systemctl", "start", unitName],
+        ]) {
             const r = await this.fake.run(argv);
             if (r.code !== 0) throw new Error(`install ${unitName}: ${argv.join(" ")}: ${r.stderr}`);
         }
@@ -509,6 +517,7 @@ export class FakeSglang {
     ) {}
 
     static async listen(): Promise<FakeSglang> {
+        // eslint-disable-next-line prefer-const -- assigned after the server that closes over it exists
         let fake: FakeSglang | undefined;
         const srv = http.createServer((req, res) => fake!.handle(req, res));
         await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
@@ -624,7 +633,12 @@ export const SELF: UnitOwner = { project: "sglang-serve", stack: "lab" };
  * service block first.
  */
 export function declaredService(box: ProviderBox, edit: (raw: Record<string, unknown>) => void = () => undefined): ServiceConfig {
-    const raw: Record<string, unknown> = { ...structuredClone(fieldConfig().service), listenHost: "127.0.0.1", endpointHost: "127.0.0.1", port: box.server.port };
+    const raw: Record<string, unknown> = {
+        ...structuredClone(fieldConfig().service),
+        listenHost: "127.0.0.1",
+        endpointHost: "127.0.0.1",
+        port: box.server.port,
+    };
     edit(raw);
     return ServiceSchema.parse(raw);
 }
@@ -692,6 +706,8 @@ export function batchAnswer(sections: Record<string, string>): (command: string)
     return (command) => {
         const marker = /sglang-serve-[0-9a-f]{16}/.exec(command)?.[0];
         if (!marker) throw new Error(`batchAnswer: no marker in ${command.slice(0, 200)}`);
-        return Object.entries(sections).map(([name, text]) => `${marker} ${name}\n${text}`).join("");
+        return Object.entries(sections)
+            .map(([name, text]) => `${marker} ${name}\n${text}`)
+            .join("");
     };
 }

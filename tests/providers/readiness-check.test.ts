@@ -72,8 +72,15 @@ describe("ReadinessCheck provider against the fake box", function () {
             assert.ok(asked.includes("GET /v1/models without key"), asked.join("\n"));
             assert.ok(asked.includes("POST /v1/chat/completions with key"), asked.join("\n"));
             // The gate polls the unit and its journal in the container.
-            assert.ok(box.commands.every((c) => c.startsWith("pct exec 129 -- ")), box.commands.join("\n"));
-            assert.deepEqual(box.callsOf("systemctl").filter((c) => !c.startsWith("systemctl show")), [], "the check starts and stops nothing");
+            assert.ok(
+                box.commands.every((c) => c.startsWith("pct exec 129 -- ")),
+                box.commands.join("\n"),
+            );
+            assert.deepEqual(
+                box.callsOf("systemctl").filter((c) => !c.startsWith("systemctl show")),
+                [],
+                "the check starts and stops nothing",
+            );
         });
 
         it("confirms a revision the rollout gated in this run without polling the box", async () => {
@@ -154,7 +161,10 @@ describe("ReadinessCheck provider against the fake box", function () {
             assert.equal(box.commands.length, 1, box.commands.join("\n"));
             assert.match(box.commands[0]!, /^pct exec 129 -- python3 -I -c /);
             // The box's own read used the key from the unit's environment file.
-            assert.deepEqual(box.server.requests.filter((r) => r.path === "/server_info").map((r) => r.authorized), [true]);
+            assert.deepEqual(
+                box.server.requests.filter((r) => r.path === "/server_info").map((r) => r.authorized),
+                [true],
+            );
         });
 
         it("records a stopped server as not ready, for diff to report, without failing the refresh", async () => {
@@ -196,7 +206,10 @@ describe("ReadinessCheck provider against the fake box", function () {
             await install();
             const { outs } = await create(inputs());
             box.failOn(/python3 -I -c/, { code: 127, stderr: "sh: 1: python3: not found" });
-            await assert.rejects(provider.read!("ready", outs), /cannot read \/server_info of sglang-qwen\.service on root@127\.0\.0\.1:22 \(pct exec 129\) \(exit 127\): sh: 1: python3: not found; python3 is missing where the server runs/);
+            await assert.rejects(
+                provider.read!("ready", outs),
+                /cannot read \/server_info of sglang-qwen\.service on root@127\.0\.0\.1:22 \(pct exec 129\) \(exit 127\): sh: 1: python3: not found; python3 is missing where the server runs/,
+            );
         });
 
         it("fails naming the id when there is no state to read from", async () => {

@@ -98,7 +98,10 @@ describe("SglangService provider against the fake box", function () {
 
         it("fails the apiKey property, without the key, when the key is too short", async () => {
             const { failures } = await check({}, declared(undefined, { apiKey: "short-key" }));
-            assert.deepEqual(failures!.map((f) => f.property), ["apiKey"]);
+            assert.deepEqual(
+                failures!.map((f) => f.property),
+                ["apiKey"],
+            );
             assert.match(failures![0]!.reason, /^sglang-serve:apiKey is 9 characters long but must be 16-256/);
             assert.doesNotMatch(failures![0]!.reason, /short-key/);
         });
@@ -111,7 +114,10 @@ describe("SglangService provider against the fake box", function () {
         it("fails the owner property naming the owner and service.takeOverFrom when the box's unit is another stack's", async () => {
             // After a refresh, olds.owner is the owner the unit on the box records.
             const { failures } = await check({ ...declared(), owner: "sglang-serve/ct129" }, declared());
-            assert.deepEqual(failures!.map((f) => f.property), ["owner"]);
+            assert.deepEqual(
+                failures!.map((f) => f.property),
+                ["owner"],
+            );
             assert.match(failures![0]!.reason, /^sglang-qwen\.service on 127\.0\.0\.1 belongs to stack ct129 of project sglang-serve/);
             assert.match(failures![0]!.reason, /set sglang-serve:service\.takeOverFrom: ct129 and run up again/);
         });
@@ -191,7 +197,10 @@ describe("SglangService provider against the fake box", function () {
                 "systemctl reset-failed sglang-qwen.service",
                 "systemctl start sglang-qwen.service",
             ]);
-            assert.ok(box.commands.every((c) => c.startsWith("pct exec 129 -- ")), box.commands.join("\n"));
+            assert.ok(
+                box.commands.every((c) => c.startsWith("pct exec 129 -- ")),
+                box.commands.join("\n"),
+            );
         });
 
         it("records what the box runs after the rollout: active, enabled, the secrets' hash, the live args, the owner", async () => {
@@ -216,7 +225,10 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(id, "127.0.0.1:-:sglang-qwen.service");
             assert.equal(outs.activeState, "active");
             assert.equal(box.read(UNIT), news.unitText);
-            assert.ok(box.commands.every((c) => !c.startsWith("pct ")), box.commands.join("\n"));
+            assert.ok(
+                box.commands.every((c) => !c.startsWith("pct ")),
+                box.commands.join("\n"),
+            );
             assert.deepEqual(box.callsOf("pct"), []);
         });
 
@@ -301,9 +313,14 @@ describe("SglangService provider against the fake box", function () {
 
         it("stops the old server and waits for its GPU memory before the new unit is written (stop-first)", async () => {
             const olds = await deployed();
-            await update(olds, declared((raw) => (raw.memFractionStatic = 0.85)));
+            await update(
+                olds,
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
             // The tools' own calls (a multi-line pct exec script's lines are in the log too, so the nvidia-smi call is matched whole).
-            const order = box.calls().filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,memory\.used --format=csv,noheader,nounits$/.test(c));
+            const order = box
+                .calls()
+                .filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,memory\.used --format=csv,noheader,nounits$/.test(c));
             assert.deepEqual(order, [
                 "systemctl stop sglang-qwen.service",
                 "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits",
@@ -338,7 +355,10 @@ describe("SglangService provider against the fake box", function () {
             const olds = await deployed();
             box.startsAs("crash");
             await assert.rejects(
-                update(olds, declared((raw) => (raw.memFractionStatic = 0.85), { readiness: readinessSettings({ startAttempts: 3 }) })),
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85), { readiness: readinessSettings({ startAttempts: 3 }) }),
+                ),
                 /not retried: SGLang's ServerArgs refused the config before loading anything/,
             );
             assert.equal(box.callsOf("systemctl start").length, 2, "one start of the new config, one of the previous");
@@ -374,12 +394,21 @@ describe("SglangService provider against the fake box", function () {
         it("changes nothing and starts the previous server again when nvidia-smi answers garbage while waiting for the GPU memory", async () => {
             const olds = await deployed();
             box.answer(/--query-gpu=index,memory\.used/, "No devices were found\n");
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), (e: PartialFailure) => {
-                assert.match(e.message, /GPU memory was not released within 5 s after stopping the server \(.*unexpected nvidia-smi output: No devices were found\)/);
-                assert.match(e.message, /nothing was changed and the previous server was started again and is ready/);
-                assert.equal(e.properties!.unitText, olds.unitText);
-                return true;
-            });
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                (e: PartialFailure) => {
+                    assert.match(
+                        e.message,
+                        /GPU memory was not released within 5 s after stopping the server \(.*unexpected nvidia-smi output: No devices were found\)/,
+                    );
+                    assert.match(e.message, /nothing was changed and the previous server was started again and is ready/);
+                    assert.equal(e.properties!.unitText, olds.unitText);
+                    return true;
+                },
+            );
             assert.equal(box.read(UNIT), olds.unitText);
             assert.equal(box.unit("sglang-qwen.service")!.active, "active");
         });
@@ -388,37 +417,67 @@ describe("SglangService provider against the fake box", function () {
             const olds = await deployed();
             box.startsAs("crash");
             box.fake.appendJournal([`server_args=ServerArgs(model_path='/models/Qwen3.6-27B', api_key='${API_KEY}')`]);
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), (e: PartialFailure) => {
-                assert.doesNotMatch(`${e.message}\n${e.reasons!.join("\n")}`, new RegExp(API_KEY));
-                return true;
-            });
-            assert.ok(box.said.every((l) => !l.includes(API_KEY)), "nor in the progress lines");
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                (e: PartialFailure) => {
+                    assert.doesNotMatch(`${e.message}\n${e.reasons!.join("\n")}`, new RegExp(API_KEY));
+                    return true;
+                },
+            );
+            assert.ok(
+                box.said.every((l) => !l.includes(API_KEY)),
+                "nor in the progress lines",
+            );
         });
 
         it("fails naming the command, its exit code and systemd's message when a command errors in the middle of the rollout", async () => {
             const olds = await deployed();
             box.failOn(/systemctl daemon-reload/, { code: 1, stderr: "Failed to reload daemon: Access denied" });
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), (e: Error) => {
-                assert.match(e.message, /command failed with exit code 1: pct exec 129 -- systemctl daemon-reload\nFailed to reload daemon: Access denied/);
-                return true;
-            });
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                (e: Error) => {
+                    assert.match(e.message, /command failed with exit code 1: pct exec 129 -- systemctl daemon-reload\nFailed to reload daemon: Access denied/);
+                    return true;
+                },
+            );
         });
 
         it("throws { id, properties, reasons } recording the stopped server when a command errors after the stop", async () => {
             const olds = await deployed();
             box.failOn(/systemctl daemon-reload/, { code: 1, stderr: "Failed to reload daemon: Access denied" });
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), (e: PartialFailure) => {
-                assert.equal(e.id, ID);
-                assert.equal(e.properties!.activeState, box.unit("sglang-qwen.service")!.active);
-                assert.ok(e.reasons!.some((r) => r.includes("systemctl daemon-reload")), e.reasons!.join("\n"));
-                return true;
-            });
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                (e: PartialFailure) => {
+                    assert.equal(e.id, ID);
+                    assert.equal(e.properties!.activeState, box.unit("sglang-qwen.service")!.active);
+                    assert.ok(
+                        e.reasons!.some((r) => r.includes("systemctl daemon-reload")),
+                        e.reasons!.join("\n"),
+                    );
+                    return true;
+                },
+            );
         });
 
         it("puts the previous unit back and starts it when systemctl start refuses the new one", async () => {
             const olds = await deployed();
             box.startsAs("refuse");
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), /the previous unit was put back and is ready again/);
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                /the previous unit was put back and is ready again/,
+            );
             assert.equal(box.read(UNIT), olds.unitText);
             assert.equal(box.unit("sglang-qwen.service")!.active, "active");
         });
@@ -426,7 +485,13 @@ describe("SglangService provider against the fake box", function () {
         it("fails naming systemctl start and systemd's message when systemd refuses to start the new unit", async () => {
             const olds = await deployed();
             box.startsAs("refuse");
-            await assert.rejects(update(olds, declared((raw) => (raw.memFractionStatic = 0.85))), /systemctl start sglang-qwen\.service\n.*Job for sglang-qwen\.service failed/s);
+            await assert.rejects(
+                update(
+                    olds,
+                    declared((raw) => (raw.memFractionStatic = 0.85)),
+                ),
+                /systemctl start sglang-qwen\.service\n.*Job for sglang-qwen\.service failed/s,
+            );
         });
 
         it("restarts a stopped server whose unit is unchanged", async () => {
@@ -514,7 +579,10 @@ describe("SglangService provider against the fake box", function () {
             const read = await provider.read!(ID, outs);
             assert.equal(read.inputs!.owner, "sglang-serve/ct129");
             const checked = await provider.check!(read.inputs!, declared());
-            assert.deepEqual(checked.failures!.map((f) => f.property), ["owner"]);
+            assert.deepEqual(
+                checked.failures!.map((f) => f.property),
+                ["owner"],
+            );
         });
 
         it("returns a blank id when the unit is gone", async () => {
@@ -573,7 +641,10 @@ describe("SglangService provider against the fake box", function () {
 
         it("names service.sglangVersion with both releases when the venv has another one", async () => {
             box.installSglang("0.5.10");
-            await assert.rejects(facts(), /nothing on the box was changed:\n {2}- service\.sglangVersion is 0\.5\.11 but \/opt\/sglang\/venv\/bin\/python3 has SGLang 0\.5\.10 installed/);
+            await assert.rejects(
+                facts(),
+                /nothing on the box was changed:\n {2}- service\.sglangVersion is 0\.5\.11 but \/opt\/sglang\/venv\/bin\/python3 has SGLang 0\.5\.10 installed/,
+            );
         });
 
         it("names service.python when its venv has no SGLang installed", async () => {
@@ -583,7 +654,10 @@ describe("SglangService provider against the fake box", function () {
 
         it("names service.python with the exit status when it cannot run on the box", async () => {
             box.remove("opt/sglang/venv/bin/python3");
-            await assert.rejects(facts(), /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: .*Failed to exec/);
+            await assert.rejects(
+                facts(),
+                /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: .*Failed to exec/,
+            );
         });
 
         it("names service.model.path when the model folder is not on the box", async () => {
@@ -592,19 +666,31 @@ describe("SglangService provider against the fake box", function () {
         });
 
         it("names service.speculative.algorithm when NEXTN is declared for a checkpoint without MTP layers", async () => {
-            box.write(`${MODEL}/config.json`, JSON.stringify({ architectures: ["Qwen3_5ForConditionalGeneration"], text_config: { layer_types: ["full_attention"] } }));
-            await assert.rejects(facts(), /service\.speculative\.algorithm is NEXTN, which drafts with the checkpoint's own MTP layers, but \/models\/Qwen3\.6-27B\/config\.json has none/);
+            box.write(
+                `${MODEL}/config.json`,
+                JSON.stringify({ architectures: ["Qwen3_5ForConditionalGeneration"], text_config: { layer_types: ["full_attention"] } }),
+            );
+            await assert.rejects(
+                facts(),
+                /service\.speculative\.algorithm is NEXTN, which drafts with the checkpoint's own MTP layers, but \/models\/Qwen3\.6-27B\/config\.json has none/,
+            );
         });
 
         it("reports facts the box answers in garbage as a failure of service.python, not a crash", async () => {
             box.answer(/importlib\.metadata/, "Segmentation fault (core dumped)\n");
-            await assert.rejects(facts(), /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: the box's facts are not JSON: Segmentation fault/);
+            await assert.rejects(
+                facts(),
+                /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: the box's facts are not JSON: Segmentation fault/,
+            );
         });
     });
 
     describe("delete", () => {
         it("stops, disables and removes this stack's unit, its secrets and the kept previous unit, and leaves the container", async () => {
-            const outs = await update(await deployed(), declared((raw) => (raw.memFractionStatic = 0.85)));
+            const outs = await update(
+                await deployed(),
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
             assert.notEqual(box.read("etc/sglang/qwen.service.previous"), null, "a rollout kept the previous unit");
             box.forget();
             await provider.delete!(ID, outs);
@@ -612,7 +698,10 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(systemctlChanges(), ["systemctl disable --now sglang-qwen.service", "systemctl daemon-reload"]);
             assert.equal(box.unit("sglang-qwen.service")!.active, "inactive");
             assert.equal(box.read("etc/pve/lxc/129.conf"), CONTAINER_CONF);
-            assert.deepEqual(box.calls().filter((c) => /^pct (stop|destroy|set)/.test(c)), []);
+            assert.deepEqual(
+                box.calls().filter((c) => /^pct (stop|destroy|set)/.test(c)),
+                [],
+            );
         });
 
         it("leaves a unit another stack took over running, and says so", async () => {
@@ -624,7 +713,10 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(box.read(ENV), outs.environmentFile);
             assert.equal(box.unit("sglang-qwen.service")!.active, "active");
             assert.deepEqual(systemctlChanges(), []);
-            assert.ok(box.said.some((l) => /^\[sglang-qwen\.service\] not stopped or deleted: .* belongs to stack ct129 of project sglang-serve now/.test(l)), box.said.join("\n"));
+            assert.ok(
+                box.said.some((l) => /^\[sglang-qwen\.service\] not stopped or deleted: .* belongs to stack ct129 of project sglang-serve now/.test(l)),
+                box.said.join("\n"),
+            );
         });
 
         it("deletes a unit that records no owner (written by hand or before owners were recorded)", async () => {
@@ -637,7 +729,10 @@ describe("SglangService provider against the fake box", function () {
         it("fails naming rm and its message when the files cannot be removed", async () => {
             const outs = await deployed();
             box.failOn(/ rm -f /, { code: 1, stderr: "rm: cannot remove '/etc/systemd/system/sglang-qwen.service': Read-only file system" });
-            await assert.rejects(provider.delete!(ID, outs), /command failed with exit code 1: pct exec 129 -- rm -f .*\nrm: cannot remove .*Read-only file system/s);
+            await assert.rejects(
+                provider.delete!(ID, outs),
+                /command failed with exit code 1: pct exec 129 -- rm -f .*\nrm: cannot remove .*Read-only file system/s,
+            );
         });
     });
 

@@ -12,15 +12,15 @@ import type { RemoteRunner } from "../../remote/remote-host";
 import type { ExecOptions, ExecResult } from "../../remote/ssh";
 
 const FAKES: Record<string, string> = {
-  // Prints the unit file; records its arguments.
-  systemctl: `#!/bin/sh
+    // Prints the unit file; records its arguments.
+    systemctl: `#!/bin/sh
 echo "systemctl $*" >> "$FAKE_DIR/calls"
 cat "$FAKE_DIR/unit"
 `,
-  // The journal is one entry per line of $FAKE_DIR/journal; the cursor of
-  // entry N is "c=N". --since starts at the beginning (the fake journal starts
-  // at the restart).
-  journalctl: `#!/bin/sh
+    // The journal is one entry per line of $FAKE_DIR/journal; the cursor of
+    // entry N is "c=N". --since starts at the beginning (the fake journal starts
+    // at the restart).
+    journalctl: `#!/bin/sh
 echo "journalctl $*" >> "$FAKE_DIR/calls"
 J="$FAKE_DIR/journal"
 after=0; count=""; show=0
@@ -39,7 +39,7 @@ tail -n +$((start + 1)) "$J"
 if [ "$show" = 1 ] && [ "$total" -gt "$start" ]; then echo "-- cursor: c=$total"; fi
 exit 0
 `,
-  "nvidia-smi": `#!/bin/sh
+    "nvidia-smi": `#!/bin/sh
 echo "nvidia-smi $*" >> "$FAKE_DIR/calls"
 [ -e "$FAKE_DIR/nvidia-smi-broken" ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." ; exit 9; }
 case "$1" in
@@ -51,68 +51,65 @@ esac
 };
 
 export class FakeBox implements RemoteRunner {
-  readonly dir: string;
-  runs: string[][] = [];
+    readonly dir: string;
+    runs: string[][] = [];
 
-  constructor() {
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-fakebox-"));
-    fs.mkdirSync(path.join(this.dir, "bin"));
-    for (const [name, script] of Object.entries(FAKES)) {
-      fs.writeFileSync(path.join(this.dir, "bin", name), script, { mode: 0o755 });
+    constructor() {
+        this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-fakebox-"));
+        fs.mkdirSync(path.join(this.dir, "bin"));
+        for (const [name, script] of Object.entries(FAKES)) {
+            fs.writeFileSync(path.join(this.dir, "bin", name), script, { mode: 0o755 });
+        }
+        this.setUnit({ activeState: "active", subState: "running", mainPid: 4242, nRestarts: 0 });
+        fs.writeFileSync(this.file("journal"), "");
+        fs.writeFileSync(this.file("gpus"), "");
+        fs.writeFileSync(this.file("apps"), "");
     }
-    this.setUnit({ activeState: "active", subState: "running", mainPid: 4242, nRestarts: 0 });
-    fs.writeFileSync(this.file("journal"), "");
-    fs.writeFileSync(this.file("gpus"), "");
-    fs.writeFileSync(this.file("apps"), "");
-  }
 
-  file(name: string): string {
-    return path.join(this.dir, name);
-  }
+    file(name: string): string {
+        return path.join(this.dir, name);
+    }
 
-  setUnit(u: UnitStatus): void {
-    fs.writeFileSync(
-      this.file("unit"),
-      `ActiveState=${u.activeState}\nSubState=${u.subState}\nMainPID=${u.mainPid}\nNRestarts=${u.nRestarts}\n`,
-    );
-  }
+    setUnit(u: UnitStatus): void {
+        fs.writeFileSync(this.file("unit"), `ActiveState=${u.activeState}\nSubState=${u.subState}\nMainPID=${u.mainPid}\nNRestarts=${u.nRestarts}\n`);
+    }
 
-  appendJournal(lines: string[]): void {
-    if (lines.length > 0) fs.appendFileSync(this.file("journal"), lines.map((l) => `${l}\n`).join(""));
-  }
+    appendJournal(lines: string[]): void {
+        if (lines.length > 0) fs.appendFileSync(this.file("journal"), lines.map((l) => `${l}\n`).join(""));
+    }
 
-  calls(): string[] {
-    return fs.existsSync(this.file("calls")) ? fs.readFileSync(this.file("calls"), "utf8").trim().split("\n") : [];
-  }
+    calls(): string[] {
+        return fs.existsSync(this.file("calls")) ? fs.readFileSync(this.file("calls"), "utf8").trim().split("\n") : [];
+    }
 
-  describe(): string {
-    return "fake-box";
-  }
+    describe(): string {
+        return "fake-box";
+    }
 
-  run(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
-    this.runs.push(argv);
-    return new Promise((resolve, reject) => {
-      const child = spawn(argv[0]!, argv.slice(1), {
-        env: { ...process.env, FAKE_DIR: this.dir, PATH: `${path.join(this.dir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}` },
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on("data", (d: Buffer) => out.push(d));
-      child.stderr.on("data", (d: Buffer) => err.push(d));
-      child.on("error", reject);
-      child.on("close", (code) =>
-        resolve({ code: code ?? 255, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
-      );
-      // A command that exits before reading its stdin closes the pipe: EPIPE
-      // on our write is the command's business (as over ssh), not an error here.
-      child.stdin.on("error", (e: NodeJS.ErrnoException) => {
-        if (e.code !== "EPIPE") reject(e);
-      });
-      child.stdin.end(opts.stdin ?? "");
-    });
-  }
+    run(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+        this.runs.push(argv);
+        return new Promise((resolve, reject) => {
+            const child = spawn(argv[0]!, argv.slice(1), {
+                env: { ...process.env, FAKE_DIR: this.dir, PATH: `${path.join(this.dir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}` },
+            });
+            const out: Buffer[] = [];
+            const err: Buffer[] = [];
+            child.stdout.on("data", (d: Buffer) => out.push(d));
+            child.stderr.on("data", (d: Buffer) => err.push(d));
+            child.on("error", reject);
+            child.on("close", (code) =>
+                resolve({ code: code ?? 255, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
+            );
+            // A command that exits before reading its stdin closes the pipe: EPIPE
+            // on our write is the command's business (as over ssh), not an error here.
+            child.stdin.on("error", (e: NodeJS.ErrnoException) => {
+                if (e.code !== "EPIPE") reject(e);
+            });
+            child.stdin.end(opts.stdin ?? "");
+        });
+    }
 
-  destroy(): void {
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
+    destroy(): void {
+        fs.rmSync(this.dir, { recursive: true, force: true });
+    }
 }

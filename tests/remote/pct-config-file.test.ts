@@ -105,7 +105,10 @@ describe("the pct config file, edited under Proxmox's config lock", function () 
     it("refuses a locked config, naming the lock, and leaves the file alone", async () => {
         const locked = CONF.replace("arch: amd64\n", "arch: amd64\nlock: backup\n");
         writeConf(locked);
-        await assert.rejects(editPctConfigFile(box, paths(), passthrough([0])), (e: Error) => e instanceof PctLockedError && /locked \(backup\)/.test(e.message));
+        await assert.rejects(
+            editPctConfigFile(box, paths(), passthrough([0])),
+            (e: Error) => e instanceof PctLockedError && /locked \(backup\)/.test(e.message),
+        );
         assert.equal(readConf(), locked);
     });
 

@@ -3,13 +3,7 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import {
-    authorizedKeysLine,
-    parsePublicKey,
-    ReadGateOptionError,
-    renderInstallScript,
-    renderRemoveKeyScript,
-} from "../../core/read-gate-install";
+import { authorizedKeysLine, parsePublicKey, ReadGateOptionError, renderInstallScript, renderRemoveKeyScript } from "../../core/read-gate-install";
 import { GATE_FILE, runReadGate } from "../../scripts/read-gate";
 import { shCommand } from "../../core/shell";
 import { factsScript } from "../../providers/gpu-host";
@@ -54,12 +48,18 @@ describe("read-only gate: the authorized_keys line and the install script", func
             [() => parsePublicKey(fs.readFileSync(key.file, "utf8")), /--public-key: that is a private key; give the read-only key's \.pub file/],
             [() => parsePublicKey("hello"), /--public-key: "hello" is not one OpenSSH public key line/],
             [() => parsePublicKey(`${key.pub}\n${key.pub}`), /is not one OpenSSH public key line/],
-            [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129] }, gatePath: "/usr/local/sbin/gate --direct" }), /--gate-path .* must be an absolute path/],
+            [
+                () => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129] }, gatePath: "/usr/local/sbin/gate --direct" }),
+                /--gate-path .* must be an absolute path/,
+            ],
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129] }, gatePath: 'x",no-restrict' }), /--gate-path/],
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [12] } }), /--vmid 12 is not a Proxmox container id/],
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [] } }), /give --vmid <vmid>/],
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129] }, from: '*" command="sh' }), /--from .* must be sshd from= patterns/],
-            [() => renderInstallScript({ publicKey: key.pub, scope: { vmids: [129] }, gateText: "x\n", authorizedKeys: "keys file" }), /--authorized-keys "keys file" must be an absolute path or ~\//],
+            [
+                () => renderInstallScript({ publicKey: key.pub, scope: { vmids: [129] }, gateText: "x\n", authorizedKeys: "keys file" }),
+                /--authorized-keys "keys file" must be an absolute path or ~\//,
+            ],
         ];
         for (const [f, message] of bad) assert.throws(f, (e: Error) => e instanceof ReadGateOptionError && message.test(e.message));
     });
@@ -73,7 +73,10 @@ describe("read-only gate: the authorized_keys line and the install script", func
         for (const [args, message] of [
             [["line", "--public-key", `${key.file}.pub`], /give exactly one of --stack <name>, --vmid <vmid> \(repeatable\) or --direct/],
             [["line", "--stack", "nope", "--public-key", `${key.file}.pub`], /--stack nope: no .*Pulumi\.nope\.yaml/],
-            [["install-script", "--vmid", "129", "--public-key", path.join(dir, "missing.pub")], /--public-key .*missing\.pub: no such file \(make the key with ssh-keygen/],
+            [
+                ["install-script", "--vmid", "129", "--public-key", path.join(dir, "missing.pub")],
+                /--public-key .*missing\.pub: no such file \(make the key with ssh-keygen/,
+            ],
             [["install-script", "--vmid", "129"], /give --public-key/],
             [["frobnicate"], /unknown command "frobnicate"/],
         ] as [string[], RegExp][]) {
@@ -127,12 +130,24 @@ describe("read-only gate: the authorized_keys line and the install script", func
     it("installs nothing when the gate arrived changed or cannot run", () => {
         const keys = path.join(dir, "keys-unchanged");
         const gatePath = path.join(dir, "sbin2", "sglang-serve-read-gate");
-        const script = renderInstallScript({ publicKey: key.pub, scope: { direct: true }, gatePath, authorizedKeys: keys, gateText: fs.readFileSync(GATE_FILE, "utf8") });
+        const script = renderInstallScript({
+            publicKey: key.pub,
+            scope: { direct: true },
+            gatePath,
+            authorizedKeys: keys,
+            gateText: fs.readFileSync(GATE_FILE, "utf8"),
+        });
         const changed = runScript(script.replace('NAME = "sglang-serve-read-gate"', 'NAME = "changed"'));
         assert.equal(changed.code, 1);
         assert.match(changed.stderr, /the gate arrived changed \(its sha256 is not [0-9a-f]{64}\); nothing installed/);
         assert.ok(!fs.existsSync(keys) && !fs.existsSync(gatePath));
-        const broken = renderInstallScript({ publicKey: key.pub, scope: { direct: true }, gatePath, authorizedKeys: keys, gateText: "#!/usr/bin/python3 -I\nraise SystemExit(3)\n" });
+        const broken = renderInstallScript({
+            publicKey: key.pub,
+            scope: { direct: true },
+            gatePath,
+            authorizedKeys: keys,
+            gateText: "#!/usr/bin/python3 -I\nraise SystemExit(3)\n",
+        });
         const r = runScript(broken);
         assert.equal(r.code, 1);
         assert.match(r.stderr, /the new gate does not run \(see above\); nothing installed/);

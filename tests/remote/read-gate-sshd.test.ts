@@ -64,7 +64,16 @@ function keygen(file: string): void {
 
 /** The install script as `npm run read-gate -- install-script` prints it, run on "the box" (this machine). */
 function install(sshd: TestSshd, publicKey: string, scope: string[]): string {
-    const gen = runReadGate(["install-script", "--public-key", publicKey, ...scope, "--gate-path", sshd.file("gate/sglang-serve-read-gate"), "--authorized-keys", sshd.file("authorized_keys")]);
+    const gen = runReadGate([
+        "install-script",
+        "--public-key",
+        publicKey,
+        ...scope,
+        "--gate-path",
+        sshd.file("gate/sglang-serve-read-gate"),
+        "--authorized-keys",
+        sshd.file("authorized_keys"),
+    ]);
     assert.equal(gen.code, 0, gen.stderr);
     const r = spawnSync("sh", [], { input: gen.stdout, encoding: "utf8" });
     assert.equal(r.status, 0, `install script failed: ${r.stderr}`);
@@ -90,7 +99,11 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         install(sshd, sshd.file("read_direct.pub"), ["--direct"]);
         // A gate of another version that knows none of this stack's reads.
         keygen(sshd.file("read_old"));
-        fs.writeFileSync(sshd.file("old-gate"), `#!/bin/sh\necho "sglang-serve-read-gate: refused \\"$(printf %.20s "$SSH_ORIGINAL_COMMAND")...\\": not one of sglang-serve's read commands (gate version 0)" >&2\nexit 1\n`, { mode: 0o755 });
+        fs.writeFileSync(
+            sshd.file("old-gate"),
+            `#!/bin/sh\necho "sglang-serve-read-gate: refused \\"$(printf %.20s "$SSH_ORIGINAL_COMMAND")...\\": not one of sglang-serve's read commands (gate version 0)" >&2\nexit 1\n`,
+            { mode: 0o755 },
+        );
         fs.appendFileSync(sshd.file("authorized_keys"), `command="${sshd.file("old-gate")}",restrict ${readKeyLine(sshd.file("read_old.pub"))}\n`);
         await sshd.start();
         connection = { address: sshd.address, port: sshd.port, user: sshd.target().user, hostKey: sshd.hostKey, topology: "pct-exec" };
@@ -134,12 +147,26 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.equal(fs.statSync(sshd.file("gate/sglang-serve-read-gate")).mode & 0o777, 0o755);
         const out = install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129"]);
         assert.match(out, /sglang-serve-read-gate 3 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
-        assert.equal(fs.readFileSync(sshd.file("authorized_keys"), "utf8").split("\n").filter((l) => l.includes(readKey("read_pct.pub").split(" ")[1]!)).length, 1);
+        assert.equal(
+            fs
+                .readFileSync(sshd.file("authorized_keys"), "utf8")
+                .split("\n")
+                .filter((l) => l.includes(readKey("read_pct.pub").split(" ")[1]!)).length,
+            1,
+        );
     });
 
     it("a pct-exec refresh's reads all pass the gate and run: GpuHost, LxcContainer, two SglangServices in one command, ReadinessCheck", async () => {
         configureProviders({ sshPrivateKey: readKey("read_pct") });
-        const host = await gpuHost.read!("host", { providerVersion: "t", connection, expectedGpus: { count: 2 }, gpus: [], driverVersion: "", deviceMajors: null, proxmoxVersion: "" } as never);
+        const host = await gpuHost.read!("host", {
+            providerVersion: "t",
+            connection,
+            expectedGpus: { count: 2 },
+            gpus: [],
+            driverVersion: "",
+            deviceMajors: null,
+            proxmoxVersion: "",
+        } as never);
         assert.equal((host.props as { gpus: unknown[] }).gpus.length, 2);
         assert.equal((host.props as { proxmoxVersion: string }).proxmoxVersion, "8.3.2");
         const ct = await lxcContainer.read!("ct129", {
@@ -152,10 +179,21 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         } as never);
         assert.equal((ct.props as { status: string }).status, "running");
         const inCt = { ...connection, vmid: 129 };
-        const services = await Promise.all(UNITS.map((unitName) => sglangService.read!(unitName, { providerVersion: "t", connection: inCt, unitName, readiness } as never)));
+        const services = await Promise.all(
+            UNITS.map((unitName) => sglangService.read!(unitName, { providerVersion: "t", connection: inCt, unitName, readiness } as never)),
+        );
         // The units are not on this "box": gone, as the provider reports it.
-        assert.deepEqual(services.map((s) => s.id), ["", ""]);
-        const check = await readinessCheck.read!("ready", { providerVersion: "t", connection: inCt, unitName: UNITS[0], endpoint: `http://${sshd.address}:9`, readiness } as never);
+        assert.deepEqual(
+            services.map((s) => s.id),
+            ["", ""],
+        );
+        const check = await readinessCheck.read!("ready", {
+            providerVersion: "t",
+            connection: inCt,
+            unitName: UNITS[0],
+            endpoint: `http://${sshd.address}:9`,
+            readiness,
+        } as never);
         assert.equal((check.props as { ready: boolean }).ready, false);
         assert.equal((check.props as { liveServerArgs: unknown }).liveServerArgs, null);
 
@@ -168,7 +206,10 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.ok(ran.includes("nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits"), ran.join("\n"));
         assert.ok(ran.includes("pct config 129 --current") && ran.includes("pct status 129"), ran.join("\n"));
         assert.ok(ran.includes(`systemctl show -p Id -p ActiveState -p UnitFileState ${UNITS.join(" ")}`), ran.join("\n"));
-        assert.ok(ran.some((c) => c.startsWith("pct exec 129 -- python3 -I -c ")), ran.join("\n"));
+        assert.ok(
+            ran.some((c) => c.startsWith("pct exec 129 -- python3 -I -c ")),
+            ran.join("\n"),
+        );
     });
 
     it("a direct refresh's reads all pass the --direct gate and run: GpuHost, SglangService, ReadinessCheck", async () => {
@@ -178,7 +219,13 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.equal((host.props as { gpus: unknown[] }).gpus.length, 2);
         const service = await sglangService.read!(UNITS[0]!, { providerVersion: "t", connection: direct, unitName: UNITS[0], readiness } as never);
         assert.equal(service.id, "");
-        const check = await readinessCheck.read!("ready", { providerVersion: "t", connection: direct, unitName: UNITS[0], endpoint: `http://${sshd.address}:9`, readiness } as never);
+        const check = await readinessCheck.read!("ready", {
+            providerVersion: "t",
+            connection: direct,
+            unitName: UNITS[0],
+            endpoint: `http://${sshd.address}:9`,
+            readiness,
+        } as never);
         assert.equal((check.props as { liveServerArgs: unknown }).liveServerArgs, null);
         const verdicts = checkBatch(commands, ["--direct"]);
         assert.deepEqual(
@@ -219,7 +266,13 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
             return true;
         });
         await assert.rejects(
-            readinessCheck.read!("ready", { providerVersion: "t", connection: { ...connection, vmid: 129 }, unitName: UNITS[0], endpoint: `http://${sshd.address}:9`, readiness } as never),
+            readinessCheck.read!("ready", {
+                providerVersion: "t",
+                connection: { ...connection, vmid: 129 },
+                unitName: UNITS[0],
+                endpoint: `http://${sshd.address}:9`,
+                readiness,
+            } as never),
             /cannot read \/server_info of sglang-qwen\.service on .*\(pct exec 129\) \(exit 1\): sglang-serve-read-gate: refused/,
         );
         assert.deepEqual(loggedCalls(), []);
@@ -255,7 +308,9 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
             assert.equal(shell.code, 1);
             assert.match(shell.stderr, /no command \(an interactive login\)/);
             await assert.rejects(
-                new Promise((resolve, reject) => client.sftp((err, sftp) => (err ? reject(err) : sftp.readdir("/", (e, list) => (e ? reject(e) : resolve(list)))))),
+                new Promise((resolve, reject) =>
+                    client.sftp((err, sftp) => (err ? reject(err) : sftp.readdir("/", (e, list) => (e ? reject(e) : resolve(list))))),
+                ),
             );
             await assert.rejects(
                 new Promise((resolve, reject) => client.forwardOut("127.0.0.1", 0, sshd.address, sshd.port, (err, ch) => (err ? reject(err) : resolve(ch)))),
@@ -266,5 +321,4 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         }
         assert.deepEqual(loggedCalls(), []);
     });
-
 });

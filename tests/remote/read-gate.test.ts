@@ -135,7 +135,11 @@ describe("read-only gate: everything else is refused", () => {
 
     it("refuses command substitution and other shell syntax put into the variable parts", () => {
         const unitRead = (name: string, m = "sglang-serve-0123456789abcdef") =>
-            remoteCommand("pct-exec", 129, ["sh", "-c", renderUnitReadScript([{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile }], m)]);
+            remoteCommand("pct-exec", 129, [
+                "sh",
+                "-c",
+                renderUnitReadScript([{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile }], m),
+            ]);
         refused(
             [
                 unitRead("sglang-$(id).service"),
@@ -218,12 +222,7 @@ describe("read-only gate: everything else is refused", () => {
     it("refuses another quoting of an allowed argv: only the stack's own rendering runs", () => {
         const argv = ["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")];
         const reasons = refused(
-            [
-                `'sh' -c ${shCommand([argv[2]!])}`,
-                `sh  -c ${shCommand([argv[2]!])}`,
-                `sh -c "${argv[2]}"`,
-                `sh -c ${shCommand([argv[2]!])} `,
-            ],
+            [`'sh' -c ${shCommand([argv[2]!])}`, `sh  -c ${shCommand([argv[2]!])}`, `sh -c "${argv[2]}"`, `sh -c ${shCommand([argv[2]!])} `],
             PCT,
         );
         for (const r of reasons) assert.match(r, /not a command line sglang-serve sends/);
@@ -423,7 +422,9 @@ describe("read-only gate: the server-info program", function () {
         };
         const notJson = await readInfo(writeService());
         assert.match((notJson.result as { error: string }).error, /not a JSON object/);
-        const down = await readInfo(writeService({ unitText: `[Service]\nExecStart=/opt/sglang/venv/bin/sglang serve \\\n    --host 127.0.0.1 \\\n    --port 1\n` }));
+        const down = await readInfo(
+            writeService({ unitText: `[Service]\nExecStart=/opt/sglang/venv/bin/sglang serve \\\n    --host 127.0.0.1 \\\n    --port 1\n` }),
+        );
         assert.match((down.result as { error: string }).error, /GET http:\/\/127\.0\.0\.1:1\/server_info: .*refused/);
     });
 
@@ -451,7 +452,9 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
     it("sends the gate's argv for the unit's paths, with the probe timeout in seconds", async () => {
         const b = box({ code: 0, stdout: '{"status": 200, "body": {"tp_size": 2}}\n' });
         assert.deepEqual(await readServerInfoOnBox(b, "sglang-qwen.service", 30_000), { status: 200, body: { tp_size: 2 } });
-        assert.deepEqual(b.argv, [serverInfoReadArgv({ unitPath: "/etc/systemd/system/sglang-qwen.service", environmentFilePath: "/etc/sglang/qwen.env", timeoutSeconds: 30 })]);
+        assert.deepEqual(b.argv, [
+            serverInfoReadArgv({ unitPath: "/etc/systemd/system/sglang-qwen.service", environmentFilePath: "/etc/sglang/qwen.env", timeoutSeconds: 30 }),
+        ]);
     });
 
     it("asks the box once when the service's and the readiness check's refreshes read the same server at once, and apart for other units", async () => {
@@ -461,18 +464,36 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
             readServerInfoOnBox(b, "sglang-qwen.service", 10_000),
             readServerInfoOnBox(b, "sglang-other.service", 30_000),
         ]);
-        assert.deepEqual(results, [{ status: 200, body: { tp_size: 2 } }, { status: 200, body: { tp_size: 2 } }, { status: 200, body: { tp_size: 2 } }]);
-        assert.deepEqual(b.argv.map((a) => a.at(-3)), ["/etc/systemd/system/sglang-qwen.service", "/etc/systemd/system/sglang-other.service"]);
+        assert.deepEqual(results, [
+            { status: 200, body: { tp_size: 2 } },
+            { status: 200, body: { tp_size: 2 } },
+            { status: 200, body: { tp_size: 2 } },
+        ]);
+        assert.deepEqual(
+            b.argv.map((a) => a.at(-3)),
+            ["/etc/systemd/system/sglang-qwen.service", "/etc/systemd/system/sglang-other.service"],
+        );
         // The shared read waits as long as the longest ask.
         assert.equal(b.argv[0]!.at(-1), "30");
     });
 
     it("returns a server that is down or a missing unit as a value (not serving), but fails on a 200 that is not a JSON object", async () => {
-        assert.deepEqual(await readServerInfoOnBox(box({ code: 0, stdout: '{"error": "no unit file /etc/systemd/system/sglang-qwen.service"}' }), "sglang-qwen.service", 5000), {
-            error: "no unit file /etc/systemd/system/sglang-qwen.service",
-        });
+        assert.deepEqual(
+            await readServerInfoOnBox(
+                box({ code: 0, stdout: '{"error": "no unit file /etc/systemd/system/sglang-qwen.service"}' }),
+                "sglang-qwen.service",
+                5000,
+            ),
+            {
+                error: "no unit file /etc/systemd/system/sglang-qwen.service",
+            },
+        );
         await assert.rejects(
-            readServerInfoOnBox(box({ code: 0, stdout: '{"status": 200, "error": "GET http://127.0.0.1:30000/server_info: the answer is not a JSON object"}' }), "sglang-qwen.service", 5000),
+            readServerInfoOnBox(
+                box({ code: 0, stdout: '{"status": 200, "error": "GET http://127.0.0.1:30000/server_info: the answer is not a JSON object"}' }),
+                "sglang-qwen.service",
+                5000,
+            ),
             /^Error: \/server_info of sglang-qwen\.service on root@10\.1\.2\.5:22 \(pct exec 129\): GET .* the answer is not a JSON object$/,
         );
     });
@@ -482,10 +503,13 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
             readServerInfoOnBox(box({ code: 127, stderr: "sh: 1: python3: not found" }), "sglang-qwen.service", 5000),
             /cannot read \/server_info of sglang-qwen\.service on root@10\.1\.2\.5:22 \(pct exec 129\) \(exit 127\): sh: 1: python3: not found; python3 is missing where the server runs: install it there \(apt-get install python3\)/,
         );
-        await assert.rejects(readServerInfoOnBox(box({ code: 1, stderr: 'sglang-serve-read-gate: refused "...": reinstall the gate' }), "sglang-qwen.service", 5000), (e: Error) => {
-            assert.match(e.message, /\(exit 1\): sglang-serve-read-gate: refused "\.\.\.": reinstall the gate$/);
-            return true;
-        });
+        await assert.rejects(
+            readServerInfoOnBox(box({ code: 1, stderr: 'sglang-serve-read-gate: refused "...": reinstall the gate' }), "sglang-qwen.service", 5000),
+            (e: Error) => {
+                assert.match(e.message, /\(exit 1\): sglang-serve-read-gate: refused "\.\.\.": reinstall the gate$/);
+                return true;
+            },
+        );
     });
 });
 

@@ -24,9 +24,16 @@ describe("the unit read script under a real sh", () => {
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
     it("reads every unit's file, env hash and state in one run", () => {
-        const units = ["a", "b", "c"].map((n) => ({ unitName: `${n}.service`, unitPath: path.join(dir, `${n}.service`), environmentFilePath: path.join(dir, `${n}.env`) }));
+        const units = ["a", "b", "c"].map((n) => ({
+            unitName: `${n}.service`,
+            unitPath: path.join(dir, `${n}.service`),
+            environmentFilePath: path.join(dir, `${n}.env`),
+        }));
         const marker = "sglang-serve-feedfacefeedface";
-        const out = execFileSync("sh", ["-c", renderUnitReadScript(units, marker)], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } });
+        const out = execFileSync("sh", ["-c", renderUnitReadScript(units, marker)], {
+            encoding: "utf8",
+            env: { ...process.env, PATH: `${dir}:${process.env.PATH}` },
+        });
         const [a, b, c] = parseUnitReadOutput(out, units, marker);
         const hash = createHash("sha256").update("SGLANG_API_KEY=k\n").digest("hex");
         assert.deepEqual(a, { unitText: "[Service]\nExecStart=/bin/true\n", environmentFileHash: hash, activeState: "active", enabled: true });
@@ -44,7 +51,10 @@ describe("Coalescer", () => {
         });
         const results = await Promise.all([c.request("box1", 1), c.request("box1", 2), c.request("box2", 3), c.request("box1", 4)]);
         assert.deepEqual(results, [10, 20, 30, 40]);
-        assert.deepEqual(calls.sort(), [["box1", [1, 2, 4]], ["box2", [3]]]);
+        assert.deepEqual(calls.sort(), [
+            ["box1", [1, 2, 4]],
+            ["box2", [3]],
+        ]);
     });
 
     it("fails every request of a call that fails, with its error", async () => {
@@ -52,7 +62,10 @@ describe("Coalescer", () => {
             throw new Error("pct exec 129: container is not running");
         });
         const results = await Promise.allSettled([c.request("box", 1), c.request("box", 2)]);
-        assert.deepEqual(results.map((r) => r.status), ["rejected", "rejected"]);
+        assert.deepEqual(
+            results.map((r) => r.status),
+            ["rejected", "rejected"],
+        );
         for (const r of results) assert.match(String((r as PromiseRejectedResult).reason), /container is not running/);
     });
 });

@@ -8,14 +8,14 @@ import * as path from "path";
 export type OracleEntry = "sglang-serve" | "launch-server";
 
 export interface OracleCase {
-  /** Arguments after the program name (`sglang serve` / `python -m sglang.launch_server`). */
-  argv: readonly string[];
-  entry: OracleEntry;
-  /** Added to the case's environment (like a unit's Environment= lines). */
-  env?: Readonly<Record<string, string>>;
-  /** Lab GPUs the stubs report (default 2 x 49140 MiB RTX A6000). */
-  gpuCount?: number;
-  gpuMemoryMiB?: number;
+    /** Arguments after the program name (`sglang serve` / `python -m sglang.launch_server`). */
+    argv: readonly string[];
+    entry: OracleEntry;
+    /** Added to the case's environment (like a unit's Environment= lines). */
+    env?: Readonly<Record<string, string>>;
+    /** Lab GPUs the stubs report (default 2 x 49140 MiB RTX A6000). */
+    gpuCount?: number;
+    gpuMemoryMiB?: number;
 }
 
 /** ok: the release handed its ServerArgs to the server launcher; exit: it ended without (e.g. --help). */
@@ -25,123 +25,123 @@ export type OracleLauncher = "http" | "grpc" | "encode" | "encode-grpc" | "ray";
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export interface OracleLog {
-  level: string;
-  logger: string;
-  message: string;
-  /** Python warnings only: the category (UserWarning) and file:line. */
-  category?: string;
-  source?: string;
+    level: string;
+    logger: string;
+    message: string;
+    /** Python warnings only: the category (UserWarning) and file:line. */
+    category?: string;
+    source?: string;
 }
 
 export interface OracleResult {
-  status: OracleStatus;
-  exitCode: number;
-  /** `ValueError`, `AssertionError`, or module-qualified for non-builtins, as Python prints it; null unless "exception". */
-  exceptionType: string | null;
-  /** str(exc), or argparse's message (without `prog: error:`); null when ok. */
-  message: string | null;
-  stdout: string;
-  stderr: string;
-  logs: OracleLog[];
-  /** The release's own dump of the resolved args (dataclasses.asdict; resolved_dict() from 0.5.2x); null unless ok. */
-  serverArgs: Record<string, JsonValue> | null;
-  /** GET /server_info as that release's handler builds it; scheduler-only values are null and listed in serverInfoSimulated. */
-  serverInfo: Record<string, JsonValue> | null;
-  serverInfoSimulated: string[] | null;
-  serverInfoError?: string;
-  launcher: OracleLauncher | null;
-  /** Stubbed names (placeholders) this case used beyond the import-time ones. */
-  stubsTouched: string[];
+    status: OracleStatus;
+    exitCode: number;
+    /** `ValueError`, `AssertionError`, or module-qualified for non-builtins, as Python prints it; null unless "exception". */
+    exceptionType: string | null;
+    /** str(exc), or argparse's message (without `prog: error:`); null when ok. */
+    message: string | null;
+    stdout: string;
+    stderr: string;
+    logs: OracleLog[];
+    /** The release's own dump of the resolved args (dataclasses.asdict; resolved_dict() from 0.5.2x); null unless ok. */
+    serverArgs: Record<string, JsonValue> | null;
+    /** GET /server_info as that release's handler builds it; scheduler-only values are null and listed in serverInfoSimulated. */
+    serverInfo: Record<string, JsonValue> | null;
+    serverInfoSimulated: string[] | null;
+    serverInfoError?: string;
+    launcher: OracleLauncher | null;
+    /** Stubbed names (placeholders) this case used beyond the import-time ones. */
+    stubsTouched: string[];
 }
 
 export interface OracleOptions {
-  /** Cases run at once (default: the CPU count). */
-  jobs?: number;
-  /** Per case, in seconds (default 120). */
-  caseTimeoutSeconds?: number;
+    /** Cases run at once (default: the CPU count). */
+    jobs?: number;
+    /** Per case, in seconds (default 120). */
+    caseTimeoutSeconds?: number;
 }
 
 /** lab/sglang/real in the checkout, also when this file runs compiled from dist/lab/<build>/. */
 export function realDir(): string {
-  if (fs.existsSync(path.join(__dirname, "oracle.py"))) return __dirname;
-  let dir = __dirname;
-  while (dir !== path.dirname(dir)) {
-    const candidate = path.join(dir, "lab", "sglang", "real");
-    if (fs.existsSync(path.join(candidate, "oracle.py"))) return candidate;
-    dir = path.dirname(dir);
-  }
-  throw new Error(`lab/sglang/real not found above ${__dirname}`);
+    if (fs.existsSync(path.join(__dirname, "oracle.py"))) return __dirname;
+    let dir = __dirname;
+    while (dir !== path.dirname(dir)) {
+        const candidate = path.join(dir, "lab", "sglang", "real");
+        if (fs.existsSync(path.join(candidate, "oracle.py"))) return candidate;
+        dir = path.dirname(dir);
+    }
+    throw new Error(`lab/sglang/real not found above ${__dirname}`);
 }
 
 /** A model folder (config.json only) under fixtures/, e.g. "qwen3.6-27b". */
 export function fixtureModelPath(name: string): string {
-  return path.join(realDir(), "fixtures", name);
+    return path.join(realDir(), "fixtures", name);
 }
 
 function python(): string {
-  return process.env.SGLANG_SERVE_PYTHON || "python3";
+    return process.env.SGLANG_SERVE_PYTHON || "python3";
 }
 
 /** The releases in VERSIONS, in file order. */
 export function sglangVersions(): string[] {
-  return fs
-    .readFileSync(path.join(realDir(), "VERSIONS"), "utf8")
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l !== "" && !l.startsWith("#"));
+    return fs
+        .readFileSync(path.join(realDir(), "VERSIONS"), "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l !== "" && !l.startsWith("#"));
 }
 
 interface Ran {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
 }
 
 function run(cmd: string, args: string[], input: string): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", reject);
-    child.on("close", (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
-    );
-    // A process that exits before reading all of stdin is reported by its exit, not as EPIPE.
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(input);
-  });
+    return new Promise((resolve, reject) => {
+        const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+        const out: Buffer[] = [];
+        const err: Buffer[] = [];
+        child.stdout.on("data", (b: Buffer) => out.push(b));
+        child.stderr.on("data", (b: Buffer) => err.push(b));
+        child.on("error", reject);
+        child.on("close", (code, signal) =>
+            resolve({ code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }),
+        );
+        // A process that exits before reading all of stdin is reported by its exit, not as EPIPE.
+        child.stdin.on("error", () => undefined);
+        child.stdin.end(input);
+    });
 }
 
 /** Runs install.sh (idempotent; instant when the cache is current). */
 export async function ensureInstalled(): Promise<void> {
-  const r = await run("bash", [path.join(realDir(), "install.sh")], "");
-  if (r.code !== 0) throw new Error(`lab/sglang/real/install.sh failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+    const r = await run("bash", [path.join(realDir(), "install.sh")], "");
+    if (r.code !== 0) throw new Error(`lab/sglang/real/install.sh failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
 }
 
 const STATUSES: readonly string[] = ["ok", "argparse-error", "exception", "exit"];
 
 function parseResult(line: string, index: number): OracleResult {
-  const value: unknown = JSON.parse(line);
-  if (typeof value !== "object" || value === null || !STATUSES.includes(String((value as { status?: unknown }).status))) {
-    throw new Error(`oracle.py: result ${index + 1} is not a result: ${line.slice(0, 200)}`);
-  }
-  return value as OracleResult;
+    const value: unknown = JSON.parse(line);
+    if (typeof value !== "object" || value === null || !STATUSES.includes(String((value as { status?: unknown }).status))) {
+        throw new Error(`oracle.py: result ${index + 1} is not a result: ${line.slice(0, 200)}`);
+    }
+    return value as OracleResult;
 }
 
 /** Runs each case through the real release `version` (one of sglangVersions()). */
 export async function runOracle(version: string, cases: readonly OracleCase[], opts: OracleOptions = {}): Promise<OracleResult[]> {
-  const args = [path.join(realDir(), "oracle.py"), "--version", version];
-  if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
-  if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
-  const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";
-  const r = await run(python(), args, input);
-  if (r.code !== 0) throw new Error(`oracle.py --version ${version} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
-  const lines = r.stdout.split("\n").filter((l) => l !== "");
-  if (lines.length !== cases.length) {
-    throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases:\n${r.stderr}`);
-  }
-  return lines.map(parseResult);
+    const args = [path.join(realDir(), "oracle.py"), "--version", version];
+    if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
+    if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
+    const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";
+    const r = await run(python(), args, input);
+    if (r.code !== 0) throw new Error(`oracle.py --version ${version} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+    const lines = r.stdout.split("\n").filter((l) => l !== "");
+    if (lines.length !== cases.length) {
+        throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases:\n${r.stderr}`);
+    }
+    return lines.map(parseResult);
 }
