@@ -58,14 +58,22 @@ export function sshTarget(connection: Connection): SshTarget {
     };
 }
 
-/** Commands for the box a connection names: the container (direct or through pct exec), or the host. */
-export function remoteFor(connection: Connection): RemoteHost {
+/**
+ * Where a provider's command runs: on the SSH host itself ("host": the GPUs,
+ * /proc/devices, `pct`), or where the server runs ("server": inside the
+ * container through `pct exec <vmid> --` in the pct-exec topology, on the
+ * host it is in the direct one).
+ */
+export type Placement = "host" | "server";
+
+/** Commands for the box a connection names, placed as asked. */
+export function remoteFor(connection: Connection, placement: Placement): RemoteHost {
+    const onHost = placement === "host";
     return new RemoteHost({
         pool: getSshPool(),
         target: sshTarget(connection),
-        // Host-level resources (GpuHost, LxcContainer) carry no vmid: their commands run on the host itself.
-        topology: connection.vmid === undefined ? "direct" : connection.topology,
-        vmid: connection.vmid,
+        topology: onHost ? "direct" : connection.topology,
+        vmid: onHost ? undefined : connection.vmid,
         log: say,
     });
 }

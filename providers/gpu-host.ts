@@ -44,7 +44,7 @@ export function factsScript(marker: string): string {
 }
 
 async function readFacts(connection: Connection) {
-    const remote = remoteFor({ ...connection, vmid: undefined });
+    const remote = remoteFor(connection, "host");
     // In the direct topology the "host" is the container itself: nvidia-smi works there too.
     const marker = newMarker();
     const result = await remote.run(["sh", "-c", factsScript(marker)]);

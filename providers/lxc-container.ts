@@ -22,6 +22,7 @@ import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
 import { remoteFor, say } from "./context";
 import { changedKeys } from "./diff-inputs";
+import { deepEqual } from "../core/diff";
 
 interface ContainerInputs {
     providerVersion: string;
@@ -98,7 +99,7 @@ function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart:
  * effect at its next start.
  */
 async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
-    const remote = remoteFor({ ...inputs.connection, vmid: undefined });
+    const remote = remoteFor(inputs.connection, "host");
     const vmid = inputs.container.vmid;
     const live = await readContainer(remote, vmid);
     if (!live) {
@@ -162,8 +163,8 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         const o = olds.container ?? ({} as Partial<ContainerConfig>);
         const n = news.container;
         if (olds.container && o.hostname !== n.hostname) fields.push("container.hostname");
-        if (olds.container && JSON.stringify(o.features) !== JSON.stringify(n.features)) fields.push("container.features");
-        if (olds.container && JSON.stringify(o.gpus) !== JSON.stringify(n.gpus)) fields.push("container.gpus");
+        if (olds.container && !deepEqual(o.features, n.features)) fields.push("container.features");
+        if (olds.container && !deepEqual(o.gpus, n.gpus)) fields.push("container.gpus");
         const restart = fields.length > 0 ? `needed for: ${fields.join(", ")} (not done by the stack)` : "no";
         return { inputs: { ...news, restart } };
     },
@@ -176,7 +177,10 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         let drift = false;
         if (olds.settings && olds.passthrough) {
             const liveGpus = olds.passthrough.gpus;
-            drift = JSON.stringify(liveGpus) !== JSON.stringify([...news.container.gpus].sort((a, b) => a - b));
+            drift = !deepEqual(
+                liveGpus,
+                [...news.container.gpus].sort((a, b) => a - b),
+            );
             // deviceMajors is unknown in a preview before the GpuHost is read: then only the GPUs are compared.
             const majors = news.deviceMajors as Partial<DeviceMajors> | string;
             if (typeof majors === "object" && typeof majors.nvidia === "number" && typeof majors.nvidiaUvm === "number") {
@@ -207,7 +211,7 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
-        const remote = remoteFor({ ...props.connection, vmid: undefined });
+        const remote = remoteFor(props.connection, "host");
         const live = await readContainer(remote, props.container.vmid);
         if (!live) return { id: "", props: undefined as unknown as ContainerOutputs };
         const outs = outputsOf(props, live, props.pendingRestart ?? []);
@@ -233,7 +237,7 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
                     "Set sglang-serve:container.allowDelete: true to delete it with the stack.",
             );
         }
-        const remote = remoteFor({ ...props.connection, vmid: undefined });
+        const remote = remoteFor(props.connection, "host");
         say(`[ct${vmid}] stopping and destroying container ${vmid} (container.allowDelete is true)`);
         await remote.run(["pct", "stop", String(vmid)]);
         await remote.runChecked(["pct", "destroy", String(vmid)]);

@@ -47,7 +47,7 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
             };
         }
     }
-    const remote = remoteFor(inputs.connection);
+    const remote = remoteFor(inputs.connection, "server");
     // The server's ready line was written before this check began (the rollout
     // gated on it), so GET /health = 200 alone is believed here.
     const since = await journalPosition(remote, inputs.unitName);
@@ -93,7 +93,7 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
-        const serving = await verifyServing(props, remoteFor(props.connection));
+        const serving = await verifyServing(props, remoteFor(props.connection, "server"));
         return {
             id,
             props: {

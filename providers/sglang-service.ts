@@ -256,7 +256,7 @@ async function restorePrevious(remote: RemoteHost, unitName: string): Promise<vo
  * so the next `up` tries the change again. This loop only runs the steps.
  */
 async function rollout(id: string, inputs: ServiceInputs, live: LiveService, providerVersionKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
-    const remote = remoteFor(inputs.connection);
+    const remote = remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
     const secret = (text: string) => redact(text, [inputs.apiKey]);
     say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
@@ -450,7 +450,7 @@ const GPU_FREE_THRESHOLD_MIB = 1024;
 
 /** `recorded`: the state's record before this update (absent for a create). */
 async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
-    const remote = remoteFor(inputs.connection);
+    const remote = remoteFor(inputs.connection, "server");
     const live = await readLive(remote, inputs);
     assertMayWrite(remote, inputs, live);
     const why = differences(inputs, live);
@@ -553,7 +553,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
-        const remote = remoteFor(props.connection);
+        const remote = remoteFor(props.connection, "server");
         let live: LiveService;
         try {
             live = await readLive(remote, props);
@@ -576,7 +576,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider, olds) };
     },
     async delete(_id, props) {
-        const remote = remoteFor(props.connection);
+        const remote = remoteFor(props.connection, "server");
         // Read the box, not the state: another stack may have taken the unit over since.
         const read = await readUnit(remote, props.unitName);
         const live = read.unitText === null ? undefined : unitOwner(read.unitText);
