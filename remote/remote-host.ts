@@ -4,7 +4,7 @@
 // Every command line is built by core/shell.ts's quoting functions from an
 // argv; nothing here pastes strings into a shell.
 
-import { remoteCommand, shCommand } from "../core/shell";
+import { remoteCommand } from "../core/shell";
 import { ExecOptions, ExecResult, getSshPool, hostId, SshError, SshPool, SshTarget, writeFileScript } from "./ssh";
 
 export type Topology = "direct" | "pct-exec";
@@ -85,18 +85,6 @@ export class RemoteHost implements RemoteRunner {
     }
 
     /**
-     * Run argv on the Proxmox host itself (pct config/set). Only in pct-exec
-     * topology: with direct ssh into the container there is no host to reach.
-     */
-    runOnHost(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
-        return this.pool.exec(this.target, this.hostCommand(argv), this.withLog(opts));
-    }
-
-    runOnHostChecked(argv: string[], opts: ExecOptions = {}): Promise<ExecResult> {
-        return this.pool.execChecked(this.target, this.hostCommand(argv), this.withLog(opts));
-    }
-
-    /**
      * Write a file in the container atomically with `mode`; the content goes
      * through stdin (pct exec forwards it), never on a command line.
      */
@@ -114,13 +102,6 @@ export class RemoteHost implements RemoteRunner {
             `ssh ${this.describe()}: cannot read ${path} (exit ${r.code}): ${r.stderr.trim().split("\n").slice(-5).join("\n")}`,
             hostId(this.target),
         );
-    }
-
-    private hostCommand(argv: string[]): string {
-        if (this.topology !== "pct-exec") {
-            throw new Error(`runOnHost needs the pct-exec topology: ${this.describe()} is a direct connection into the container`);
-        }
-        return shCommand(argv);
     }
 
     private withLog(opts: ExecOptions): ExecOptions {

@@ -87,16 +87,6 @@ describe("RemoteHost against a real sshd", function () {
         assert.match(commands[0]!, /^pct exec 129 -- /);
     });
 
-    it("runs host commands without pct exec", async () => {
-        const r = await pct().runOnHost(["echo", "on the host"]);
-        assert.equal(r.stdout, "on the host\n");
-        assert.equal(fs.existsSync(sshd.file("pct-calls")), false);
-    });
-
-    it("refuses host commands in direct topology", () => {
-        assert.throws(() => direct().runOnHost(["pct", "config", "129"]), /runOnHost needs the pct-exec topology/);
-    });
-
     it("needs a vmid for pct-exec", () => {
         assert.throws(() => new RemoteHost({ pool, target: sshd.target(), topology: "pct-exec" }), /needs the container's vmid/);
     });
