@@ -1,4 +1,4 @@
-import { spawn } from "child_process";
+import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -126,6 +126,20 @@ export class Deployment {
         return this.run(["up", "--yes", "--skip-preview", "--diff"]);
     }
 
+    /**
+     * `pulumi up` in the background, in a process group of its own as a
+     * terminal runs it, to interrupt it (Ctrl-C is SIGINT to the group) or to
+     * race another command against it.
+     */
+    startUp(): RunningEngine {
+        const child = spawn(path.join(repo, "scripts", "pulumi.sh"), ["up", "--yes", "--skip-preview", "--stack", this.stack, "--non-interactive"], {
+            env: this.env(),
+            detached: true,
+            stdio: ["ignore", "pipe", "pipe"],
+        });
+        return new RunningEngine(child);
+    }
+
     async preview(...extra: string[]): Promise<EngineResult> {
         return this.run(["preview", "--diff", ...extra]);
     }
@@ -138,6 +152,59 @@ export class Deployment {
 
     cleanup(): void {
         fs.rmSync(this.dir, { recursive: true, force: true });
+    }
+}
+
+/** An engine command running in the background (Deployment.startUp). */
+export class RunningEngine {
+    private out = "";
+    private stdoutText = "";
+    private stderrText = "";
+    private readonly waiters: Array<{ re: RegExp; resolve: () => void }> = [];
+    readonly done: Promise<EngineResult>;
+
+    constructor(private readonly child: ChildProcess) {
+        const take = (d: Buffer, stream: "stdout" | "stderr") => {
+            this.out += d;
+            if (stream === "stdout") this.stdoutText += d;
+            else this.stderrText += d;
+            for (const w of [...this.waiters]) {
+                if (w.re.test(this.out)) {
+                    this.waiters.splice(this.waiters.indexOf(w), 1);
+                    w.resolve();
+                }
+            }
+        };
+        child.stdout!.on("data", (d: Buffer) => take(d, "stdout"));
+        child.stderr!.on("data", (d: Buffer) => take(d, "stderr"));
+        this.done = new Promise((resolve, reject) => {
+            child.on("error", reject);
+            child.on("close", (code) => resolve({ code: code ?? -1, stdout: this.stdoutText, stderr: this.stderrText, output: this.out }));
+        });
+    }
+
+    /** Resolves once the output so far matches `re`; rejects when the command ends or `timeoutMs` passes first. */
+    waitFor(re: RegExp, timeoutMs = 300_000): Promise<void> {
+        if (re.test(this.out)) return Promise.resolve();
+        return new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error(`no ${re} within ${timeoutMs} ms:\n${this.out.slice(-4000)}`)), timeoutMs);
+            this.waiters.push({
+                re,
+                resolve: () => {
+                    clearTimeout(timer);
+                    resolve();
+                },
+            });
+            void this.done.then((r) => {
+                clearTimeout(timer);
+                if (!re.test(r.output)) reject(new Error(`the command ended (exit ${r.code}) without ${re}:\n${r.output.slice(-4000)}`));
+            });
+        });
+    }
+
+    /** A signal to the whole process group (as a terminal's Ctrl-C sends SIGINT). */
+    signalGroup(signal: NodeJS.Signals): void {
+        process.kill(-this.child.pid!, signal);
     }
 }
 

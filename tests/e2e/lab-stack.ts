@@ -14,7 +14,16 @@ export function kpro5Config(): StackConfigFile {
     return structuredClone((yaml.load(text) as { config: StackConfigFile }).config);
 }
 
-/** kpro5's config pointed at the lab (see lab/control.ts labStackConfig). */
+/**
+ * The healthy window of the lab stacks: the lab's servers start in about 3 s, so
+ * a few seconds after ready show a death soon after ready (the field keeps the
+ * default 30 s; README "Readiness and the healthy window").
+ */
+export const LAB_MIN_HEALTHY_SECONDS = 4;
+
+/** kpro5's config pointed at the lab (see lab/control.ts labStackConfig), with the lab's healthy window. */
 export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"): StackConfigFile {
-    return labConfigFrom(lab, topology, kpro5Config());
+    const config = labConfigFrom(lab, topology, kpro5Config());
+    config["sglang-serve:readiness"] = { ...config["sglang-serve:readiness"], minHealthySeconds: LAB_MIN_HEALTHY_SECONDS };
+    return config;
 }
