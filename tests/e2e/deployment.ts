@@ -208,11 +208,7 @@ export class RunningEngine {
     }
 }
 
-function runProcess(
-    command: string,
-    args: string[],
-    opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string },
-): Promise<EngineResult> {
+function runProcess(command: string, args: string[], opts: { env: NodeJS.ProcessEnv; input?: string; cwd?: string }): Promise<EngineResult> {
     return new Promise((resolve, reject) => {
         const child = spawn(command, args, {
             env: opts.env,

@@ -304,7 +304,7 @@ function killSshSessions(labDir: string): number[] {
     const pids = JSON.parse(fs.readFileSync(labPaths(labDir).pids, "utf8")) as { hostSshd?: number };
     assert.ok(pids.hostSshd, "the lab records its host sshd's pid");
     const descendants = (pid: number): number[] => {
-        let children: number[] = [];
+        let children: number[];
         try {
             children = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" })
                 .split("\n")
