@@ -1,33 +1,14 @@
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
-import { clearFaults, labDown, labExec, labUp, readLabInfo, setFaults } from "../../lab/control";
+import { clearFaults, labDown, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "./deployment";
 import { labStackConfig, StackConfigFile } from "./lab-stack";
 import { httpGetJson } from "../../remote/probe";
+import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
-const UNIT = "sglang-qwen.service";
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
-
-/** A lab of its own on other loopback addresses than the default one, so a developer's lab can keep running. */
-async function startLab(prefix: string, net: number): Promise<{ labDir: string; info: LabInfo }> {
-    const labDir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-${prefix}-lab-`));
-    process.env.SGLANG_LAB_DIR = labDir;
-    await labUp({ labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
-    return { labDir, info: readLabInfo(labDir) };
-}
-
-async function onBox(labDir: string, machine: "host" | "container", command: string): Promise<string> {
-    const r = await labExec(machine, command, { labDir, timeoutMs: 30_000 });
-    if (r.code !== 0) throw new Error(`lab ${machine}: ${command} -> exit ${r.code}: ${r.stderr}`);
-    return r.stdout.trim();
-}
-
-async function mainPid(labDir: string): Promise<string> {
-    return onBox(labDir, "container", `systemctl show -p MainPID --value ${UNIT}`);
-}
 
 async function liveServerInfo(info: LabInfo): Promise<Record<string, unknown>> {
     const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
