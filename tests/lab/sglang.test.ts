@@ -69,7 +69,15 @@ describe("lab SGLang simulator", function () {
             const url = `http://${ct}:30101`;
             await waitFor("/health 200 on the working unit", () => healthy(url), 20_000);
             assert.equal(await state("sglang-qwen"), "active");
-            const log = await journal("sglang-qwen");
+            // journald takes the process's stdout stream asynchronously: under load the last lines land a moment after /health answers.
+            const log = await waitFor(
+                "the ready line in the journal",
+                async () => {
+                    const text = await journal("sglang-qwen");
+                    return /The server is fired up and ready to roll!/.test(text) ? text : undefined;
+                },
+                20_000,
+            );
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Capture cuda graph begin\. This can take up to several minutes\. avail mem=6\.56 GB$/m);
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] The server is fired up and ready to roll!$/m);
             assert.match(log, /speculative_algorithm='EAGLE'/);
