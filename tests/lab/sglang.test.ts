@@ -26,6 +26,14 @@ async function journal(name: string): Promise<string> {
     return ok("container", `journalctl -u ${name} -o cat --no-pager`);
 }
 
+/** The unit's journal once it holds every one of `lines` (times out, failing the test, otherwise): journald takes a process's stdout asynchronously, so under load the last lines land a moment after the state change they describe. */
+async function journalOnceItHas(name: string, ...lines: RegExp[]): Promise<string> {
+    return waitFor(`${lines.join(", ")} in ${name}'s journal`, async () => {
+        const text = await journal(name);
+        return lines.every((line) => line.test(text)) ? text : undefined;
+    });
+}
+
 async function healthy(url: string): Promise<boolean | undefined> {
     const r = await httpRequest(`${url}/health`).catch(() => null);
     return r?.status === 200 ? true : undefined;
@@ -69,15 +77,7 @@ describe("lab SGLang simulator", function () {
             const url = `http://${ct}:30101`;
             await waitFor("/health 200 on the working unit", () => healthy(url), 20_000);
             assert.equal(await state("sglang-qwen"), "active");
-            // journald takes the process's stdout stream asynchronously: under load the last lines land a moment after /health answers.
-            const log = await waitFor(
-                "the ready line in the journal",
-                async () => {
-                    const text = await journal("sglang-qwen");
-                    return /The server is fired up and ready to roll!/.test(text) ? text : undefined;
-                },
-                20_000,
-            );
+            const log = await journalOnceItHas("sglang-qwen", /The server is fired up and ready to roll!/);
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Capture cuda graph begin\. This can take up to several minutes\. avail mem=6\.56 GB$/m);
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] The server is fired up and ready to roll!$/m);
             assert.match(log, /speculative_algorithm='EAGLE'/);
@@ -231,7 +231,7 @@ describe("lab SGLang simulator", function () {
         it("crashAfterSeconds: a RuntimeError in a scheduler and the unit fails", async () => {
             await runWith("sglang-crash", 30110, { crashAfterSeconds: 0.8 });
             await waitFor("sglang-crash to fail", async () => ((await state("sglang-crash")) === "failed" ? true : undefined));
-            const log = await journal("sglang-crash");
+            const log = await journalOnceItHas("sglang-crash", /^RuntimeError: /m, /Main process exited/);
             assert.match(log, /Scheduler hit an exception: Traceback/);
             assert.match(log, /^RuntimeError: CUDA error: an illegal memory access was encountered$/m);
             assert.match(log, /^sglang-crash\.service: Main process exited, code=killed, status=9\/KILL$/m);
@@ -256,7 +256,7 @@ describe("lab SGLang simulator", function () {
             );
             assert.equal((await httpRequest(`${url}/health`)).status, 503);
             assert.equal(await state("sglang-sched"), "active");
-            assert.match(await journal("sglang-sched"), /Scheduler hit an exception:/);
+            await journalOnceItHas("sglang-sched", /Scheduler hit an exception:/);
             await ok("container", "systemctl stop sglang-sched");
         });
 
