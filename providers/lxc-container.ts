@@ -6,6 +6,7 @@ import type { DeviceMajors } from "../core/gpu-facts";
 import {
     editPassthroughInPlace,
     parsePctConfig,
+    PctConfigError,
     passthroughDiff,
     passthroughFromConfig,
     Passthrough,
@@ -66,7 +67,13 @@ async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveCont
     if (r.code === 3 || /does not exist/.test(r.stderr)) return null;
     if (r.code !== 0) throw new Error(`pct config ${vmid} failed on ${remote.describe()} (exit ${r.code}): ${r.stderr.trim()}`);
     const sections = parseBatch(r.stdout, marker);
-    return { conf: parsePctConfig(sections.get("config") ?? ""), status: (sections.get("status") ?? "").replace(/^status:\s*/, "").trim() };
+    const status = (sections.get("status") ?? "").replace(/^status:\s*/, "").trim();
+    try {
+        return { conf: parsePctConfig(sections.get("config") ?? ""), status };
+    } catch (e) {
+        if (!(e instanceof PctConfigError)) throw e;
+        throw new Error(`pct config ${vmid} on ${remote.describe()} printed a config sglang-serve cannot read: ${e.message}`, { cause: e });
+    }
 }
 
 function restartNeeds(inputs: ContainerInputs, live: PctConfig): string[] {
@@ -98,7 +105,7 @@ function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart:
  * restarted by the stack: changes that need a restart are reported and take
  * effect at its next start.
  */
-async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
+async function converge(id: string, inputs: ContainerInputs): Promise<ContainerOutputs> {
     const remote = remoteFor(inputs.connection, "host");
     const vmid = inputs.container.vmid;
     const live = await readContainer(remote, vmid);
@@ -122,14 +129,19 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     if (passthroughChanges) {
         // pct set cannot write raw lxc.* keys: edit exactly those lines of the file, under the config lock.
         const paths = pctConfigPaths(vmid);
-        const edited = await editPctConfigFile(remote, paths, (text) => {
-            const edit = editPassthroughInPlace(text, vmid, inputs.container.gpus, inputs.deviceMajors);
-            for (const line of edit.removed) say(`[ct${vmid}] ${paths.config}: - ${line}`);
-            for (const line of edit.added) say(`[ct${vmid}] ${paths.config}: + ${line}`);
-            return edit.text;
-        });
-        if (edited.changed)
-            say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
+        try {
+            const edited = await editPctConfigFile(remote, paths, (text) => {
+                const edit = editPassthroughInPlace(text, vmid, inputs.container.gpus, inputs.deviceMajors);
+                for (const line of edit.removed) say(`[ct${vmid}] ${paths.config}: - ${line}`);
+                for (const line of edit.added) say(`[ct${vmid}] ${paths.config}: + ${line}`);
+                return edit.text;
+            });
+            if (edited.changed)
+                say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
+        } catch (e) {
+            if (!plan.argv) throw e;
+            throw await partialFailure(id, remote, inputs, plan.argv, e as Error);
+        }
     }
     if (needs.length > 0 && live.status === "running") {
         say(`[ct${vmid}] takes effect at the container's next restart (not restarted by the stack): ${needs.join(", ")}`);
@@ -137,6 +149,26 @@ async function converge(inputs: ContainerInputs): Promise<ContainerOutputs> {
     if (stopped) await startContainer(remote, vmid);
     const after = await readContainer(remote, vmid);
     return outputsOf(inputs, after!, live.status === "running" ? needs : []);
+}
+
+/**
+ * The passthrough edit failed after `pct set` had already changed the box:
+ * fail with what the box now holds as the resource's state (the SDK's
+ * ErrorResourceInitFailed: id, properties, reasons), so the next preview
+ * shows only what is still to do.
+ */
+async function partialFailure(id: string, remote: RemoteHost, inputs: ContainerInputs, applied: string[], cause: Error): Promise<Error> {
+    const vmid = inputs.container.vmid;
+    const after = await readContainer(remote, vmid);
+    const message = `${applied.join(" ")} was applied, then the GPU passthrough edit failed: ${cause.message.replace("nothing was changed", "the passthrough lines were not changed")}`;
+    const error = new Error(message) as Error & { id: string; properties: unknown; reasons: string[] };
+    error.id = id;
+    error.properties = {
+        ...outputsOf(inputs, after!, restartNeeds(inputs, after!.conf)),
+        __provider: (inputs as unknown as { __provider?: unknown }).__provider,
+    };
+    error.reasons = [cause.message, `applied before it: ${applied.join(" ")}`];
+    return error;
 }
 
 /** How long a started container's systemd gets to finish booting before the service goes on anyway. */
@@ -206,8 +238,8 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
                     `create container ${inputs.container.vmid} with pct create and set adopt: true`,
             );
         }
-        const outs = await converge(inputs);
-        return { id: `${inputs.connection.address}/lxc/${inputs.container.vmid}`, outs };
+        const id = `${inputs.connection.address}/lxc/${inputs.container.vmid}`;
+        return { id, outs: await converge(id, inputs) };
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
@@ -226,8 +258,8 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         const { status: _s, settings: _v, passthrough: _p, pendingRestart: _r, ...inputs } = outs;
         return { id, props: outs, inputs: { ...inputs, container } as ContainerInputs };
     },
-    async update(_id, _olds, news) {
-        return { outs: await converge(news) };
+    async update(id, _olds, news) {
+        return { outs: await converge(id, news) };
     },
     async delete(_id, props) {
         const vmid = props.container.vmid;

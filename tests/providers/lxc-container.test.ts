@@ -354,8 +354,7 @@ describe("LxcContainer provider against the fake box", function () {
             await assert.rejects(provider.read!(ID, outs), /line 2 is not "key: value": "this is not a pct line"/);
         });
 
-        it.skip("names the container and the host when the config it reads cannot be parsed", async () => {
-            // Why skipped: read throws parsePctConfig's PctConfigError as it is, without the vmid or the host.
+        it("names the container and the host when the config it reads cannot be parsed", async () => {
             const outs = await adopt();
             box.answer(/pct config/, batchAnswer({ config: "arch: amd64\nthis is not a pct line\n", status: "status: running\n" }));
             await assert.rejects(provider.read!(ID, outs), /129.*127\.0\.0\.1|127\.0\.0\.1.*129/);
@@ -402,8 +401,7 @@ describe("LxcContainer provider against the fake box", function () {
             assert.equal(box.read(CONF_PATH), fieldConf(without));
         });
 
-        it.skip("throws { id, properties, reasons } recording the applied pct set when the passthrough edit after it fails", async () => {
-            // Why skipped: converge throws the edit's plain error ("nothing was changed") although `pct set` already changed the box.
+        it("throws { id, properties, reasons } recording the applied pct set when the passthrough edit after it fails", async () => {
             const olds = await adopt();
             const without = PASSTHROUGH.filter((l) => !l.includes("nvidia-uvm-tools"));
             box.write(CONF_PATH, fieldConf(without), 0o640);
@@ -412,6 +410,10 @@ describe("LxcContainer provider against the fake box", function () {
                 assert.equal(e.id, ID);
                 assert.equal(e.properties!.settings.cores, 24);
                 assert.ok(e.reasons!.some((r) => /config lock/.test(r)));
+                assert.match(
+                    e.message,
+                    /^pct set 129 -cores 24 was applied, then the GPU passthrough edit failed: cannot take Proxmox's config lock .*the passthrough lines were not changed/,
+                );
                 return true;
             });
         });
