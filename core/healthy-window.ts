@@ -8,7 +8,7 @@
 // Pure: no I/O, no clock. The gate (remote/readiness-gate.ts) feeds it the same
 // Observations as the readiness machine (core/readiness.ts).
 
-import { AttemptContext, attemptSuffix, classifyJournalLine, describeFailure, FailureCause, HealthObservation, Observation } from "./readiness";
+import { AttemptContext, attemptSuffix, classifyJournalLine, describeFailure, describeHealth, FailureCause, Observation } from "./readiness";
 
 export interface HealthyWindowState {
     /** Gate time (ms since the start) when the window opened. */
@@ -30,10 +30,6 @@ export type WindowDecision =
 /** Opens the window on the server the readiness machine called ready (its MainPID and NRestarts). */
 export function openHealthyWindow(at: { elapsedMs: number; mainPid: number; nRestarts: number }, windowMs: number): HealthyWindowState {
     return { openedAtMs: at.elapsedMs, windowMs, mainPid: at.mainPid, nRestarts: at.nRestarts, polls: 0, final: null };
-}
-
-function describeHealth(h: HealthObservation): string {
-    return "status" in h ? `HTTP ${h.status}` : h.error;
 }
 
 /**

@@ -182,7 +182,8 @@ export function initialReadinessState(config: ReadinessConfig): ReadinessState {
     };
 }
 
-function describeHealth(h: HealthObservation): string {
+/** A /health observation in words: "HTTP 503", or why the request failed. */
+export function describeHealth(h: HealthObservation): string {
     return "status" in h ? `HTTP ${h.status}` : h.error;
 }
 

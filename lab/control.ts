@@ -108,6 +108,15 @@ export function readLabInfo(labDir = defaultLabDir()): LabInfo {
     return readLabInfoFrom(labDir);
 }
 
+/** The lab's info, or null when no lab was brought up in labDir (or its info file cannot be read). */
+function labInfoIfWritten(labDir: string): LabInfo | null {
+    try {
+        return readLabInfoFrom(labDir);
+    } catch {
+        return null;
+    }
+}
+
 function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
     return gpus.map((g, i) => ({
         index: i,
@@ -317,12 +326,7 @@ export async function labDown(labDir = defaultLabDir()): Promise<{ killed: numbe
     labDir = path.resolve(labDir);
     const L = labPaths(labDir);
     const pids = readJson<Partial<LabPids>>(L.pids, {});
-    let info: LabInfo | null;
-    try {
-        info = readLabInfoFrom(labDir);
-    } catch {
-        info = null;
-    }
+    const info = labInfoIfWritten(labDir);
     const cgroupDir = info?.lxc?.cgroupDir;
     if (info && cgroupDir && pids.hostHolder && isAlive(pids.hostHolder) && isRunning(info, info.vmid)) {
         runInMachine(pids.hostHolder, cgroupDir, ["/usr/local/sbin/pct", "shutdown", String(info.vmid), "--timeout", "15", "--forceStop", "1"], {
@@ -358,12 +362,7 @@ export function labStatus(labDir = defaultLabDir()): LabStatus {
     labDir = path.resolve(labDir);
     const L = labPaths(labDir);
     const pids = readJson<Partial<LabPids>>(L.pids, {});
-    let info: LabInfo | null;
-    try {
-        info = readLabInfoFrom(labDir);
-    } catch {
-        info = null;
-    }
+    const info = labInfoIfWritten(labDir);
     const processes = labProcesses(info, pids, labDir);
     if (!info || info.schema !== 2) return { labDir, up: false, host: null, container: null, processes };
     const cg = info.lxc.cgroupDir;

@@ -10,7 +10,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import { holdAlive, markExited, writeHolding } from "../gpu/gpu-state";
-import { currentLab, LabInfo } from "../lab-info";
+import { currentLab, LabInfo, readJson } from "../lab-info";
 import { appendEvent } from "./events";
 import { Faults, faultsForArgv, faultsForThisStart, readFaults } from "./faults";
 import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
@@ -47,19 +47,11 @@ interface ModelFolder {
     attnOutputGate: boolean;
 }
 
-function readJson(file: string): Record<string, unknown> | null {
-    try {
-        return JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
-    } catch {
-        return null;
-    }
-}
-
 /** What the GPU side needs of a model folder SGLang already read: architecture, context, weights' size. */
 function readModel(dir: string): ModelFolder {
-    const cfg = readJson(path.join(dir, "config.json")) ?? {};
+    const cfg = readJson<Record<string, unknown> | null>(path.join(dir, "config.json"), null) ?? {};
     const text = (cfg.text_config as Record<string, unknown> | undefined) ?? cfg;
-    const index = readJson(path.join(dir, "model.safetensors.index.json")) as { metadata?: { total_size?: number } } | null;
+    const index = readJson<{ metadata?: { total_size?: number } } | null>(path.join(dir, "model.safetensors.index.json"), null);
     return {
         architecture: ((cfg.architectures as string[] | undefined) ?? ["LlamaForCausalLM"])[0]!,
         contextLen: Number(text.max_position_embeddings ?? cfg.max_position_embeddings ?? 32768),
