@@ -67,6 +67,19 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     }
 }
 
+/**
+ * A unit's journal in the container (-o cat) once `complete` says it holds what
+ * the test asserts (times out, failing the test, otherwise): journald takes a
+ * unit's stdout asynchronously and apart from systemd's own lines, so under load
+ * they land a moment after the state change they describe.
+ */
+export async function journalOnce(unit: string, what: string, complete: (text: string) => boolean): Promise<string> {
+    return waitFor(`${what} in ${unit}'s journal`, async () => {
+        const text = await ok("container", `journalctl -u ${unit} -o cat --no-pager`);
+        return complete(text) ? text : undefined;
+    });
+}
+
 export interface HttpResult {
     status: number;
     body: string;

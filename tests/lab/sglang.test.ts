@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { clearFaults, Faults, LabInfo, setFaults, simulatorEvents } from "../../lab/control";
-import { exec, httpRequest, installUnit, lab, ok, testLabDir, waitFor } from "./lab-fixture";
+import { exec, httpRequest, installUnit, journalOnce, lab, ok, testLabDir, waitFor } from "./lab-fixture";
 
 const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
@@ -26,12 +26,9 @@ async function journal(name: string): Promise<string> {
     return ok("container", `journalctl -u ${name} -o cat --no-pager`);
 }
 
-/** The unit's journal once it holds every one of `lines` (times out, failing the test, otherwise): journald takes a process's stdout asynchronously, so under load the last lines land a moment after the state change they describe. */
-async function journalOnceItHas(name: string, ...lines: RegExp[]): Promise<string> {
-    return waitFor(`${lines.join(", ")} in ${name}'s journal`, async () => {
-        const text = await journal(name);
-        return lines.every((line) => line.test(text)) ? text : undefined;
-    });
+/** The unit's journal once it holds every one of `lines`. */
+function journalWithAll(name: string, ...lines: RegExp[]): Promise<string> {
+    return journalOnce(name, lines.join(", "), (text) => lines.every((line) => line.test(text)));
 }
 
 async function healthy(url: string): Promise<boolean | undefined> {
@@ -77,7 +74,7 @@ describe("lab SGLang simulator", function () {
             const url = `http://${ct}:30101`;
             await waitFor("/health 200 on the working unit", () => healthy(url), 20_000);
             assert.equal(await state("sglang-qwen"), "active");
-            const log = await journalOnceItHas("sglang-qwen", /The server is fired up and ready to roll!/);
+            const log = await journalWithAll("sglang-qwen", /The server is fired up and ready to roll!/);
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Capture cuda graph begin\. This can take up to several minutes\. avail mem=6\.56 GB$/m);
             assert.match(log, /^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] The server is fired up and ready to roll!$/m);
             assert.match(log, /speculative_algorithm='EAGLE'/);
@@ -231,7 +228,7 @@ describe("lab SGLang simulator", function () {
         it("crashAfterSeconds: a RuntimeError in a scheduler and the unit fails", async () => {
             await runWith("sglang-crash", 30110, { crashAfterSeconds: 0.8 });
             await waitFor("sglang-crash to fail", async () => ((await state("sglang-crash")) === "failed" ? true : undefined));
-            const log = await journalOnceItHas("sglang-crash", /^RuntimeError: /m, /Main process exited/);
+            const log = await journalWithAll("sglang-crash", /^RuntimeError: /m, /Main process exited/);
             assert.match(log, /Scheduler hit an exception: Traceback/);
             assert.match(log, /^RuntimeError: CUDA error: an illegal memory access was encountered$/m);
             assert.match(log, /^sglang-crash\.service: Main process exited, code=killed, status=9\/KILL$/m);
@@ -256,7 +253,7 @@ describe("lab SGLang simulator", function () {
             );
             assert.equal((await httpRequest(`${url}/health`)).status, 503);
             assert.equal(await state("sglang-sched"), "active");
-            await journalOnceItHas("sglang-sched", /Scheduler hit an exception:/);
+            await journalWithAll("sglang-sched", /Scheduler hit an exception:/);
             await ok("container", "systemctl stop sglang-sched");
         });
 

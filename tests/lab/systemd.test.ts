@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { exec, installUnit, lab, ok, waitFor } from "./lab-fixture";
+import { exec, installUnit, journalOnce, lab, ok, waitFor } from "./lab-fixture";
 
 const sleeper = (name: string, extra = "") => `[Unit]
 Description=lab test ${name}
@@ -139,17 +139,16 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
     });
 
     it("reads the journal by unit with -n, -o cat, --show-cursor and --after-cursor", async () => {
-        /** t-log's journal (-o cat) once `count` of its lines start with `prefix`. */
-        const journalOnceItHas = (count: number, prefix: string): Promise<string[]> =>
-            waitFor(`${count} ${prefix} lines in t-log's journal`, async () => {
-                const text = (await ok("container", "journalctl -u t-log -o cat --no-pager")).trimEnd().split("\n");
-                return text.filter((l) => l.startsWith(prefix)).length >= count ? text : undefined;
-            });
+        /** t-log's journal lines once `count` of them are the echoes. */
+        const journalWithEchoes = async (count: number): Promise<string[]> => {
+            const echoes = (text: string) => text.split("\n").filter((l) => l.startsWith("line-")).length;
+            return (await journalOnce("t-log", `${count} echoes`, (text) => echoes(text) >= count)).trimEnd().split("\n");
+        };
         await installUnit("t-log.service", `[Service]\nType=oneshot\nExecStart=/bin/sh -c 'for i in 1 2 3 4; do echo line-$i; done'\n`);
         await ok("container", "systemctl daemon-reload && systemctl start t-log");
         // journald takes the unit's stdout stream asynchronously and systemd's own lines over another socket: under load
         // the echoes land a moment after "Finished", and in either order with it.
-        const whole = await journalOnceItHas(4, "line-");
+        const whole = await journalWithEchoes(4);
         assert.deepEqual(
             whole.filter((l) => l.startsWith("line-")),
             ["line-1", "line-2", "line-3", "line-4"],
@@ -164,7 +163,7 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
         assert.equal(await ok("container", `journalctl -u t-log -o cat --after-cursor='${cursor}'`), "");
         assert.equal(await ok("container", `journalctl -u t-log -q -o cat --show-cursor --after-cursor='${cursor}'`), `-- cursor: ${cursor}\n`);
         await ok("container", "systemctl start t-log");
-        await journalOnceItHas(8, "line-");
+        await journalWithEchoes(8);
         const after = await ok("container", `journalctl -u t-log -o cat --after-cursor='${cursor}'`);
         assert.equal(after.split("\n").filter((l) => l.startsWith("line-")).length, 4);
         const short = await ok("container", "journalctl -u t-log -n 1 -g '^Finished' --no-pager");
