@@ -68,12 +68,42 @@ exports.handler = function () {
 }
 
 /**
+ * Each kind's resource is named as its component and its provider file:
+ * `pulumi-nodejs:dynamic/sglang-serve:SglangService` is the SglangService
+ * component's resource, served by providers/sglang-service.ts.
+ */
+export const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
+    "gpu-host": "GpuHost",
+    "lxc-container": "LxcContainer",
+    "sglang-service": "SglangService",
+    "readiness-check": "ReadinessCheck",
+};
+
+/**
+ * The type each kind had before its resource took its component's name
+ * (until the resources took their components' names). Given as an alias, so a stack deployed with
+ * the old name keeps its resource: the engine renames it in the state
+ * instead of replacing it (a replacement would restart the server).
+ */
+const FORMER_RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
+    "gpu-host": "GpuHostFacts",
+    "lxc-container": "LxcContainerConfig",
+    "sglang-service": "SystemdService",
+    "readiness-check": "ReadinessProbe",
+};
+
+export function dynamicType(typeName: string): string {
+    return `pulumi-nodejs:dynamic/sglang-serve:${typeName}`;
+}
+
+/**
  * A dynamic resource (`pulumi-nodejs:dynamic/sglang-serve:<type>`), registered
  * as `pulumi.dynamic.Resource` registers one, with the provider module above.
  */
 export abstract class DynamicResource extends pulumi.CustomResource {
-    constructor(kind: ProviderKind, type: string, name: string, props: pulumi.Inputs, opts?: pulumi.CustomResourceOptions) {
+    constructor(kind: ProviderKind, name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions = {}) {
         if ("__provider" in props) throw new Error("a dynamic resource must not define the __provider input");
-        super(`pulumi-nodejs:dynamic/sglang-serve:${type}`, name, { ...props, __provider: providerModuleSource(kind) }, opts);
+        const aliases = [...(opts.aliases ?? []), { type: dynamicType(FORMER_RESOURCE_TYPES[kind]) }];
+        super(dynamicType(RESOURCE_TYPES[kind]), name, { ...props, __provider: providerModuleSource(kind) }, { ...opts, aliases });
     }
 }

@@ -12,7 +12,7 @@ export interface GpuHostArgs {
     expectedGpus: pulumi.Input<{ count: number; name?: string; memoryMiB: number }>;
 }
 
-class GpuHostFacts extends DynamicResource {
+class GpuHostResource extends DynamicResource {
     declare readonly gpus: pulumi.Output<GpuFact[]>;
     declare readonly driverVersion: pulumi.Output<string>;
     declare readonly deviceMajors: pulumi.Output<DeviceMajors>;
@@ -21,7 +21,6 @@ class GpuHostFacts extends DynamicResource {
     constructor(name: string, args: GpuHostArgs, opts: pulumi.CustomResourceOptions) {
         super(
             "gpu-host",
-            "GpuHostFacts",
             name,
             {
                 providerVersion: PROVIDER_VERSION,
@@ -50,7 +49,7 @@ export class GpuHost extends pulumi.ComponentResource {
 
     constructor(name: string, args: GpuHostArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:GpuHost", name, {}, opts);
-        const facts = new GpuHostFacts(`${name}-facts`, args, { parent: this });
+        const facts = new GpuHostResource(`${name}-facts`, args, { parent: this });
         this.gpus = facts.gpus;
         this.driverVersion = facts.driverVersion;
         this.deviceMajors = facts.deviceMajors;

@@ -17,7 +17,7 @@ export interface LxcContainerArgs {
     deviceMajors: pulumi.Input<DeviceMajors>;
 }
 
-class LxcContainerConfig extends DynamicResource {
+class LxcContainerResource extends DynamicResource {
     declare readonly vmid: pulumi.Output<number>;
     declare readonly status: pulumi.Output<string>;
     declare readonly settings: pulumi.Output<Record<string, unknown>>;
@@ -25,7 +25,6 @@ class LxcContainerConfig extends DynamicResource {
     constructor(name: string, args: LxcContainerArgs, opts: pulumi.CustomResourceOptions) {
         super(
             "lxc-container",
-            "LxcContainerConfig",
             name,
             {
                 providerVersion: PROVIDER_VERSION,
@@ -56,7 +55,7 @@ export class LxcContainer extends pulumi.ComponentResource {
 
     constructor(name: string, args: LxcContainerArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:LxcContainer", name, {}, opts);
-        const config = new LxcContainerConfig(`${name}-config`, args, {
+        const config = new LxcContainerResource(`${name}-config`, args, {
             parent: this,
             // The engine never calls delete unless the config explicitly allows it
             // (the provider's delete refuses too, for replacements).

@@ -16,13 +16,13 @@ export interface ReadinessCheckArgs {
     readiness: ReadinessConfig;
 }
 
-class ReadinessProbe extends DynamicResource {
+class ReadinessCheckResource extends DynamicResource {
     declare readonly ready: pulumi.Output<boolean>;
     declare readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
     declare readonly speculativeActive: pulumi.Output<boolean | null>;
 
     constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-        super("readiness-check", "ReadinessProbe", name, props, opts);
+        super("readiness-check", name, props, opts);
     }
 }
 
@@ -40,7 +40,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
 
     constructor(name: string, args: ReadinessCheckArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:ReadinessCheck", name, {}, opts);
-        const probe = new ReadinessProbe(
+        const probe = new ReadinessCheckResource(
             `${name}-probe`,
             {
                 providerVersion: PROVIDER_VERSION,

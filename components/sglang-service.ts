@@ -26,7 +26,7 @@ export interface SglangServiceArgs {
     gpuMemoryMiB?: number;
 }
 
-class SystemdService extends DynamicResource {
+class SglangServiceResource extends DynamicResource {
     declare readonly unitName: pulumi.Output<string>;
     declare readonly revision: pulumi.Output<string>;
     declare readonly activeState: pulumi.Output<string>;
@@ -35,7 +35,7 @@ class SystemdService extends DynamicResource {
     declare readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
 
     constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
-        super("sglang-service", "SystemdService", name, props, opts);
+        super("sglang-service", name, props, opts);
     }
 }
 
@@ -62,7 +62,7 @@ export class SglangService extends pulumi.ComponentResource {
         const secrets = hasApiKey ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k }))) : undefined;
         const flagged = flagMap(argv);
         const owner = args.owner ?? { project: pulumi.getProject(), stack: pulumi.getStack() };
-        const unit = new SystemdService(
+        const unit = new SglangServiceResource(
             `${name}-unit`,
             {
                 providerVersion: PROVIDER_VERSION,

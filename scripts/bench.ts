@@ -135,8 +135,8 @@ function serviceOf(config: StackConfigFile): Record<string, unknown> {
     return config["sglang-serve:service"]!;
 }
 
-/** Whether an event is about a resource of this type (the type ends the URN's type part: `...:SystemdService::qwen-unit`). */
-const isType = (e: EngineEvent, type: string) => e.urn !== undefined && e.urn.includes(`:${type}::`);
+/** Whether an event is about the dynamic resource of this type (the type ends the URN's type part: `...dynamic/sglang-serve:SglangService::qwen-unit`). */
+const isType = (e: EngineEvent, type: string) => e.urn !== undefined && e.urn.includes(`dynamic/sglang-serve:${type}::`);
 
 function firstAfter<T extends { t: number }>(xs: T[], t: number, pred: (x: T) => boolean): T | undefined {
     return xs.filter((x) => x.t >= t && pred(x)).sort((a, b) => a.t - b.t)[0];
@@ -377,9 +377,9 @@ async function rollouts(d: Deployment, config: StackConfigFile, labDir: string, 
             const launched = sim.find((e) => e.event === "launched");
             const gateLine = firstAfter(r.events, T, (e) => e.type === "diagnosticEvent" && /\[readiness\] ready after/.test(e.message ?? ""));
             const gateStdout = firstAfter(r.stdout, T, (l) => /\[readiness\] ready after/.test(l.line));
-            const svc = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "SystemdService"));
-            const probe = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "ReadinessProbe"));
-            const probePre = r.events.find((e) => e.type === "resourcePreEvent" && e.op !== "refresh" && isType(e, "ReadinessProbe"));
+            const svc = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "SglangService"));
+            const probe = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "ReadinessCheck"));
+            const probePre = r.events.find((e) => e.type === "resourcePreEvent" && e.op !== "refresh" && isType(e, "ReadinessCheck"));
             const lags: Lags = {
                 pollIntervalSeconds: pollSeconds,
                 startupSeconds,
@@ -395,7 +395,7 @@ async function rollouts(d: Deployment, config: StackConfigFile, labDir: string, 
             set.runs.push(lags);
             log(
                 `  rollout ${i + 1} (-> ${next}, poll ${pollSeconds} s): ready -> "[readiness] ready after" ${fmtMs(lags.gateLine)}, ` +
-                    `-> SystemdService done ${fmtMs(lags.service)}, -> ReadinessProbe done ${fmtMs(lags.probe)}; up ${(r.wallMs / 1000).toFixed(1)} s`,
+                    `-> SglangService done ${fmtMs(lags.service)}, -> ReadinessCheck done ${fmtMs(lags.probe)}; up ${(r.wallMs / 1000).toFixed(1)} s`,
             );
         }
     } finally {
@@ -410,10 +410,10 @@ async function phaseReadiness(d: Deployment, config: StackConfigFile, labDir: st
     log(`readiness detection lag: ${ROLLOUTS} rollouts, service.memFractionStatic 0.88 <-> 0.87 (readiness.pollIntervalSeconds 1, the default)`);
     const set = await rollouts(d, config, labDir, info, ROLLOUTS, 1);
     const col = (runs: Lags[], k: string) => runs.map((x) => x[k]).filter((v): v is number => v !== undefined);
-    figure("readiness.lag", "readiness lag: server ready -> ReadinessProbe done", "ms", col(set.runs, "probe"), "target < 1000 ms");
+    figure("readiness.lag", "readiness lag: server ready -> ReadinessCheck done", "ms", col(set.runs, "probe"), "target < 1000 ms");
     figure("readiness.gateLine", '  server ready -> rollout gate says "[readiness] ready after"', "ms", col(set.runs, "gateLine"));
-    figure("readiness.service", "  server ready -> SystemdService done", "ms", col(set.runs, "service"));
-    figure("readiness.probeStep", "  ReadinessProbe step (start -> done)", "ms", col(set.runs, "probeStep"));
+    figure("readiness.service", "  server ready -> SglangService done", "ms", col(set.runs, "service"));
+    figure("readiness.probeStep", "  ReadinessCheck step (start -> done)", "ms", col(set.runs, "probeStep"));
     figure("readiness.launchToReady", "  (simulated startup: launched -> ready)", "ms", col(set.runs, "launchToReady"));
     figure("readiness.upWall", "up with a rollout (one flag changed)", "s", set.walls);
     sshFigures("readiness", "up with a rollout", set.ssh);

@@ -11,14 +11,17 @@ interface Registered {
     parent?: string;
 }
 
+const SERVICE_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
+const CONTAINER_TYPE = "pulumi-nodejs:dynamic/sglang-serve:LxcContainer";
+
 /** Records every resource; throws on calls the stack does not make. */
 class RecordingMocks implements pulumi.runtime.Mocks {
     readonly resources: Registered[] = [];
     private static readonly known = new Set([
-        "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
-        "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
-        "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-        "pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe",
+        "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+        "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+        "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+        "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
         "random:index/randomPassword:RandomPassword",
         "sglang-serve:index:GpuHost",
         "sglang-serve:index:LxcContainer",
@@ -30,7 +33,7 @@ class RecordingMocks implements pulumi.runtime.Mocks {
         if (!RecordingMocks.known.has(args.type)) throw new Error(`unexpected resource type ${args.type}`);
         this.resources.push({ type: args.type, name: args.name, inputs: args.inputs });
         const state: Record<string, unknown> = { ...args.inputs };
-        if (args.type.endsWith("LxcContainerConfig")) state.vmid = (args.inputs.container as { vmid: number }).vmid;
+        if (args.type === CONTAINER_TYPE) state.vmid = (args.inputs.container as { vmid: number }).vmid;
         if (args.type.endsWith("RandomPassword")) state.result = "generated-key-0123456789abcdef";
         return { id: `${args.name}-id`, state };
     }
@@ -71,10 +74,10 @@ describe("the stack program under mocks", () => {
         await promiseOf(program.liveServerArgs);
         const types = mocks.resources.map((r) => r.type);
         assert.deepEqual(types.sort(), [
-            "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
-            "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
-            "pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe",
-            "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+            "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+            "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+            "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
+            "pulumi-nodejs:dynamic/sglang-serve:SglangService",
             "sglang-serve:index:GpuHost",
             "sglang-serve:index:LxcContainer",
             "sglang-serve:index:ReadinessCheck",
@@ -85,7 +88,7 @@ describe("the stack program under mocks", () => {
     it("renders the unit with exactly the declared SGLang flags", async () => {
         const { mocks, program } = await loadProgram("kpro5");
         await promiseOf(program.unitName);
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.equal(unit.inputs.unitName, "sglang-qwen.service");
         assert.deepEqual(unit.inputs.flags, {
             "--model-path": "/models/Qwen3.6-27B",
@@ -107,7 +110,7 @@ describe("the stack program under mocks", () => {
     it("runs the service commands inside container 129 through pct exec", async () => {
         const { mocks, program } = await loadProgram("kpro5");
         await promiseOf(program.unitName);
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.deepEqual(unit.inputs.connection, {
             address: "10.1.2.5",
             port: 22,
@@ -121,8 +124,8 @@ describe("the stack program under mocks", () => {
     it("has no container resource for ct129 (ssh straight into the container)", async () => {
         const { mocks, program } = await loadProgram("ct129");
         await promiseOf(program.unitName);
-        assert.equal(mocks.resources.filter((r) => r.type.endsWith("LxcContainerConfig")).length, 0);
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        assert.equal(mocks.resources.filter((r) => r.type === CONTAINER_TYPE).length, 0);
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.equal((unit.inputs.connection as { address: string }).address, "10.1.230.172");
     });
 
@@ -130,7 +133,7 @@ describe("the stack program under mocks", () => {
         const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:generateApiKey": "true" });
         await promiseOf(program.unitName);
         assert.ok(mocks.resources.some((r) => r.type === "random:index/randomPassword:RandomPassword"));
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.match(String(unit.inputs.unitText), /--api-key \$\{SGLANG_API_KEY\}/);
         assert.doesNotMatch(String(unit.inputs.unitText), /generated-key/);
         // Secret inputs reach the mocks wrapped as { value } with Pulumi's secret signature.
@@ -141,7 +144,7 @@ describe("the stack program under mocks", () => {
     it("records this project and stack as the unit's owner, and passes service.takeOverFrom on", async () => {
         const { mocks, program } = await loadProgram("kpro5");
         await promiseOf(program.unitName);
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.equal(unit.inputs.owner, "sglang-serve/kpro5");
         assert.match(String(unit.inputs.unitText), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
         assert.equal(unit.inputs.takeOverFrom, undefined);
@@ -151,7 +154,7 @@ describe("the stack program under mocks", () => {
         service.takeOverFrom = "ct129";
         const taking = await loadProgram("kpro5", { ...API_KEY, "sglang-serve:service": JSON.stringify(service) });
         await promiseOf(taking.program.unitName);
-        assert.equal(taking.mocks.resources.find((r) => r.type.endsWith("SystemdService"))!.inputs.takeOverFrom, "ct129");
+        assert.equal(taking.mocks.resources.find((r) => r.type === SERVICE_TYPE)!.inputs.takeOverFrom, "ct129");
     });
 
     it("fails the preview of kpro5 (0.0.0.0) without an API key, naming the key", async () => {
@@ -182,7 +185,7 @@ describe("the stack program under mocks", () => {
         service.allowUnauthenticated = true;
         const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
         await promiseOf(program.unitName);
-        const unit = mocks.resources.find((r) => r.type.endsWith("SystemdService"))!;
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
         assert.doesNotMatch(String(unit.inputs.unitText), /--api-key/);
     });
 

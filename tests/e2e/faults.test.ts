@@ -286,7 +286,7 @@ describe("the fault matrix on the lab with the real engine (kpro5 topology)", fu
         const resources =
             (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { flags?: Record<string, string> } }> } }).deployment
                 .resources ?? [];
-        return resources.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SystemdService")?.outputs?.flags?.[flag];
+        return resources.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.flags?.[flag];
     }
 });
 

@@ -659,7 +659,7 @@ export interface ServiceInputOptions {
     connection?: Connection;
 }
 
-/** The SystemdService inputs exactly as components/sglang-service.ts builds them (the container's GPUs are 0 and 1). */
+/** The SglangService resource's inputs exactly as components/sglang-service.ts builds them (the container's GPUs are 0 and 1). */
 export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceInputs {
     const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
     const hasApiKey = apiKey !== undefined;
