@@ -1,4 +1,4 @@
-import type { ResourceProvider } from "./resource-provider";
+import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config";
@@ -157,18 +157,14 @@ async function converge(id: string, inputs: ContainerInputs): Promise<ContainerO
  * ErrorResourceInitFailed: id, properties, reasons), so the next preview
  * shows only what is still to do.
  */
-async function partialFailure(id: string, remote: RemoteHost, inputs: ContainerInputs, applied: string[], cause: Error): Promise<Error> {
+async function partialFailure(id: string, remote: RemoteHost, inputs: ContainerInputs, applied: string[], cause: Error): Promise<ResourceInitFailed> {
     const vmid = inputs.container.vmid;
     const after = await readContainer(remote, vmid);
     const message = `${applied.join(" ")} was applied, then the GPU passthrough edit failed: ${cause.message.replace("nothing was changed", "the passthrough lines were not changed")}`;
-    const error = new Error(message) as Error & { id: string; properties: unknown; reasons: string[] };
-    error.id = id;
-    error.properties = {
-        ...outputsOf(inputs, after!, restartNeeds(inputs, after!.conf)),
-        __provider: (inputs as unknown as { __provider?: unknown }).__provider,
-    };
-    error.reasons = [cause.message, `applied before it: ${applied.join(" ")}`];
-    return error;
+    return new ResourceInitFailed(message, id, outputsOf(inputs, after!, restartNeeds(inputs, after!.conf)), [
+        cause.message,
+        `applied before it: ${applied.join(" ")}`,
+    ]);
 }
 
 /** How long a started container's systemd gets to finish booting before the service goes on anyway. */
@@ -239,7 +235,7 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
             );
         }
         const id = `${inputs.connection.address}/lxc/${inputs.container.vmid}`;
-        return { id, outs: await converge(id, inputs) };
+        return { id, outs: await keepingProviderModule(inputs, () => converge(id, inputs)) };
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
@@ -259,7 +255,7 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         return { id, props: outs, inputs: { ...inputs, container } as ContainerInputs };
     },
     async update(id, _olds, news) {
-        return { outs: await converge(id, news) };
+        return { outs: await keepingProviderModule(news, () => converge(id, news)) };
     },
     async delete(_id, props) {
         const vmid = props.container.vmid;

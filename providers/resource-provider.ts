@@ -9,3 +9,35 @@ import type * as pulumi from "@pulumi/pulumi";
 export type ResourceProvider<Inputs, Outputs> = Omit<pulumi.dynamic.ResourceProvider<Inputs, Outputs>, "read"> & {
     read?(id: string, props?: Outputs): Promise<{ id?: string; props?: Outputs; inputs?: Inputs }>;
 };
+
+/**
+ * A create or update that changed the box and then failed: the SDK's plugin
+ * sends it as ErrorResourceInitFailed (it looks for `id`), and the engine
+ * records `properties` as the resource's state and shows `reasons`, so the
+ * state says what the box really holds.
+ */
+export class ResourceInitFailed extends Error {
+    constructor(
+        message: string,
+        readonly id: string,
+        public properties: object,
+        readonly reasons: string[],
+    ) {
+        super(message);
+    }
+}
+
+/**
+ * Runs a create or update. The plugin adds the provider module (`__provider`,
+ * the SDK's wire key) to a result's outputs but not to a failure's
+ * properties; without it the recorded state would name no provider, so it is
+ * added here, where the provider meets the plugin, and nowhere else.
+ */
+export async function keepingProviderModule<T>(inputs: object, run: () => Promise<T>): Promise<T> {
+    try {
+        return await run();
+    } catch (e) {
+        if (e instanceof ResourceInitFailed) e.properties = { ...e.properties, __provider: (inputs as { __provider?: unknown }).__provider };
+        throw e;
+    }
+}

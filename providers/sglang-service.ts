@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "crypto";
-import type { ResourceProvider } from "./resource-provider";
+import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
 import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
@@ -255,7 +255,7 @@ async function restorePrevious(remote: RemoteHost, unitName: string): Promise<vo
  * and fail with the cause and the journal tail, recording what really runs
  * so the next `up` tries the change again. This loop only runs the steps.
  */
-async function rollout(id: string, inputs: ServiceInputs, live: LiveService, providerVersionKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
+async function rollout(id: string, inputs: ServiceInputs, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
     const secret = (text: string) => redact(text, [inputs.apiKey]);
@@ -280,7 +280,7 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
         try {
             observed = await runStep(remote, inputs, previous, step);
         } catch (e) {
-            throw await stepError(id, remote, inputs, recorded, providerVersionKey, onStepError(state), step, e);
+            throw await stepError(id, remote, inputs, recorded, onStepError(state), step, e);
         }
         ({ state, step, say: lines } = advanceRollout(state, observed));
     }
@@ -299,19 +299,12 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, pro
     // rollout, with what the box shows on top), so a refresh finds what the state says and
     // the next preview still shows the change as pending.
     const base = result.holds === "previous" && recorded ? recorded : inputs;
-    const properties = {
-        ...outputsFrom(base, after, sha256(`failed\n${Date.now()}`)),
-        __provider: providerVersionKey,
-    };
-    const error = new Error(`rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : "")) as Error & {
-        id: string;
-        properties: unknown;
-        reasons: string[];
-    };
-    error.id = id;
-    error.properties = properties;
-    error.reasons = [`rollout of ${unit} failed: ${cause}`, result.outcome, ...(journal ? [`last journal lines:\n    ${journal}`] : [])];
-    throw error;
+    throw new ResourceInitFailed(
+        `rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : ""),
+        id,
+        outputsFrom(base, after, sha256(`failed\n${Date.now()}`)),
+        [`rollout of ${unit} failed: ${cause}`, result.outcome, ...(journal ? [`last journal lines:\n    ${journal}`] : [])],
+    );
 }
 
 /**
@@ -326,7 +319,6 @@ async function stepError(
     remote: RemoteHost,
     inputs: ServiceInputs,
     recorded: ServiceOutputs | undefined,
-    providerVersionKey: unknown,
     after: { holds: "new" | "previous"; putBack: boolean },
     step: RolloutStep,
     e: unknown,
@@ -356,15 +348,12 @@ async function stepError(
         return e;
     }
     const base = holds === "previous" && recorded ? recorded : inputs;
-    const error = new Error(`${message}\n  rollout of ${unit} stopped at its ${step.kind} step; ${outcome}.`) as Error & {
-        id: string;
-        properties: unknown;
-        reasons: string[];
-    };
-    error.id = id;
-    error.properties = { ...outputsFrom(base, live, sha256(`failed\n${Date.now()}`)), __provider: providerVersionKey };
-    error.reasons = [message, `rollout of ${unit} stopped at its ${step.kind} step`, outcome];
-    return error;
+    return new ResourceInitFailed(
+        `${message}\n  rollout of ${unit} stopped at its ${step.kind} step; ${outcome}.`,
+        id,
+        outputsFrom(base, live, sha256(`failed\n${Date.now()}`)),
+        [message, `rollout of ${unit} stopped at its ${step.kind} step`, outcome],
+    );
 }
 
 /**
@@ -449,14 +438,14 @@ async function apiKeyOnBox(remote: RemoteHost, unitName: string): Promise<string
 const GPU_FREE_THRESHOLD_MIB = 1024;
 
 /** `recorded`: the state's record before this update (absent for a create). */
-async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: unknown, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
+async function createOrUpdate(id: string, inputs: ServiceInputs, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection, "server");
     const live = await readLive(remote, inputs);
     assertMayWrite(remote, inputs, live);
     const why = differences(inputs, live);
     if (why.length === 0) {
         // Active but not answering yet: a server that is starting by itself (its container was just started). Record what it runs once it serves.
-        let now = live.activeState === "active" && live.liveArgs === null ? await untilServing(id, remote, inputs, live, providerKey) : live;
+        let now = live.activeState === "active" && live.liveArgs === null ? await untilServing(id, remote, inputs, live) : live;
         if (now.unit && now.unit.text !== inputs.unitText) {
             // Only the recorded owner differs: rewrite the file, keep the server running.
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
@@ -469,7 +458,7 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: un
         return outputsFrom(inputs, { ...now, enabled: true }, sha256(`${inputs.unitText}\n${live.secretsHash}`));
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
-    return rollout(id, inputs, live, providerKey, recorded);
+    return rollout(id, inputs, live, recorded);
 }
 
 /**
@@ -478,7 +467,7 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, providerKey: un
  * in a container just started), and reads the box again. One that does not
  * serve fails the update with the cause, recording the box as it is.
  */
-async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInputs, live: LiveService, providerKey: unknown): Promise<LiveService> {
+async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInputs, live: LiveService): Promise<LiveService> {
     say(`[${inputs.unitName}] runs the declared config but does not answer yet; waiting for it (not restarted)`);
     const gate = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
     if (gate.ok) {
@@ -489,14 +478,13 @@ async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInput
     }
     const cause = redact(describeFailure(gate.cause), [inputs.apiKey]);
     const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), [inputs.apiKey]);
-    const error = new Error(
+    throw new ResourceInitFailed(
         `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
             `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,
-    ) as Error & { id: string; properties: unknown; reasons: string[] };
-    error.id = id;
-    error.properties = { ...outputsFrom(inputs, live, sha256(`${inputs.unitText}\n${live.secretsHash}`)), __provider: providerKey };
-    error.reasons = [`${inputs.unitName} is not serving: ${cause}`];
-    throw error;
+        id,
+        outputsFrom(inputs, live, sha256(`${inputs.unitText}\n${live.secretsHash}`)),
+        [`${inputs.unitName} is not serving: ${cause}`],
+    );
 }
 
 /** activeState recorded when the container the unit lives in is not running. */
@@ -548,7 +536,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     },
     async create(inputs) {
         const id = `${inputs.connection.address}:${inputs.connection.vmid ?? "-"}:${inputs.unitName}`;
-        const outs = await createOrUpdate(id, inputs, (inputs as unknown as { __provider?: unknown }).__provider);
+        const outs = await keepingProviderModule(inputs, () => createOrUpdate(id, inputs));
         return { id, outs };
     },
     async read(id, props) {
@@ -573,7 +561,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         return { id, props: outs, inputs: { ...inputs, owner: boxOwner } as ServiceInputs };
     },
     async update(id, olds, news) {
-        return { outs: await createOrUpdate(id, news, (news as unknown as { __provider?: unknown }).__provider, olds) };
+        return { outs: await keepingProviderModule(news, () => createOrUpdate(id, news, olds)) };
     },
     async delete(_id, props) {
         const remote = remoteFor(props.connection, "server");
