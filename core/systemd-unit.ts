@@ -4,7 +4,6 @@
  * field), and escaped by systemd's own rules (systemd.service "Command
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
-import { createHash } from "node:crypto";
 import type { ServiceConfig } from "./config";
 import { ArgvFields, argvFieldsOf, envReference, parseArgv, renderArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
@@ -225,7 +224,7 @@ export function unitOwner(text: string): UnitOwner | undefined {
 
 /**
  * The unit text without what only records who manages it (our header line,
- * which hashes the rest, and the owner line): two units equal here run the
+ * in any of its versions, and the owner line): two units equal here run the
  * same server, so changing only the owner needs no restart.
  */
 export function unitTextWithoutOwner(text: string): string {
@@ -236,11 +235,6 @@ export function unitTextWithoutOwner(text: string): string {
             return !(i === 0 && line.startsWith(HEADER_PREFIX)) && !OWNER_LINE.test(trimmed) && trimmed !== OWNER_NOTE;
         })
         .join("\n");
-}
-
-/** Hash of everything below the header line: a unit whose body no longer matches was edited by hand. */
-export function unitBodyHash(body: string): string {
-    return `sha256:${createHash("sha256").update(body, "utf8").digest("hex").slice(0, 16)}`;
 }
 
 /** ExecStart with one flag (and its value) per continuation line, so a preview diff shows the flag that changed. */
@@ -291,7 +285,7 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "WantedBy=multi-user.target",
         "",
     ].join("\n");
-    return `${HEADER_PREFIX}; edits here are drift and are replaced by \`pulumi up\`. config-hash: ${unitBodyHash(body)}\n${body}`;
+    return `${HEADER_PREFIX}; edits here are drift and are replaced by \`pulumi up\`.\n${body}`;
 }
 
 // ---------------------------------------------------------------------------
@@ -311,8 +305,6 @@ export interface UnitSection {
 export interface ParsedUnit {
     /** Comment lines before the first section. */
     header: string[];
-    /** The config hash our header carries, if the unit has one. */
-    configHash?: string;
     sections: UnitSection[];
 }
 
@@ -348,8 +340,7 @@ export function parseUnit(text: string): ParsedUnit {
         if (eq === -1 || sections.length === 0) throw new UnitSyntaxError(`line ${i + 1} is not "Key=value" inside a section: ${JSON.stringify(line)}`);
         sections[sections.length - 1].entries.push({ key: line.slice(0, eq).trim(), value: line.slice(eq + 1).trim() });
     }
-    const hash = header.map((h) => /config-hash: (sha256:[0-9a-f]+)/.exec(h)?.[1]).find((h) => h !== undefined);
-    return hash === undefined ? { header, sections } : { header, configHash: hash, sections };
+    return { header, sections };
 }
 
 /** An odd number of trailing backslashes: the last one continues the line (an even number is escaped backslashes). */
@@ -376,9 +367,6 @@ export interface UnitService {
     fields: ArgvFields;
     environment: Record<string, string>;
     environmentFiles: string[];
-    configHash?: string;
-    /** The body no longer matches the hash in our header (or the header is gone). */
-    handEdited: boolean;
 }
 
 function environmentFromValues(values: readonly string[]): Record<string, string> {
@@ -399,21 +387,16 @@ export function serviceFromUnit(text: string): UnitService {
     const execStarts = unitValues(unit, "Service", "ExecStart");
     if (execStarts.length !== 1) throw new UnitSyntaxError(`expected one ExecStart= in [Service], found ${execStarts.length}`);
     const argv = parseExecStart(execStarts[0]);
-    const body = text.slice(text.indexOf("\n") + 1);
-    const ours = text.startsWith(HEADER_PREFIX) && unit.configHash !== undefined;
-    const result: UnitService = {
+    return {
         argv,
         fields: parseArgv(argv),
         environment: environmentFromValues(unitValues(unit, "Service", "Environment")),
         environmentFiles: unitValues(unit, "Service", "EnvironmentFile").map((v) => unescapeSpecifiers(v).replace(/^-/, "")),
-        handEdited: !ours || unitBodyHash(body) !== unit.configHash,
     };
-    if (unit.configHash !== undefined) result.configHash = unit.configHash;
-    return result;
 }
 
 /** What serviceFromUnit should read back from renderUnit(service, opts): the declared side of a unit drift check. */
-export function expectedUnitService(service: ServiceConfig, opts: UnitOptions): Omit<UnitService, "argv" | "configHash" | "handEdited"> {
+export function expectedUnitService(service: ServiceConfig, opts: UnitOptions): Omit<UnitService, "argv"> {
     return {
         fields: argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}),
         environment: { ...service.environment },

@@ -447,10 +447,10 @@ async function createOrUpdate(id: string, inputs: ServiceInputs, recorded?: Serv
         // Active but not answering yet: a server that is starting by itself (its container was just started). Record what it runs once it serves.
         let now = live.activeState === "active" && live.liveArgs === null ? await untilServing(id, remote, inputs, live) : live;
         if (now.unit && now.unit.text !== inputs.unitText) {
-            // Only the recorded owner differs: rewrite the file, keep the server running.
+            // Only the lines that record who manages it differ (the owner, the header): rewrite the file, keep the server running.
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
             await remote.runChecked(["systemctl", "daemon-reload"]);
-            say(`[${inputs.unitName}] recorded owner ${inputs.owner ?? "(none)"} in the unit file; the server runs on, not restarted`);
+            say(`[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}); the server runs on, not restarted`);
             now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
         }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);

@@ -91,9 +91,9 @@ describe("systemd unit: rendering", () => {
     const text = renderUnit(fieldService(), { hasSecrets: true, startupTimeoutSeconds: 900 });
     const unit = parseUnit(text);
 
-    it("starts with a managed-by header carrying the config hash", () => {
-        assert.match(text.split("\n")[0], /^# Managed by sglang-serve.*config-hash: sha256:[0-9a-f]{16}$/);
-        assert.match(unit.configHash ?? "", /^sha256:/);
+    it("starts with a managed-by header saying that edits are drift", () => {
+        assert.equal(text.split("\n")[0], "# Managed by sglang-serve; edits here are drift and are replaced by `pulumi up`.");
+        assert.equal(unit.header[0], text.split("\n")[0]);
     });
 
     it("has the sections and settings the server needs", () => {
@@ -142,25 +142,22 @@ describe("systemd unit: parsing back", () => {
         assert.equal(back.fields.apiKeyEnv, "SGLANG_API_KEY");
         assert.deepEqual(back.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
         assert.deepEqual(back.environmentFiles, ["/etc/sglang/qwen.env"]);
-        assert.equal(back.handEdited, false);
     });
 
     it("parse(render(service)) gives back the declared fields and environment (property)", () => {
         fc.assert(
             fc.property(serviceConfig, fc.boolean(), (svc, hasSecrets) => {
                 const back = serviceFromUnit(renderUnit(svc, { hasSecrets }));
-                const { argv: _argv, configHash: _hash, handEdited, ...rest } = back;
-                assert.equal(handEdited, false);
+                const { argv: _argv, ...rest } = back;
                 assert.deepEqual(rest, expectedUnitService(svc, { hasSecrets }));
             }),
             { numRuns: 300 },
         );
     });
 
-    it("notices a hand-edited unit", () => {
+    it("reads what a hand-edited unit runs", () => {
         const text = renderUnit(fieldService(), { hasSecrets: false }).replace("--tp-size 2", "--tp-size 1");
         const back = serviceFromUnit(text);
-        assert.equal(back.handEdited, true);
         assert.equal(back.fields.tensorParallelSize, 1);
     });
 
@@ -177,7 +174,6 @@ describe("systemd unit: parsing back", () => {
             "Restart=always",
         ].join("\n");
         const back = serviceFromUnit(text);
-        assert.equal(back.handEdited, true);
         assert.equal(back.fields.launcher, "launch_server");
         assert.equal(back.fields.speculative?.numDraftTokens, 2);
         assert.equal(back.fields.mambaSchedulerStrategy, "extra_buffer");
@@ -194,12 +190,10 @@ const KPRO5 = { project: "sglang-serve", stack: "kpro5" };
 const CT129 = { project: "sglang-serve", stack: "ct129" };
 
 describe("systemd unit: the owner", () => {
-    it("records the owner as a comment line before [Unit], inside the hashed body", () => {
+    it("records the owner as a comment line before [Unit]", () => {
         const text = renderUnit(fieldService(), { hasSecrets: true, owner: KPRO5 });
         assert.match(text, /^# Managed by sglang-serve[^\n]*\n# sglang-serve owner: sglang-serve\/kpro5\n/);
         assert.deepEqual(unitOwner(text), KPRO5);
-        assert.equal(serviceFromUnit(text).handEdited, false);
-        assert.equal(serviceFromUnit(text.replace("owner: sglang-serve/kpro5", "owner: sglang-serve/ct129")).handEdited, true);
     });
 
     it("reads no owner from a unit without one, or from a comment inside a section", () => {
@@ -220,6 +214,14 @@ describe("systemd unit: the owner", () => {
         assert.equal(unitTextWithoutOwner(kpro5), unitTextWithoutOwner(none));
         const other = renderUnit({ ...fieldService(), memFractionStatic: 0.85 }, { hasSecrets: true, owner: KPRO5 });
         assert.notEqual(unitTextWithoutOwner(other), unitTextWithoutOwner(ct129));
+    });
+
+    it("counts a unit with the former header (which carried a config hash) as the same server", () => {
+        const now = renderUnit(fieldService(), { hasSecrets: true, owner: KPRO5 });
+        const lines = now.split("\n");
+        const former = [`${lines[0].replace(/\.$/, "")}. config-hash: sha256:c2ff01c4603f5444`, ...lines.slice(1)].join("\n");
+        assert.notEqual(former, now);
+        assert.equal(unitTextWithoutOwner(former), unitTextWithoutOwner(now));
     });
 
     it("reads the same fields back with and without the owner (property)", () => {

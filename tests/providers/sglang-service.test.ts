@@ -278,6 +278,20 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(systemctlChanges(), ["systemctl daemon-reload"]);
             assert.equal(outs.boxOwner, "sglang-serve/lab");
         });
+
+        it("rewrites a unit with the former header (a config hash) without a restart", async () => {
+            const news = declared();
+            const former = news.unitText.replace(/^(# Managed by sglang-serve[^\n]*)\.\n/, "$1. config-hash: sha256:c2ff01c4603f5444\n");
+            assert.notEqual(former, news.unitText);
+            await box.install(news.unitName, former, news.environmentFile);
+            const pid = box.unit("sglang-qwen.service")!.pid;
+            const { inputs } = await provider.check!({ ...news, unitText: former }, news);
+            assert.equal(inputs!.restart, "no");
+            await create(news);
+            assert.equal(box.read(UNIT), news.unitText);
+            assert.equal(box.unit("sglang-qwen.service")!.pid, pid, "same main PID: not restarted");
+            assert.deepEqual(systemctlChanges(), ["systemctl daemon-reload"]);
+        });
     });
 
     describe("update (rollout)", () => {
