@@ -20,7 +20,7 @@ import {
 } from "../core/readiness";
 import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
 import { RemoteRunner } from "./remote-host";
-import { SshError } from "./ssh";
+import { SshError } from "./ssh-error";
 
 /** Where to start reading the unit's journal: a cursor, or a time journalctl --since understands ("@1767268800"). */
 export type JournalPosition = { cursor: string } | { time: string };
