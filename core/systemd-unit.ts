@@ -4,7 +4,7 @@
  * field), and escaped by systemd's own rules (systemd.service "Command
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "./digest";
 import type { ServiceConfig } from "./config";
 import { ArgvFields, argvFieldsOf, envReference, parseArgv, renderArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
@@ -240,7 +240,7 @@ export function unitTextWithoutOwner(text: string): string {
 
 /** Hash of everything below the header line: a unit whose body no longer matches was edited by hand. */
 export function unitBodyHash(body: string): string {
-    return `sha256:${createHash("sha256").update(body, "utf8").digest("hex").slice(0, 16)}`;
+    return `sha256:${sha256(body).slice(0, 16)}`;
 }
 
 /** ExecStart with one flag (and its value) per continuation line, so a preview diff shows the flag that changed. */
