@@ -4,7 +4,7 @@
  * preview names the problem) and the SSH pool (which offers only the pinned
  * type and compares the blob the host shows).
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "./digest";
 
 export const HOST_KEY_TYPES = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa"] as const;
 export type HostKeyType = (typeof HOST_KEY_TYPES)[number];
@@ -40,7 +40,7 @@ export function parseHostKey(text: string): { key: HostKey } | { problem: string
 
 /** "SHA256:..." as OpenSSH prints it: base64 of the SHA-256 of the key blob, no padding. */
 export function fingerprintOfKeyBlob(blob: Buffer): string {
-    return `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`;
+    return `SHA256:${sha256(blob, "base64").replace(/=+$/, "")}`;
 }
 
 function sshString(text: string | Buffer): Buffer {

@@ -2,7 +2,8 @@
 // it with the gate (gate/sglang-serve-read-gate) on a box: what
 // `npm run read-gate -- install-script` prints for an operator to pipe into
 // `ssh root@<box> sh`. Pure: the gate's text comes in as a value.
-import { createHash } from "crypto";
+import { sha256 } from "./digest";
+import { fingerprintOfKeyBlob } from "./host-key";
 import { shQuote } from "./shell";
 
 export const DEFAULT_GATE_PATH = "/usr/local/sbin/sglang-serve-read-gate";
@@ -72,8 +73,7 @@ export function parsePublicKey(text: string): PublicKey {
                 "give the .pub file of the read-only key (make one with ssh-keygen -t ed25519 -N '' -f ~/.ssh/sglang-serve-read-<stack>)",
         );
     }
-    const digest = createHash("sha256").update(Buffer.from(blob, "base64")).digest("base64").replace(/=+$/, "");
-    return { type, blob, fingerprint: `SHA256:${digest}` };
+    return { type, blob, fingerprint: fingerprintOfKeyBlob(Buffer.from(blob, "base64")) };
 }
 
 function gatePathOf(opts: ReadKeyOptions): string {
@@ -154,7 +154,7 @@ export function renderInstallScript(opts: InstallOptions): string {
     if (!opts.gateText.endsWith("\n") || opts.gateText.split("\n").includes(HEREDOC_END)) {
         throw new Error(`the gate text must end with a newline and not hold a line ${HEREDOC_END}`);
     }
-    const sha = createHash("sha256").update(opts.gateText, "utf8").digest("hex");
+    const sha = sha256(opts.gateText);
     return [
         "#!/bin/sh",
         "# sglang-serve: installs the read-only gate and the read-only key on this box.",

@@ -1,7 +1,8 @@
 import type { Connection } from "../components/connection";
 import type { ProviderConfig } from "../core/provider-config";
 import { RemoteHost } from "../remote/remote-host";
-import { getSshPool, SshTarget } from "../remote/ssh";
+import { getSshPool } from "../remote/ssh-pool";
+import { SshTarget } from "../remote/ssh-target";
 import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
 import { sshPrivateKeyPath } from "../core/stack-config-source";
 

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from "crypto";
+import { newMarker } from "../core/batch-script";
 import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
 import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
 import { apiKeyProblem } from "../core/config";
+import { sha256 } from "../core/digest";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
 import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
@@ -71,8 +72,9 @@ export interface ServiceOutputs extends ServiceInputs {
 /** Fields whose change means the server process must restart. */
 const PROCESS_FIELDS = ["unitText", "command", "flags", "environment"] as const;
 
-export function sha256(text: string | undefined): string {
-    return text === undefined ? "" : createHash("sha256").update(text).digest("hex");
+/** The secrets hash of an EnvironmentFile: "" when there is none, as the unit read reports it (core/unit-read.ts). */
+function environmentFileHash(text: string | undefined): string {
+    return text === undefined ? "" : sha256(text);
 }
 
 /** What the box holds now: unit, secrets hash, systemd state, live args. */
@@ -104,16 +106,14 @@ function readableUnit(text: string): UnitView {
  */
 const unitReads = new Coalescer<{ remote: RemoteHost; unit: UnitReadRequest }, UnitReadResult>(5, async (_key, reqs) => {
     const units = reqs.map((r) => r.unit);
-    const marker = `sglang-serve-${randomBytes(8).toString("hex")}`;
+    const marker = newMarker();
     const result = await reqs[0]!.remote.runChecked(["sh", "-c", renderUnitReadScript(units, marker)]);
     return parseUnitReadOutput(result.stdout, units, marker);
 });
 
 function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
     const t = remote.target;
-    const credentials = createHash("sha256")
-        .update(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`)
-        .digest("hex");
+    const credentials = sha256(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`);
     const paths = unitPaths(unitName);
     return unitReads.request(`${remote.describe()} ${credentials}`, {
         remote,
@@ -206,7 +206,7 @@ function differences(inputs: ServiceInputs, live: LiveService): string[] {
         const env = changedNames(inputs.environment, live.unit.environment);
         why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
     }
-    if (live.secretsHash !== sha256(inputs.environmentFile)) why.push("secrets changed");
+    if (live.secretsHash !== environmentFileHash(inputs.environmentFile)) why.push("secrets changed");
     if (live.activeState !== "active") why.push(`service is ${live.activeState}`);
     if (!live.liveMatchesUnit) why.push("the running server does not run the unit file's args (changed, not restarted)");
     return why;
@@ -287,7 +287,7 @@ async function rollout(id: string, inputs: ServiceInputs, live: LiveService, rec
     const result = step.result;
     if (result.ok) {
         const after = await readLive(remote, inputs);
-        const outs = outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${sha256(inputs.environmentFile)}\n${Date.now()}`));
+        const outs = outputsFrom(inputs, after, sha256(`${inputs.unitText}\n${environmentFileHash(inputs.environmentFile)}\n${Date.now()}`));
         recordGated(outs.revision);
         return outs;
     }
@@ -516,7 +516,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
             .map(String);
         const flags = changedNames(olds.flags, news.flags);
         const env = changedNames(olds.environment, news.environment);
-        const secrets = sha256(olds.environmentFile) !== sha256(news.environmentFile) && olds.unitName !== undefined;
+        const secrets = environmentFileHash(olds.environmentFile) !== environmentFileHash(news.environmentFile) && olds.unitName !== undefined;
         let restart = "no";
         if (olds.unitName === undefined) restart = "yes: new server";
         else if (changed.length > 0 || secrets) {
@@ -531,7 +531,10 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         }
         const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
         const drift =
-            olds.activeState !== "active" || olds.enabled !== true || olds.liveMatchesUnit === false || olds.secretsHash !== sha256(news.environmentFile);
+            olds.activeState !== "active" ||
+            olds.enabled !== true ||
+            olds.liveMatchesUnit === false ||
+            olds.secretsHash !== environmentFileHash(news.environmentFile);
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {

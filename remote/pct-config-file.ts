@@ -10,7 +10,7 @@
 // still has the digest the edit was computed from (like Proxmox's `digest`
 // parameter); otherwise the file is read and edited again.
 
-import { createHash } from "crypto";
+import { sha256 } from "../core/digest";
 import type { RemoteRunner } from "./remote-host";
 
 export interface PctConfigPaths {
@@ -50,10 +50,6 @@ const WRITE_SCRIPT = [
 ].join("\n");
 
 const READ_SCRIPT = `[ -f "$1" ] || { echo "sglang-serve: $1 does not exist" >&2; exit ${EXIT_MISSING}; }; base64 -w0 < "$1"`;
-
-function sha256(bytes: Buffer): string {
-    return createHash("sha256").update(bytes).digest("hex");
-}
 
 export class PctConfigFileError extends Error {}
 

@@ -20,7 +20,7 @@ import {
 } from "../core/readiness";
 import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
 import { RemoteRunner } from "./remote-host";
-import { SshError } from "./ssh";
+import { SshError } from "./ssh-error";
 
 /** Where to start reading the unit's journal: a cursor, or a time journalctl --since understands ("@1767268800"). */
 export type JournalPosition = { cursor: string } | { time: string };
@@ -243,6 +243,18 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
             say(`[readiness] cannot read the journal of ${o.unit} (${polled.journalError}); judging by the unit state and /health only`);
         }
     };
+    // How every poll of both loops opens. Both probes start together; the
+    // unit/journal answer is taken (and can be judged) as soon as it arrives,
+    // because /health of a wedged server can take its full 20 s timeout and a
+    // crash in the journal must not wait for that.
+    const observe = async (): Promise<{ pollError: FailureCause } | { polled: PollResult; health: Promise<HealthObservation> }> => {
+        const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
+        const polled = await poll();
+        if ("error" in polled) return { pollError: { kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` } };
+        took(polled);
+        const health = healthP.then((h): HealthObservation => ("status" in h ? { status: h.status } : { error: h.error }));
+        return { polled, health };
+    };
 
     const fail = async (cause: FailureCause, message: string): Promise<GateResult> => {
         say(message);
@@ -267,13 +279,9 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
     let ready: Extract<ReadinessDecision, { kind: "ready" }>;
     for (;;) {
         const pollStart = now();
-        // Both probes start together; the unit/journal answer is judged as soon as
-        // it arrives, because /health of a wedged server can take its full 20 s
-        // timeout and a crash in the journal must not wait for that.
-        const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
-        const polled = await poll();
-        if ("error" in polled) return failNow({ kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` });
-        took(polled);
+        const observed = await observe();
+        if ("pollError" in observed) return failNow(observed.pollError);
+        const { polled } = observed;
         // Fatal lines, the unit's state and restarts are judged before /health in
         // `step`, so a failure found without /health's answer stands as it is.
         // (Not the deadline: its message names the last /health answer.)
@@ -282,9 +290,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
             state = early.state;
             return failWith(early.decision);
         }
-        const health = await healthP;
-
-        const healthObs: HealthObservation = "status" in health ? { status: health.status } : { error: health.error };
+        const healthObs = await observed.health;
         const r = step(state, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: healthObs });
         state = r.state;
         const d = r.decision;
@@ -380,15 +386,13 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
         let lastWindowProgressAt = -Infinity;
         for (;;) {
             const pollStart = now();
-            const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
-            const polled = await poll();
-            if ("error" in polled) return failNow({ kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` });
-            took(polled);
+            const observed = await observe();
+            if ("pollError" in observed) return failNow(observed.pollError);
+            const { polled } = observed;
             // A crash in the journal or the unit fails the window without waiting for /health.
             const early = earlyWindowFailure(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines });
             if (early && early.kind === "failed") return fail(early.cause, formatWindowProgress(early, o.attempt));
-            const health = await healthP;
-            const healthObs: HealthObservation = "status" in health ? { status: health.status } : { error: health.error };
+            const healthObs = await observed.health;
             const r = stepWindow(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: healthObs });
             win = r.state;
             const d = r.decision;

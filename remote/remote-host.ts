@@ -5,7 +5,10 @@
 // argv; nothing here pastes strings into a shell.
 
 import { remoteCommand } from "../core/shell";
-import { ExecOptions, ExecResult, getSshPool, hostId, SshError, SshPool, SshTarget, writeFileScript } from "./ssh";
+import { writeFileScript } from "../core/write-file-script";
+import { SshError } from "./ssh-error";
+import { getSshPool, SshPool } from "./ssh-pool";
+import { ExecOptions, ExecResult, hostId, SshTarget } from "./ssh-target";
 
 export type Topology = "direct" | "pct-exec";
 

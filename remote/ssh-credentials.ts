@@ -7,7 +7,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { chooseSshCredentials, keyFileModeProblem } from "../core/ssh-credentials";
-import type { SshTarget } from "./ssh";
+import type { SshTarget } from "./ssh-target";
 
 export type SshCredentials = Pick<SshTarget, "privateKey" | "passphrase" | "agent">;
 

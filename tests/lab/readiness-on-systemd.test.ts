@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import * as fs from "fs";
 import { journalPosition, waitUntilReady } from "../../remote/readiness-gate";
 import { RemoteHost } from "../../remote/remote-host";
-import { SshPool } from "../../remote/ssh";
+import { SshPool } from "../../remote/ssh-pool";
 import { LabInfo, setFaults, clearFaults } from "../../lab/control";
 import { installUnit, lab, ok, testLabDir } from "./lab-fixture";
 

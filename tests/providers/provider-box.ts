@@ -1,5 +1,5 @@
 // The seam for driving the four dynamic providers directly: their SSH goes
-// through the process-wide pool (remote/ssh.ts getSshPool), and this replaces
+// through the process-wide pool (remote/ssh-pool.ts getSshPool), and this replaces
 // that pool with one whose commands run in a FakeBox (tests/remote/fake-box.ts):
 // the command string the provider would send over SSH is run by a local `sh`,
 // with fake pct, systemctl, journalctl, nvidia-smi and pveversion first on
@@ -31,7 +31,8 @@ import { API_KEY_ENV } from "../../core/sglang-rules";
 import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../../core/systemd-unit";
 import { configureProviders } from "../../providers/context";
 import type { ServiceInputs } from "../../providers/sglang-service";
-import { ExecOptions, ExecResult, SshPool, SshTarget } from "../../remote/ssh";
+import { SshPool } from "../../remote/ssh-pool";
+import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";
 import { FakeBox } from "../remote/fake-box";
 

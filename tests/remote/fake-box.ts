@@ -9,7 +9,7 @@ import * as os from "os";
 import * as path from "path";
 import type { UnitStatus } from "../../core/readiness";
 import type { RemoteRunner } from "../../remote/remote-host";
-import type { ExecOptions, ExecResult } from "../../remote/ssh";
+import type { ExecOptions, ExecResult } from "../../remote/ssh-target";
 
 const FAKES: Record<string, string> = {
     // Prints the unit file; records its arguments.

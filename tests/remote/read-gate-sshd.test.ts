@@ -10,7 +10,7 @@ import { provider as readinessCheck } from "../../providers/readiness-check";
 import { provider as sglangService } from "../../providers/sglang-service";
 import { configureProviders } from "../../providers/context";
 import { RemoteHost } from "../../remote/remote-host";
-import { SshPool } from "../../remote/ssh";
+import { SshPool } from "../../remote/ssh-pool";
 import { runReadGate } from "../../scripts/read-gate";
 import { checkBatch, readerCommands } from "./read-gate-fixture";
 import { TestSshd } from "./sshd-fixture";
@@ -115,7 +115,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         fs.writeFileSync(calls, "");
         commands = [];
         pool = new SshPool({ log: () => undefined, onCommand: (_h, c) => commands.push(c) });
-        // The providers use the process-wide pool (remote/ssh.ts getSshPool): this test's records the commands.
+        // The providers use the process-wide pool (remote/ssh-pool.ts getSshPool): this test's records the commands.
         const g = globalThis as unknown as Record<symbol, unknown>;
         savedPool = g[POOL_KEY];
         g[POOL_KEY] = pool;

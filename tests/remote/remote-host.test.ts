@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import * as fs from "fs";
 import { RemoteHost } from "../../remote/remote-host";
-import { SshPool } from "../../remote/ssh";
+import { SshPool } from "../../remote/ssh-pool";
 import { TestSshd } from "./sshd-fixture";
 
 // Both topologies against a real sshd. For pct-exec, a fake `pct` on the

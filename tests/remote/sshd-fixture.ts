@@ -7,7 +7,7 @@ import * as fs from "fs";
 import * as net from "net";
 import * as os from "os";
 import * as path from "path";
-import type { SshTarget } from "../../remote/ssh";
+import type { SshTarget } from "../../remote/ssh-target";
 
 export const SSHD = "/usr/sbin/sshd";
 

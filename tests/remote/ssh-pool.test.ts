@@ -4,7 +4,9 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { fingerprintOfKeyBlob } from "../../core/host-key";
-import { getSshPool, parsePinnedHostKey, SshError, SshPool } from "../../remote/ssh";
+import { SshError } from "../../remote/ssh-error";
+import { parsePinnedHostKey } from "../../remote/ssh-host-key";
+import { getSshPool, SshPool } from "../../remote/ssh-pool";
 import { opensshFingerprint, TestSshd } from "./sshd-fixture";
 
 // Against a real sshd on 127.0.5.1 (see sshd-fixture.ts). MaxSessions 4 so

@@ -1,5 +1,7 @@
 // SSH connection pool on ssh2: one connection per host, pinned host keys,
-// bounded channels, bounded reconnects.
+// bounded channels, bounded reconnects. What it runs commands on and what a
+// command takes and gives are in ssh-target.ts, its error in ssh-error.ts,
+// the pin in ssh-host-key.ts.
 //
 // Why a pool on globalThis: the pool is used from Pulumi dynamic-provider
 // methods, which are serialized into the state and must not capture sockets
@@ -9,53 +11,15 @@
 // Secrets: the private key and its passphrase live only in the SshTarget
 // passed in (memory), or the key stays in ssh-agent (SshTarget.agent: only
 // the agent's socket path is here); stdin carries file contents. None of them is ever put in
-// an error message, a log line or a command line (`redact` is the last guard).
+// an error message, a log line or a command line (`redactTarget` is the last guard).
 
 import { constants as osConstants } from "os";
-import { Client, ClientChannel, ConnectConfig, ServerHostKeyAlgorithm } from "ssh2";
-import { fingerprintOfKeyBlob, HostKey, HostKeyType, keyTypeOfBlob, parseHostKey } from "../core/host-key";
-import { redact } from "../core/redact";
-import { shQuote } from "../core/shell";
-
-export interface SshTarget {
-    address: string;
-    port: number;
-    user: string;
-    /** Pinned host key as in known_hosts without the host name: "ssh-ed25519 AAAA...". */
-    hostKey: string;
-    /** PEM/OpenSSH private key text; kept in memory only. Absent when `agent` signs instead. */
-    privateKey?: string;
-    passphrase?: string;
-    /** ssh-agent's socket (SSH_AUTH_SOCK): the agent's keys are offered when there is no privateKey. */
-    agent?: string;
-    /** Shown next to user@address:port in messages (e.g. the stack's host name). */
-    label?: string;
-}
-
-export interface ExecOptions {
-    /** Sent to the command's stdin, then EOF. Never logged. */
-    stdin?: string | Buffer;
-    /** Kill (signal KILL, close the channel) and fail after this long. Default: no limit. */
-    timeoutMs?: number;
-    /**
-     * Re-run the command after a dropped connection (default true). A drop while
-     * the command ran means it may have run (partly): commands sent through the
-     * pool are idempotent (writes are tmp+rename, reads are reads); pass false
-     * for one that is not.
-     */
-    retry?: boolean;
-    /** Overrides the pool's log for this call's reconnect notices. */
-    log?: (message: string) => void;
-}
-
-export interface ExecResult {
-    /** Exit status; 128+N when the command was killed by signal N (as a shell reports it). */
-    code: number;
-    /** Set when the command was killed by a signal, e.g. "KILL". */
-    signal?: string;
-    stdout: string;
-    stderr: string;
-}
+import { Client, ClientChannel, ConnectConfig } from "ssh2";
+import { fingerprintOfKeyBlob, keyTypeOfBlob } from "../core/host-key";
+import { writeFileScript } from "../core/write-file-script";
+import { SshError } from "./ssh-error";
+import { hostKeyAlgorithms, parsePinnedHostKey, PinnedKey } from "./ssh-host-key";
+import { ExecOptions, ExecResult, hostId, hostName, redactTarget, SshTarget } from "./ssh-target";
 
 export interface HostStats {
     /** TCP+SSH connections opened (attempts, including failed ones). */
@@ -88,90 +52,8 @@ export interface SshPoolOptions {
     onCommand?: (host: string, command: string) => void;
 }
 
-export type SshErrorKind =
-    | "config" // bad target: missing pin, unparsable key
-    | "host-key" // the host offered another key than the pinned one
-    | "auth" // the user/key was refused
-    | "connection" // could not connect or the connection dropped (retried)
-    | "timeout" // the command ran past timeoutMs
-    | "channel" // the server refused a session channel
-    | "command"; // execChecked: non-zero exit
-
-export class SshError extends Error {
-    constructor(
-        readonly kind: SshErrorKind,
-        message: string,
-        /** user@address:port */
-        readonly host: string,
-        /** For kind "connection": ECONNRESET, ECONNREFUSED, "Not connected", ... */
-        readonly reason?: string,
-    ) {
-        super(message);
-        this.name = "SshError";
-    }
-}
-
 // ---------------------------------------------------------------------------
-// Host keys
-
-export type PinnedKey = HostKey;
-
-/** The pinned key of `host`, or an SshError that says what to put there. */
-export function parsePinnedHostKey(hostKey: string, host: string): PinnedKey {
-    const hint =
-        `set sglang-serve:host.hostKey to the host's key as "<type> <base64>" ` +
-        `(e.g. the output of \`ssh-keyscan -t ed25519 <address>\` without the address)`;
-    if (hostKey.trim() === "") {
-        throw new SshError("config", `ssh: no pinned host key for ${host}; unknown host keys are never accepted: ${hint}`, host);
-    }
-    const parsed = parseHostKey(hostKey.trim());
-    if ("problem" in parsed) throw new SshError("config", `ssh: the pinned host key for ${host} ${parsed.problem}; ${hint}`, host);
-    return parsed.key;
-}
-
-/** Host-key algorithms to offer: only the pinned type, so the server shows the pinned key. */
-function hostKeyAlgorithms(type: HostKeyType): ServerHostKeyAlgorithm[] {
-    switch (type) {
-        case "ssh-rsa":
-            return ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"];
-        case "ssh-ed25519":
-        case "ecdsa-sha2-nistp256":
-        case "ecdsa-sha2-nistp384":
-        case "ecdsa-sha2-nistp521":
-            return [type];
-        default: {
-            const never: never = type;
-            throw new Error(`unhandled key type ${String(never)}`);
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Helpers
-
-/** user@address:port, the pool's key for a target. */
-export function hostId(target: Pick<SshTarget, "user" | "address" | "port">): string {
-    return `${target.user}@${target.address}:${target.port}`;
-}
-
-function hostName(target: SshTarget): string {
-    const id = hostId(target);
-    return target.label && target.label !== id ? `${id} (${target.label})` : id;
-}
-
-/** Remove secrets that a library message might echo. Last line of defence, not the plan. */
-function redactTarget(message: string, target: SshTarget, stdin?: string | Buffer): string {
-    const secrets: string[] = [];
-    if (target.passphrase) secrets.push(target.passphrase);
-    for (const line of (target.privateKey ?? "").split(/\r?\n/)) {
-        if (line.length >= 16 && !line.startsWith("-----")) secrets.push(line);
-    }
-    if (stdin !== undefined) {
-        const s = typeof stdin === "string" ? stdin : stdin.toString("utf8");
-        for (const line of s.split(/\r?\n/)) if (line.trim().length >= 8) secrets.push(line);
-    }
-    return redact(message, secrets, "[redacted]");
-}
+// Messages and transport errors
 
 /** The command as shown in errors: bounded, so a long script does not drown the message. */
 function commandSummary(command: string): string {
@@ -639,28 +521,6 @@ export class SshPool {
 function signalNumber(name: string): number {
     const n = (osConstants.signals as Record<string, number | undefined>)[`SIG${name}`];
     return n ?? 0;
-}
-
-/**
- * The shell script behind writeFile: content from stdin to a temporary file
- * beside the target (same filesystem, so the rename is atomic), mode set before
- * the rename, the temporary file removed on failure. $$ keeps two concurrent
- * writers of one path apart. umask 077 so the file is
- * never readable by others, not even between cat and chmod.
- */
-export function writeFileScript(path: string, mode: number): string {
-    if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new Error(`invalid file mode ${mode}`);
-    // Absolute only: a relative path would depend on the login directory, and a
-    // leading "-" would read as an option to mv.
-    if (!path.startsWith("/")) throw new Error(`writeFile needs an absolute path, got ${JSON.stringify(path)}`);
-    const octal = mode.toString(8).padStart(4, "0");
-    const p = shQuote(path);
-    return (
-        `umask 077; t=${p}.tmp.$$; ` +
-        // mv onto an existing directory would move the file into it: refuse instead.
-        `if cat > "$t" && chmod ${octal} "$t" && { [ ! -d ${p} ] || { printf '%s is a directory\\n' ${p} >&2; false; }; } && mv -f "$t" ${p}; ` +
-        `then exit 0; else rc=$?; rm -f "$t"; exit $rc; fi`
-    );
 }
 
 /** Test hook and per-process singleton key; a Symbol.for key survives module reloads. */
