@@ -5,7 +5,7 @@
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
 import { createHash } from "node:crypto";
-import type { ServiceConfig } from "./config";
+import type { ServiceConfig } from "./config-schema";
 import { ArgvFields, argvFieldsOf, envReference, parseArgv, renderArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
 

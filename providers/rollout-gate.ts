@@ -1,4 +1,4 @@
-import type { ReadinessConfig } from "../core/config";
+import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";

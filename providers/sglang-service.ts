@@ -3,7 +3,7 @@ import type { ResourceProvider } from "./resource-provider";
 import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
-import { apiKeyProblem } from "../core/config";
+import { apiKeyProblem } from "../core/config-values";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
 import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
