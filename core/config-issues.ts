@@ -125,26 +125,28 @@ export function unknownKeyIssue(parentPath: readonly PropertyKey[], key: string,
 /** Keys a schema at `path` accepts, for "did you mean" hints on unknown keys. */
 function knownKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
     let current: z.core.$ZodType | undefined = schema;
-    const unwrap = (s: z.core.$ZodType): z.core.$ZodType => {
-        const def = s._zod.def as { type: string; innerType?: z.core.$ZodType };
-        return ["optional", "default", "prefault", "nullable"].includes(def.type) && def.innerType ? unwrap(def.innerType) : s;
-    };
     for (const part of path) {
         if (!current) return [];
-        const def = unwrap(current)._zod.def as {
-            type: string;
-            shape?: Record<string, z.core.$ZodType>;
-            element?: z.core.$ZodType;
-            valueType?: z.core.$ZodType;
-        };
-        if (def.type === "object" && def.shape) current = def.shape[String(part)];
-        else if (def.type === "array") current = def.element;
-        else if (def.type === "record") current = def.valueType;
+        const inner = withoutWrappers(current);
+        if (inner instanceof z.ZodObject) current = inner.shape[String(part)];
+        else if (inner instanceof z.ZodArray) current = inner.element;
+        else if (inner instanceof z.ZodRecord) current = inner.valueType;
         else return [];
     }
     if (!current) return [];
-    const def = unwrap(current)._zod.def as { type: string; shape?: Record<string, unknown> };
-    return def.type === "object" && def.shape ? Object.keys(def.shape) : [];
+    const inner = withoutWrappers(current);
+    return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
+}
+
+/** `schema` inside the wrappers that leave its keys as they are (optional, default, prefault, nullable). */
+function withoutWrappers(schema: z.core.$ZodType): z.core.$ZodType {
+    const wrapped =
+        schema instanceof z.ZodOptional ||
+        schema instanceof z.ZodExactOptional ||
+        schema instanceof z.ZodDefault ||
+        schema instanceof z.ZodPrefault ||
+        schema instanceof z.ZodNullable;
+    return wrapped ? withoutWrappers(schema.unwrap()) : schema;
 }
 
 function editDistance(a: string, b: string): number {
