@@ -218,6 +218,7 @@ export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;
 export type ModelConfig = z.output<typeof ModelSchema>;
 export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
+/** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness.ts). */
 export type ReadinessConfig = z.output<typeof ReadinessSchema>;
 export type Topology = HostConfig["topology"];
 

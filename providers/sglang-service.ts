@@ -3,6 +3,7 @@ import type { ResourceProvider } from "./resource-provider";
 import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
+import type { ReadinessConfig } from "../core/config-schema";
 import { apiKeyProblem } from "../core/config-values";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
@@ -15,7 +16,7 @@ import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
-import { ReadinessSettings, recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
+import { recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
@@ -35,7 +36,7 @@ export interface ServiceInputs {
     servedModelName: string;
     speculativeAlgorithm?: string;
     gpuIndices: number[];
-    readiness: ReadinessSettings;
+    readiness: ReadinessConfig;
     /**
      * `<project>/<stack>` that manages the unit, recorded in the unit file.
      * The inputs a refresh reads back hold the owner the box records instead
