@@ -4,10 +4,9 @@
 // Every command line is built by core/shell.ts's quoting functions from an
 // argv; nothing here pastes strings into a shell.
 
+import type { Topology } from "../core/config-schema";
 import { remoteCommand } from "../core/shell";
 import { ExecOptions, ExecResult, getSshPool, hostId, SshError, SshPool, SshTarget, writeFileScript } from "./ssh";
-
-export type Topology = "direct" | "pct-exec";
 
 /** The part of RemoteHost the readiness gate and the GPU wait need; fakes implement it in tests. */
 export interface RemoteRunner {
