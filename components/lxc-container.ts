@@ -1,5 +1,5 @@
 import * as pulumi from "./pulumi";
-import type { ContainerConfig } from "../core/config";
+import type { ContainerConfig } from "../core/config-schema";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 import { DeviceMajors } from "./gpu-host";

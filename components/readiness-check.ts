@@ -1,5 +1,5 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig } from "../core/config";
+import type { ReadinessConfig } from "../core/config-schema";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 

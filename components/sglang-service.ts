@@ -1,5 +1,5 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig, ServiceConfig } from "../core/config";
+import type { ReadinessConfig, ServiceConfig } from "../core/config-schema";
 import { formatOwner } from "../core/ownership";
 import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";

@@ -1,5 +1,7 @@
 import * as pulumi from "./pulumi";
-import { formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
+import { validateStackConfig } from "../core/config";
+import { formatConfigIssues } from "../core/config-issues";
+import type { StackConfig } from "../core/config-schema";
 import { rawStackConfig } from "../core/stack-config-source";
 
 /** The raw sections of a stack's config, as Pulumi holds them (core/stack-config-source.ts). */

@@ -6,7 +6,8 @@
  * types) and weights size (the safetensors index). A declared value the box
  * contradicts fails the preview, naming both.
  */
-import { ServiceConfig, staticPoolFit } from "./config";
+import { staticPoolFit } from "./config-rules";
+import type { ServiceConfig } from "./config-schema";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
 import { sglangRelease } from "./sglang-releases";
 

@@ -5,7 +5,7 @@
  * the stack manages, NVIDIA GPU passthrough lines, and the `pct set` options
  * that bring a container to the declared settings.
  */
-import type { ContainerConfig } from "./config";
+import type { ContainerConfig } from "./config-schema";
 
 export type PctLine = { kind: "option"; key: string; value: string } | { kind: "comment"; text: string };
 

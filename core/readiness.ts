@@ -97,7 +97,8 @@ export interface Observation {
     health: HealthObservation;
 }
 
-export interface ReadinessConfig {
+/** The state machine's settings, in milliseconds (the stack's readiness section, in seconds, is ReadinessConfig in core/config-schema.ts). */
+export interface ReadinessTimings {
     startupTimeoutMs: number;
     /**
      * Consecutive polls with GET /health = 200 but no ready line before the health
@@ -152,7 +153,7 @@ export type ReadinessDecision =
     | { kind: "failed"; elapsedMs: number; phase: Phase; cause: FailureCause };
 
 export interface ReadinessState {
-    readonly config: Required<ReadinessConfig>;
+    readonly config: Required<ReadinessTimings>;
     readonly phase: Phase;
     readonly phaseTimeline: readonly PhaseEntry[];
     readonly readyLineSeen: boolean;
@@ -165,7 +166,7 @@ export interface ReadinessState {
     readonly final: ReadinessDecision | null;
 }
 
-export function initialReadinessState(config: ReadinessConfig): ReadinessState {
+export function initialReadinessState(config: ReadinessTimings): ReadinessState {
     return {
         config: {
             startupTimeoutMs: config.startupTimeoutMs,
@@ -332,7 +333,7 @@ function unitStateProblem(unit: UnitStatus): "stopped" | "restarting" | null {
 /** Convenience wrapper for callers that prefer an object to threading state. */
 export class ReadinessMachine {
     private s: ReadinessState;
-    constructor(config: ReadinessConfig) {
+    constructor(config: ReadinessTimings) {
         this.s = initialReadinessState(config);
     }
     observe(obs: Observation): ReadinessDecision {

@@ -13,7 +13,7 @@
  * only this server as root, so that is accepted.
  */
 import { z } from "zod";
-import type { ServiceConfig } from "./config";
+import type { ServiceConfig } from "./config-schema";
 import { diffFields, FieldDiff } from "./diff";
 import { SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
 

@@ -6,7 +6,7 @@
  * program. It gives the raw sections core/config.ts validates; secrets are
  * checked for presence (and the API key's shape), never printed.
  */
-import { CONFIG_NAMESPACE } from "./config";
+import { CONFIG_NAMESPACE } from "./config-schema";
 import { isRecord } from "./is-record";
 
 /** A config value by its key without the namespace (`host`), as the source holds it: text, a parsed object, or a secret's marker. */

@@ -4,7 +4,7 @@
  * field), and escaped by systemd's own rules (systemd.service "Command
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
-import type { ServiceConfig } from "./config";
+import type { ServiceConfig } from "./config-schema";
 import { ArgvFields, argvFieldsOf, envReference, parseArgv, renderArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
 

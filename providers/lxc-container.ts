@@ -1,7 +1,7 @@
 import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import type { Connection } from "../components/connection";
-import type { ContainerConfig } from "../core/config";
+import type { ContainerConfig } from "../core/config-schema";
 import type { DeviceMajors } from "../core/gpu-facts";
 import {
     editPassthroughInPlace,

@@ -1,7 +1,7 @@
 import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
-import type { ReadinessConfig } from "../core/config";
+import type { ReadinessConfig } from "../core/config-schema";
 import { redact, remoteFor } from "./context";
 import { changedKeys } from "./diff-inputs";
 import { gatedInThisRun, verifyServing, waitServing } from "./rollout-gate";

@@ -1,4 +1,4 @@
-import type { ReadinessConfig } from "../core/config";
+import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
@@ -8,8 +8,6 @@ import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remo
 import { redact, say } from "./context";
 import { readServerInfoOnBox } from "./server-info-on-box";
 
-export type ReadinessSettings = ReadinessConfig;
-
 /** What the gate needs to know about a server. */
 export interface ServedServer {
     unitName: string;
@@ -17,7 +15,7 @@ export interface ServedServer {
     apiKey?: string;
     servedModelName: string;
     speculativeAlgorithm?: string;
-    readiness: ReadinessSettings;
+    readiness: ReadinessConfig;
 }
 
 /**
@@ -50,7 +48,7 @@ export function waitServing(
 }
 
 /** readiness.minHealthySeconds of a state written before the healthy window existed: none. */
-export function minHealthySeconds(readiness: Partial<ReadinessSettings>): number {
+export function minHealthySeconds(readiness: Partial<ReadinessConfig>): number {
     return readiness.minHealthySeconds ?? 0;
 }
 

@@ -3,7 +3,8 @@ import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./r
 import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-facts";
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
-import { apiKeyProblem } from "../core/config";
+import type { ReadinessConfig } from "../core/config-schema";
+import { apiKeyProblem } from "../core/config-values";
 import { sha256 } from "../core/digest";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
@@ -16,7 +17,7 @@ import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
-import { ReadinessSettings, recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
+import { recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
@@ -36,7 +37,7 @@ export interface ServiceInputs {
     servedModelName: string;
     speculativeAlgorithm?: string;
     gpuIndices: number[];
-    readiness: ReadinessSettings;
+    readiness: ReadinessConfig;
     /**
      * `<project>/<stack>` that manages the unit, recorded in the unit file.
      * The inputs a refresh reads back hold the owner the box records instead

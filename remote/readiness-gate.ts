@@ -52,7 +52,7 @@ export interface WaitUntilReadyOptions {
     /** Send one short chat completion after ready and judge its text. */
     chatCheck: boolean;
     servedModelName: string;
-    /** See ReadinessConfig.healthOnlyGracePolls. */
+    /** See ReadinessTimings.healthOnlyGracePolls. */
     healthOnlyGracePolls?: number;
     /**
      * After ready and the checks, the server must stay healthy this long

@@ -4,13 +4,12 @@
 // Every command line is built by core/shell.ts's quoting functions from an
 // argv; nothing here pastes strings into a shell.
 
+import type { Topology } from "../core/config-schema";
 import { remoteCommand } from "../core/shell";
 import { writeFileScript } from "../core/write-file-script";
 import { SshError } from "./ssh-error";
 import { getSshPool, SshPool } from "./ssh-pool";
 import { ExecOptions, ExecResult, hostId, SshTarget } from "./ssh-target";
-
-export type Topology = "direct" | "pct-exec";
 
 /** The part of RemoteHost the readiness gate and the GPU wait need; fakes implement it in tests. */
 export interface RemoteRunner {

@@ -7,7 +7,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { CONFIG_NAMESPACE, formatConfigIssues, StackConfig, validateStackConfig } from "../core/config";
+import { validateStackConfig } from "../core/config";
+import { formatConfigIssues } from "../core/config-issues";
+import { CONFIG_NAMESPACE, StackConfig } from "../core/config-schema";
 import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
 import { SECRET_MASK } from "../core/redact";
 import { API_KEY_ENV } from "../core/sglang-rules";

@@ -14,7 +14,9 @@ import { GpuHost } from "../../components/gpu-host";
 import { LxcContainer } from "../../components/lxc-container";
 import { ReadinessCheck } from "../../components/readiness-check";
 import { SglangService } from "../../components/sglang-service";
-import { formatConfigIssues, StackConfig, validateStackConfig } from "../../core/config";
+import { validateStackConfig } from "../../core/config";
+import { formatConfigIssues } from "../../core/config-issues";
+import type { StackConfig } from "../../core/config-schema";
 import { readRawStackConfig } from "../../components/stack-config";
 
 const pulumiConfig = new pulumi.Config();

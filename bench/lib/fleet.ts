@@ -1,6 +1,8 @@
 import { labExec } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
-import { validateStackConfig, formatConfigIssues, ServiceConfig } from "../../core/config";
+import { validateStackConfig } from "../../core/config";
+import { formatConfigIssues } from "../../core/config-issues";
+import type { ServiceConfig } from "../../core/config-schema";
 import { ENVIRONMENT_DIRECTORY, renderEnvironmentFile, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
 import { labStackConfig, StackConfigFile } from "../../tests/e2e/lab-stack";

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { ConfigIssue, formatConfigIssues, hostKeyProblem, STATIC_POOL_RESERVE_GIB, validateStackConfig } from "../../core/config";
+import { validateStackConfig } from "../../core/config";
+import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
+import { STATIC_POOL_RESERVE_GIB } from "../../core/config-rules";
+import { hostKeyProblem } from "../../core/config-values";
 import { radixSpeculativeError } from "../../core/sglang-rules";
 import { fieldConfig, FieldRaw, withField } from "./fixtures";
 import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
@@ -48,7 +51,7 @@ describe("stack config: the field's working config", () => {
     });
 
     it("fills in defaults", () => {
-        const { config } = accepted(fieldConfig()) as { config: import("../../core/config").StackConfig };
+        const { config } = accepted(fieldConfig()) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.host.port, 22);
         assert.equal(config.host.user, "root");
         assert.equal(config.service.launcher, "auto");
@@ -728,7 +731,7 @@ describe("stack config: API key and authentication", () => {
 describe("stack config: numbers and booleans as `pulumi config set --path` stores them (strings)", () => {
     it('takes "0.87" for service.memFractionStatic 0.87', () => {
         const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as {
-            config: import("../../core/config").StackConfig;
+            config: import("../../core/config-schema").StackConfig;
         };
         assert.equal(config.service.memFractionStatic, 0.87);
     });
@@ -739,7 +742,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 (r.service as Record<string, unknown>).tensorParallelSize = "2";
                 (r.host as Record<string, unknown>).port = "22";
             }),
-        ) as { config: import("../../core/config").StackConfig };
+        ) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.service.tensorParallelSize, 2);
         assert.equal(config.host.port, 22);
     });
@@ -750,7 +753,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 (r.service as Record<string, unknown>).disableRadixCache = "false";
                 (r as Record<string, unknown>).readiness = { chatCheck: "true" };
             }),
-        ) as { config: import("../../core/config").StackConfig };
+        ) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.service.disableRadixCache, false);
         assert.equal(config.readiness.chatCheck, true);
     });

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config";
+import { ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config-schema";
 import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
 import { OWNED_FLAGS } from "../../core/sglang-rules";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ContainerSchema } from "../../core/config";
+import { ContainerSchema } from "../../core/config-schema";
 import {
     editPassthroughInPlace,
     gpuPassthroughLines,

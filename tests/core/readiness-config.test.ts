@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ConfigIssue, formatConfigIssues, validateStackConfig } from "../../core/config";
+import { validateStackConfig } from "../../core/config";
+import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
 import { fieldConfig } from "./fixtures";
 
 // readiness.minHealthySeconds and readiness.startAttempts (issue 13): defaults,

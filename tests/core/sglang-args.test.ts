@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema } from "../../core/config";
+import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { ArgvError, argvFieldsOf, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang-args";
 import { fieldConfig, fieldService, serviceConfig } from "./fixtures";
 

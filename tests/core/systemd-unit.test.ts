@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema } from "../../core/config";
+import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { resolveLauncher, serveExecutable } from "../../core/sglang-args";
 import {
     ENVIRONMENT_FILE_MODE,

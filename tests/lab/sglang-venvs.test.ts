@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { boxFactsCommand, parseBoxFacts } from "../../core/box-facts";
-import { ServiceConfig } from "../../core/config";
+import { ServiceConfig } from "../../core/config-schema";
 import { renderArgv } from "../../core/sglang-args";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { ContainerConfig, ContainerSchema } from "../../core/config";
+import { ContainerConfig, ContainerSchema } from "../../core/config-schema";
 import { provider } from "../../providers/lxc-container";
 import { batchAnswer, ProviderBox } from "./provider-box";
 

@@ -23,7 +23,7 @@ import * as net from "net";
 import * as path from "path";
 import type { Connection } from "../../components/connection";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config";
+import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { flagMap } from "../../core/flag-map";
 import { formatOwner } from "../../core/ownership";
 import { renderArgv } from "../../core/sglang-args";

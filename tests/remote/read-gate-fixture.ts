@@ -20,15 +20,16 @@ export function checkBatch(commands: readonly (string | null)[], gateArgs: reado
     return JSON.parse(r.stdout) as GateVerdict[];
 }
 
-export type Topology = { kind: "pct-exec"; vmid: number } | { kind: "direct" };
+/** The box the server runs in, as the fixture builds commands for it. */
+export type ServerBox = { kind: "pct-exec"; vmid: number } | { kind: "direct" };
 
 /** Where a command for the server's box goes: through pct exec on the host, or as is. */
-function inServerBox(t: Topology, argv: string[]): string {
+function inServerBox(t: ServerBox, argv: string[]): string {
     return t.kind === "pct-exec" ? remoteCommand("pct-exec", t.vmid, argv) : remoteCommand("direct", undefined, argv);
 }
 
 /** Every read a refresh sends, built by the stack's own builders: per topology, for these units. */
-export function readerCommands(t: Topology, units: readonly string[], marker = "sglang-serve-0123456789abcdef", timeoutSeconds = 30) {
+export function readerCommands(t: ServerBox, units: readonly string[], marker = "sglang-serve-0123456789abcdef", timeoutSeconds = 30) {
     const requests = units.map((u) => ({ unitName: u, unitPath: unitPaths(u).unit, environmentFilePath: unitPaths(u).environmentFile }));
     return {
         gpuFacts: shCommand(["sh", "-c", factsScript(marker)]),

@@ -1,0 +1,432 @@
+/**
+ * The rules that span fields of the stack config: SGLang's own verdict on
+ * the settings (the ones that crashed the server in the field, caught at
+ * preview), GPUs and memory, authentication, readiness. Each runs on the
+ * sections that parsed and reports under the key it is about, with the fix.
+ */
+import { API_KEY_SET_HELP, ENV_NAME, isLoopback, SAFE_VALUE } from "./config-values";
+import type { ConfigIssue } from "./config-issues";
+import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
+import { isPlaceholderHostKey } from "./host-key";
+import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
+import { API_KEY_ENV, ASSUMED_AUTO_MEM_FRACTION, DEFAULT_LISTEN_HOST, OWNED_FLAGS, parseSglangBool, SPEC_V2_ENV } from "./sglang-rules";
+import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
+
+/** What the rules see: each section that parsed, and which keys were given at all. */
+export interface RuleInput {
+    host?: HostConfig;
+    container?: ContainerConfig;
+    containerGiven: boolean;
+    service?: ServiceConfig;
+    readiness?: ReadinessConfig;
+    sshPrivateKeyGiven: boolean;
+    /** sglang-serve:apiKey is set (valid or not) or generateApiKey is true. */
+    apiKeyGiven: boolean;
+    /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
+    sshAgentAvailable?: boolean;
+}
+
+export class Findings {
+    readonly issues: ConfigIssue[] = [];
+    readonly warnings: string[] = [];
+    /** Per issue, the other keys its verdict rests on (to drop it when one of them was invalid). */
+    readonly dependsOn = new Map<ConfigIssue, readonly string[]>();
+    issue(path: string, value: unknown, message: string, dependsOn: readonly string[] = []): void {
+        const issue = { path, value, message };
+        this.issues.push(issue);
+        this.dependsOn.set(issue, dependsOn);
+    }
+    warn(message: string): void {
+        this.warnings.push(message);
+    }
+}
+
+/** Runs every rule on the sections that parsed, into `f`. */
+export function applyRules(input: RuleInput, f: Findings): void {
+    topologyRule(input, f);
+    sshKeyRule(input, f);
+    const { service, readiness } = input;
+    if (service) {
+        versionRule(service, f);
+        environmentRule(service, f);
+        serverArgsRule(service, f);
+        extraArgsRule(service, f);
+        listenRule(service, f);
+    }
+    authenticationRule(input, f);
+    const usable = gpuCountRule(input, f);
+    memoryRule(input, usable, f);
+    if (readiness) readinessRule(readiness, f);
+}
+
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+/**
+ * Room the static pool (`--mem-fraction-static` of each GPU) must keep after
+ * the weights, for the KV cache and the Mamba/GDN state pools SGLang carves
+ * out of the same budget. SGLang aborts at startup ("Not enough memory ...
+ * increase --mem-fraction-static") when too little is left; 2 GiB is a floor
+ * that lets a server start with a small cache, not a performance target.
+ * Activations and CUDA graphs live outside the static pool (the remaining
+ * 1 - fraction), so they are not counted here.
+ */
+export const STATIC_POOL_RESERVE_GIB = 2;
+
+function topologyRule(input: RuleInput, f: Findings): void {
+    const { host } = input;
+    if (!host) return;
+    if (host.topology === "pct-exec" && !input.containerGiven) {
+        f.issue(
+            "container",
+            undefined,
+            "container is required when host.topology is pct-exec: declare the LXC container (vmid, hostname, gpus) that `pct exec` runs the server in.",
+        );
+    }
+    if (host.topology === "direct" && input.containerGiven) {
+        f.issue(
+            "container",
+            "(set)",
+            "container must be absent when host.topology is direct (commands go straight to host.address): remove sglang-serve:container, or set host.topology: pct-exec.",
+        );
+    }
+}
+
+function sshKeyRule(input: RuleInput, f: Findings): void {
+    const { host } = input;
+    if (!host) return;
+    if (host.sshPrivateKeyPath !== undefined && input.sshPrivateKeyGiven) {
+        f.issue(
+            "host.sshPrivateKeyPath",
+            host.sshPrivateKeyPath,
+            "host.sshPrivateKeyPath and the secret sglang-serve:sshPrivateKey are both set: keep one (`pulumi config rm sglang-serve:sshPrivateKey` or remove host.sshPrivateKeyPath).",
+        );
+    }
+    // Without either, the providers use ssh-agent (SSH_AUTH_SOCK): only a known absence of one is worth a word.
+    if (host.sshPrivateKeyPath === undefined && !input.sshPrivateKeyGiven && input.sshAgentAvailable === false) {
+        f.warn(
+            `Neither ${pulumiKey("host.sshPrivateKeyPath")} nor the secret ${pulumiKey("sshPrivateKey")} is set, and no ssh-agent runs (SSH_AUTH_SOCK is not set): ` +
+                `preview works, but \`pulumi up\` cannot log in to ${host.address}. Start ssh-agent and \`ssh-add\` the key, or set one of them.`,
+        );
+    }
+    if (isPlaceholderHostKey(host.hostKey)) {
+        f.warn(
+            `${pulumiKey("host.hostKey")} is the placeholder key: preview works, but \`pulumi up\` will refuse to connect to ${host.address}. ` +
+                `Replace it with \`ssh-keyscan -t ed25519 ${host.address}\` output (without the host name), verified out of band.`,
+        );
+    }
+}
+
+function versionRule(service: ServiceConfig, f: Findings): void {
+    if (!sglangRelease(service.sglangVersion).verified) {
+        f.warn(
+            `${pulumiKey("service.sglangVersion")} is ${service.sglangVersion}; the SGLang rules here were checked against the releases ` +
+                `${SGLANG_RELEASES.map((r) => r.version).join(", ")} only (newer releases renamed --mamba-scheduler-strategy and dropped ` +
+                `${SPEC_V2_ENV}): the rules of ${sglangRelease(service.sglangVersion).version === service.sglangVersion ? "the nearest one" : "the nearest older one"} are applied; check core/sglang-releases.ts before relying on them.`,
+        );
+    }
+}
+
+/** `--mamba-track-interval=N` in extraArgs, with its index. */
+function mambaTrackInterval(service: ServiceConfig): { value: number; index: number } | undefined {
+    const index = service.extraArgs.findIndex((a) => /^--mamba-track-interval=\d+$/.test(a));
+    return index === -1 ? undefined : { value: Number(service.extraArgs[index]!.split("=")[1]), index };
+}
+
+const SERVER_ARGS_INPUTS = [
+    "service.speculative",
+    "service.disableRadixCache",
+    "service.model.architecture",
+    "service.sglangVersion",
+    "service.mambaSchedulerStrategy",
+];
+
+/**
+ * SGLang's own verdict on the settings (core/sglang-server-args.ts, per
+ * release): the exception it would raise at startup fails the preview under
+ * the key it is about, with SGLang's text and the fix; what it would change
+ * silently is a warning naming the value it will run.
+ */
+function serverArgsRule(service: ServiceConfig, f: Findings): void {
+    const release = sglangRelease(service.sglangVersion);
+    const spec = service.speculative;
+    const interval = mambaTrackInterval(service);
+    // Without a declared architecture the hybrid-model rules wait for the box's config.json (core/box-facts.ts).
+    const verdict = judgeServerArgs(release, {
+        architecture: service.model.architecture ?? "(from the box)",
+        speculative: spec,
+        mambaSchedulerStrategy: service.mambaSchedulerStrategy,
+        disableRadixCache: service.disableRadixCache,
+        maxRunningRequests: service.maxRunningRequests,
+        mambaTrackInterval: interval?.value,
+        environment: service.environment,
+    });
+    for (const refusal of verdict.refusals) {
+        const key = refusal.key === "service.mambaTrackInterval" ? `service.extraArgs[${interval!.index}]` : refusal.key;
+        const value = valueOfKey(service, refusal.key, interval);
+        let message = `${key} is ${shownValue(value)}: SGLang ${service.sglangVersion} refuses it at startup with\n       ${refusal.error}\n       Fix: ${refusal.fix}.`;
+        if (refusal.key === "service.speculative.algorithm" && spec) message += algorithmHint(spec.algorithm, release.speculativeAlgorithms);
+        f.issue(key, value, message, SERVER_ARGS_INPUTS);
+    }
+    if (verdict.refusals.length > 0) return;
+    if (spec) {
+        const runs = verdict.runs;
+        const changed = (name: "numSteps" | "eagleTopk" | "numDraftTokens") =>
+            spec[name] !== undefined && runs[name] !== undefined && runs[name] !== spec[name];
+        for (const name of ["numSteps", "eagleTopk", "numDraftTokens"] as const) {
+            if (!changed(name)) continue;
+            f.warn(
+                `${pulumiKey(`service.speculative.${name}`)} is ${spec[name]}, but SGLang ${service.sglangVersion} runs ${runs[name]} ` +
+                    `(${spec.algorithm === "DFLASH" ? "DFLASH runs one step with topk 1" : "with eagleTopk 1 it runs numSteps + 1 draft tokens"}): declare ${runs[name]}.`,
+            );
+        }
+        if ((spec.algorithm === "NEXTN" || spec.algorithm === "EAGLE") && spec.draftModelPath !== undefined) {
+            f.warn(
+                spec.draftModelPath === service.model.path
+                    ? `${pulumiKey("service.speculative.draftModelPath")} is the served model itself: ${spec.algorithm} drafts with the model's own MTP head without it; remove it.`
+                    : `${pulumiKey("service.speculative.draftModelPath")} is set with ${spec.algorithm}: SGLang runs EAGLE with that drafter, not the model's own MTP head.`,
+            );
+        }
+    }
+    if (verdict.runs.disableRadixCache && !service.disableRadixCache) {
+        f.warn(
+            `SGLang ${service.sglangVersion} serves ${service.model.architecture} without the radix cache here (it logs "${verdict.warnings.find((w) => /radix cache/i.test(w)) ?? "Disabling radix cache"}"): ` +
+                `set ${pulumiKey("service.disableRadixCache")}: true to say so.`,
+        );
+    }
+    const specV2Value = service.environment[SPEC_V2_ENV];
+    if (specV2Value !== undefined && parseSglangBool(specV2Value) === undefined) {
+        f.warn(
+            `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is "${specV2Value}", which SGLang cannot read: it warns and uses its default (${release.specV2Default ? "on" : "off"} in ${release.version}); write "1" or "0".`,
+        );
+    }
+    if (spec && !release.specV2Default && ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) && !specV2On(release, service.environment)) {
+        f.warn(
+            `SGLang ${release.version} runs speculative decoding without the overlap scheduler unless ${SPEC_V2_ENV} is on: set ${pulumiKey(`service.environment.${SPEC_V2_ENV}`)}: "1" for it (advice, not required).`,
+        );
+    }
+    if (spec && DRAFTER_ALGORITHMS.includes(spec.algorithm) && spec.draftModelPath === undefined) {
+        f.warn(
+            `${pulumiKey("service.speculative.draftModelPath")} is not set with ${spec.algorithm}: SGLang loads the served model as the drafter; set the drafter's folder.`,
+        );
+    }
+}
+
+/** Algorithms that draft with a separate checkpoint (EAGLE and NEXTN draft with the model's own MTP head without one). */
+const DRAFTER_ALGORITHMS = ["EAGLE3", "STANDALONE"];
+
+function valueOfKey(service: ServiceConfig, key: ServerArgsKey, interval: { value: number; index: number } | undefined): unknown {
+    switch (key) {
+        case "service.mambaSchedulerStrategy":
+            return service.mambaSchedulerStrategy;
+        case "service.mambaTrackInterval":
+            return interval ? service.extraArgs[interval.index] : undefined;
+        case "service.environment":
+            return service.environment[SPEC_V2_ENV];
+        default:
+            return service.speculative?.[key.slice("service.speculative.".length) as keyof NonNullable<ServiceConfig["speculative"]>];
+    }
+}
+
+function shownValue(value: unknown): string {
+    if (value === undefined) return "unset";
+    return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** The stack's own hints for a refused algorithm: MTP is not a value, choices are case-sensitive. */
+function algorithmHint(algorithm: string, allowed: readonly string[]): string {
+    if (algorithm.toUpperCase() === "MTP") return "\n       MTP is not a value: NEXTN uses the model's own MTP head.";
+    const caseFix = allowed.find((a) => a.toLowerCase() === algorithm.toLowerCase());
+    if (caseFix) return `\n       SGLang's choices are case-sensitive: write ${caseFix}.`;
+    if (algorithm === "DFLASH") return "\n       DFLASH is a choice from SGLang 0.5.11 on: upgrade, or serve the drafter with EAGLE3.";
+    return "";
+}
+
+function environmentRule(service: ServiceConfig, f: Findings): void {
+    for (const [name, value] of Object.entries(service.environment)) {
+        const path = `service.environment.${name}`;
+        if (!ENV_NAME.test(name)) {
+            f.issue(path, value, `${path}: the variable name must be letters, digits and _ (not starting with a digit): rename it.`);
+            continue;
+        }
+        if (name === API_KEY_ENV) {
+            f.issue(
+                path,
+                "[secret]",
+                `${path} must not be set here: the API key is a secret, set it with \`pulumi config set --secret ${pulumiKey("apiKey")}\` (it goes to the 0600 EnvironmentFile, never into the unit).`,
+            );
+            continue;
+        }
+        if (!SAFE_VALUE.test(value)) {
+            f.issue(
+                path,
+                value,
+                `${path} must be letters, digits and ._/@+,=:%- only (no spaces, quotes, $, \\ or control characters), so it is safe in the unit file: change the value.`,
+            );
+            continue;
+        }
+    }
+}
+
+function extraArgsRule(service: ServiceConfig, f: Findings): void {
+    const seen = new Set<string>();
+    service.extraArgs.forEach((arg, i) => {
+        const path = `service.extraArgs[${i}]`;
+        const flag = arg.split("=")[0];
+        const owner = OWNED_FLAGS[flag];
+        if (owner) {
+            f.issue(path, arg, `${path} sets ${flag}, which the typed config owns: use ${owner} instead and remove it from extraArgs.`);
+            return;
+        }
+        // argparse accepts unambiguous prefixes, so `--mem-frac` would still set an owned flag.
+        const shadowed = Object.keys(OWNED_FLAGS).find((owned) => owned.startsWith(flag));
+        if (shadowed) {
+            f.issue(
+                path,
+                arg,
+                `${path}: SGLang's argparse reads ${flag} as an abbreviation of ${shadowed}, which the typed config owns: use ${OWNED_FLAGS[shadowed]} instead.`,
+            );
+            return;
+        }
+        if (seen.has(flag)) {
+            f.issue(path, arg, `${path} repeats ${flag}: keep one (argparse silently keeps the last).`);
+        }
+        seen.add(flag);
+    });
+}
+
+function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
+    const { host, container, service } = input;
+    if (!host) return undefined;
+    if (container) {
+        const seen = new Set<number>();
+        container.gpus.forEach((index, i) => {
+            const path = `container.gpus[${i}]`;
+            if (index >= host.gpus.count) {
+                f.issue(
+                    path,
+                    index,
+                    `${path} is GPU ${index} but host.gpus.count is ${host.gpus.count} (indices 0..${host.gpus.count - 1}): pass through an existing GPU.`,
+                );
+            }
+            if (seen.has(index)) f.issue(path, index, `${path} lists GPU ${index} twice: remove the duplicate.`);
+            seen.add(index);
+        });
+    }
+    const usable = host.topology === "pct-exec" ? container?.gpus.length : host.gpus.count;
+    if (!service || usable === undefined) return usable;
+    if (service.tensorParallelSize > usable) {
+        const where = host.topology === "pct-exec" ? `container.gpus passes ${usable} GPU(s) to the container` : `host.gpus.count is ${usable}`;
+        f.issue(
+            "service.tensorParallelSize",
+            service.tensorParallelSize,
+            `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or pass more GPUs through.`,
+            ["host.gpus", "container.gpus"],
+        );
+    }
+    return usable;
+}
+
+/** Whether the weights over `tp` GPUs plus the reserve fit each GPU's static pool. */
+export function staticPoolFit(
+    weightsGB: number,
+    memFractionStatic: number | undefined,
+    memoryMiB: number,
+    tp: number,
+): { needGiB: number; budgetGiB: number; fits: boolean } {
+    const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
+    const weightsGiB = (weightsGB * 1e9) / tp / GIB;
+    const needGiB = weightsGiB + STATIC_POOL_RESERVE_GIB;
+    const budgetGiB = (fraction * memoryMiB * MIB) / GIB;
+    return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
+}
+
+function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Findings): void {
+    const { host, service } = input;
+    if (!host || !service) return;
+    const tp = service.tensorParallelSize;
+    const weightsGB = service.model.weightsGB;
+    if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box-facts.ts)
+    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, tp);
+    if (fits) return;
+    const fractionText =
+        service.memFractionStatic === undefined
+            ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
+            : `memFractionStatic ${service.memFractionStatic}`;
+    const maxTp = usableGpus ?? host.gpus.count;
+    let suggestion = "use a smaller or quantized model, or GPUs with more memory";
+    for (let candidate = tp + 1; candidate <= maxTp; candidate++) {
+        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, candidate).fits) {
+            suggestion = `set tensorParallelSize: ${candidate}`;
+            break;
+        }
+    }
+    f.issue(
+        "service.tensorParallelSize",
+        tp,
+        `service.model.weightsGB ${service.model.weightsGB} GB over tensorParallelSize ${tp} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
+            `(weights plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
+            `${(host.gpus.memoryMiB / 1024).toFixed(1)} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB: ${suggestion}.`,
+        ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus"],
+    );
+}
+
+function listenRule(service: ServiceConfig, f: Findings): void {
+    const listen = service.listenHost ?? DEFAULT_LISTEN_HOST;
+    if (isLoopback(listen) && !isLoopback(service.endpointHost)) {
+        f.issue(
+            "service.listenHost",
+            service.listenHost,
+            `service.listenHost is ${service.listenHost ?? `unset (SGLang listens on ${DEFAULT_LISTEN_HOST})`}, so the server is unreachable at endpointHost ${service.endpointHost}: set listenHost: 0.0.0.0 or the container's address.`,
+            ["service.endpointHost"],
+        );
+    }
+}
+
+/** A server other machines can reach must authenticate, unless the config says it need not. */
+function authenticationRule(input: RuleInput, f: Findings): void {
+    const { service } = input;
+    if (!service) return;
+    const listen = service.listenHost ?? DEFAULT_LISTEN_HOST;
+    if (input.apiKeyGiven) {
+        if (service.allowUnauthenticated) {
+            f.warn(`${pulumiKey("service.allowUnauthenticated")} is true but an API key is set: the key is used and the server authenticates.`);
+        }
+        return;
+    }
+    if (isLoopback(listen)) return;
+    if (service.allowUnauthenticated) {
+        f.warn(
+            `The server listens on ${listen}:${service.port} without an API key (${pulumiKey("service.allowUnauthenticated")}: true): ` +
+                "anyone who reaches that port can use it.",
+        );
+        return;
+    }
+    f.issue(
+        "apiKey",
+        undefined,
+        `apiKey is not set but service.listenHost is ${listen}: the server would answer anyone who reaches port ${service.port} without authentication. ` +
+            `Set the secret (${API_KEY_SET_HELP}) or ${pulumiKey("generateApiKey")}: true; or listen on 127.0.0.1; ` +
+            "or, if an open endpoint is really intended, set service.allowUnauthenticated: true.",
+        ["service.listenHost", "service.allowUnauthenticated", "service.port"],
+    );
+}
+
+function readinessRule(readiness: ReadinessConfig, f: Findings): void {
+    if (readiness.startupTimeoutSeconds < readiness.probeTimeoutSeconds) {
+        f.issue(
+            "readiness.startupTimeoutSeconds",
+            readiness.startupTimeoutSeconds,
+            `readiness.startupTimeoutSeconds (${readiness.startupTimeoutSeconds}) is shorter than one probe (probeTimeoutSeconds ${readiness.probeTimeoutSeconds}): allow about 900 s for loading and CUDA-graph capture.`,
+        );
+    }
+    const { minHealthySeconds: window, pollIntervalSeconds: poll } = readiness;
+    if (window > 0 && window < 2 * poll) {
+        f.issue(
+            "readiness.minHealthySeconds",
+            window,
+            `readiness.minHealthySeconds (${window}) is shorter than two polls (pollIntervalSeconds ${poll}): the healthy window would see one poll at most. ` +
+                `Use at least ${2 * poll} s (the default 30 covers SGLang's 20 s health-check timeout), or 0 to turn the window off.`,
+            ["readiness.pollIntervalSeconds"],
+        );
+    }
+}

@@ -1,0 +1,226 @@
+/**
+ * The shape of a stack's config: one zod schema per section, with its
+ * defaults, and the types the rest of the stack reads (the parsed output).
+ * The values each key accepts are core/config-values.ts; the rules that span
+ * fields are core/config-rules.ts; core/config.ts validates with both.
+ */
+import { z } from "zod";
+import { fromBooleanString, fromNumericString } from "./config-scalars";
+import {
+    absolutePath,
+    apiKeyProblem,
+    ARCHITECTURE,
+    DNS_NAME,
+    EXTRA_ARG,
+    GPU_NAME,
+    hostAddress,
+    hostKeyProblem,
+    INTERFACE_NAME,
+    isIpv4,
+    isIpv4Cidr,
+    KEY_PATH,
+    LABEL,
+    port,
+    SERVED_NAME,
+    SERVICE_NAME,
+    STACK_REF,
+    USER_NAME,
+    VERSION,
+} from "./config-values";
+import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "./sglang-rules";
+
+export const CONFIG_NAMESPACE = "sglang-serve";
+
+/** The Pulumi config key for a path inside the stack config: `sglang-serve:service.port`. */
+export function pulumiKey(path: string): string {
+    return `${CONFIG_NAMESPACE}:${path}`;
+}
+
+const GpuSpecSchema = z.strictObject({
+    count: fromNumericString(z.int().min(1).max(64)),
+    name: z.string().regex(GPU_NAME, { error: "must be the GPU name as nvidia-smi prints it (letters, digits, spaces, ._()+-)" }).optional(),
+    memoryMiB: fromNumericString(z.int().min(1024, { error: "must be one GPU's memory in MiB as nvidia-smi prints it (e.g. 49140 for an RTX A6000)" })),
+});
+
+export const HostSchema = z.strictObject({
+    /** Label used in resource names. */
+    name: z.string().regex(LABEL, { error: "must be a lowercase label (letters, digits, '-'), used in resource names" }),
+    address: hostAddress(),
+    port: port().default(22),
+    user: z.string().regex(USER_NAME, { error: "must be a Unix user name (lowercase letters, digits, _ and -)" }).default("root"),
+    /** Pinned host key, `<type> <base64>` as in known_hosts without the host name. */
+    hostKey: z.string().superRefine((value, ctx) => {
+        const problem = hostKeyProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+    topology: z.enum(["pct-exec", "direct"], {
+        error: 'must be "pct-exec" (commands go through the Proxmox host with `pct exec`) or "direct" (ssh straight into the container)',
+    }),
+    sshPrivateKeyPath: z.string().regex(KEY_PATH, { error: "must be an absolute path or one under ~/ of letters, digits and ._/@+- only" }).optional(),
+    gpus: GpuSpecSchema,
+});
+
+const ContainerNetworkSchema = z.strictObject({
+    name: z.string().regex(INTERFACE_NAME, { error: "must be an interface name such as eth0" }),
+    bridge: z.string().regex(INTERFACE_NAME, { error: "must be a bridge name such as vmbr0" }),
+    ip: z.string().refine((s) => s === "dhcp" || s === "manual" || isIpv4Cidr(s), {
+        error: 'must be an IPv4 address with prefix length (10.1.230.172/24), "dhcp" or "manual"',
+    }),
+    gateway: z.string().refine(isIpv4, { error: "must be an IPv4 address" }).optional(),
+});
+
+export const ContainerSchema = z.strictObject({
+    vmid: fromNumericString(z.int().min(100, { error: "must be a Proxmox VMID from 100 to 999999999" }).max(999999999)),
+    hostname: z.string().regex(DNS_NAME, { error: "must be a DNS host name (letters, digits, '-' and '.')" }),
+    /** The container exists: adopt it, never recreate or restart it to adopt. */
+    adopt: fromBooleanString(z.boolean()).default(false),
+    /** `pulumi destroy` deletes the container only when true. */
+    allowDelete: fromBooleanString(z.boolean()).default(false),
+    // Settings below are managed when declared and left alone when omitted.
+    cores: fromNumericString(z.int().min(1).max(8192)).optional(),
+    memoryMiB: fromNumericString(z.int().min(16)).optional(),
+    swapMiB: fromNumericString(z.int().min(0)).optional(),
+    onboot: fromBooleanString(z.boolean()).optional(),
+    features: z.strictObject({ nesting: fromBooleanString(z.boolean()).optional(), keyctl: fromBooleanString(z.boolean()).optional() }).optional(),
+    network: ContainerNetworkSchema.optional(),
+    /** Indices of the host GPUs passed through (device nodes bind-mounted, cgroup-allowed). */
+    gpus: z.array(fromNumericString(z.int().min(0).max(63))).min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
+});
+
+export const SpeculativeSchema = z.strictObject({
+    /** Checked against the SGLang version by the rules (case-sensitive, like argparse). */
+    algorithm: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, { error: "must be an algorithm name such as NEXTN or EAGLE3" }),
+    draftModelPath: absolutePath().optional(),
+    numSteps: fromNumericString(z.int().min(1).max(64)).optional(),
+    eagleTopk: fromNumericString(z.int().min(1).max(64)).optional(),
+    numDraftTokens: fromNumericString(z.int().min(1).max(1024)).optional(),
+});
+
+export const ModelSchema = z.strictObject({
+    path: absolutePath(),
+    /** config.json `architectures[0]`: decides which SGLang rules apply. Left out: read from the box's config.json. */
+    architecture: z
+        .string()
+        .regex(ARCHITECTURE, {
+            error: "must be the class name from the model's config.json `architectures` (e.g. Qwen3_5ForConditionalGeneration)",
+        })
+        .optional(),
+    /** Size of the weights in GB (1e9 bytes), for the memory check. Left out: read from the box's safetensors index. */
+    weightsGB: fromNumericString(z.number().positive().max(100000)).optional(),
+    /** The name clients send as `model`; served with --served-model-name. */
+    servedName: z.string().regex(SERVED_NAME, { error: "must be letters, digits and ._:/+- (starting with a letter or digit)" }),
+});
+
+export const ServiceSchema = z.strictObject({
+    /** Unit sglang-<name>.service, environment file /etc/sglang/<name>.env. */
+    name: z.string().regex(SERVICE_NAME, { error: "must be a lowercase name (letters, digits, '-'), at most 40 characters; it names sglang-<name>.service" }),
+    sglangVersion: z.string().regex(VERSION, { error: "must be an installed SGLang release as major.minor.patch (e.g. 0.5.11)" }),
+    /** The venv's python; `sglang` is taken from beside it. */
+    python: absolutePath(),
+    launcher: z.enum(["auto", "serve", "launch_server"]).default("auto"),
+    model: ModelSchema,
+    tensorParallelSize: fromNumericString(z.int().min(1).max(64)).default(1),
+    speculative: SpeculativeSchema.optional(),
+    mambaSchedulerStrategy: z.enum(MAMBA_SCHEDULER_STRATEGIES).optional(),
+    disableRadixCache: fromBooleanString(z.boolean()).default(false),
+    memFractionStatic: fromNumericString(
+        z.number().gt(0, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }).lt(1, { error: "must be a fraction between 0 and 1 (e.g. 0.88)" }),
+    ).optional(),
+    /** SGLang resets this to 48 with speculative decoding when unset. */
+    maxRunningRequests: fromNumericString(z.int().min(1)).optional(),
+    /** `--host`; SGLang listens on 127.0.0.1 when unset. */
+    listenHost: hostAddress().optional(),
+    port: port().default(DEFAULT_PORT),
+    /** Where the stack reaches the HTTP API. */
+    endpointHost: hostAddress(),
+    extraArgs: z
+        .array(
+            z.string().regex(EXTRA_ARG, {
+                error: "must be one token, --flag or --flag=value, with a lowercase flag name and a value of letters, digits and ._/@+,=:%- only",
+            }),
+        )
+        .default([]),
+    /** Plain environment for the server (secrets never: use sglang-serve:apiKey). */
+    environment: z.record(z.string(), z.string()).default({}),
+    /** Says that a server on a non-loopback address without sglang-serve:apiKey is intended. */
+    allowUnauthenticated: fromBooleanString(z.boolean()).default(false),
+    /** The stack (`<stack>` or `<project>/<stack>`) whose unit on the box this stack may take over. */
+    takeOverFrom: z
+        .string()
+        .regex(STACK_REF, { error: "must be the stack that owns the unit now, as `<stack>` or `<project>/<stack>` (the name the refusal message gives)" })
+        .optional(),
+});
+
+export const ReadinessSchema = z.strictObject({
+    /** Budget from start to ready: weight loading (30-90 s) plus CUDA-graph capture (minutes). */
+    startupTimeoutSeconds: fromNumericString(z.int().min(30).max(86400)).default(900),
+    pollIntervalSeconds: fromNumericString(z.number().positive().max(60)).default(1),
+    probeTimeoutSeconds: fromNumericString(
+        z.number().min(MIN_PROBE_TIMEOUT_SECONDS, {
+            error:
+                `must be at least ${MIN_PROBE_TIMEOUT_SECONDS} s: SGLang's /health waits up to SGLANG_HEALTH_CHECK_TIMEOUT ` +
+                `(${HEALTH_CHECK_TIMEOUT_SECONDS} s) before answering 503, so a shorter probe calls a healthy server down`,
+        }),
+    ).default(30),
+    gpuReleaseTimeoutSeconds: fromNumericString(z.int().min(0).max(3600)).default(120),
+    chatCheck: fromBooleanString(z.boolean()).default(true),
+    /**
+     * After ready and the checks, the server must stay healthy this long (same
+     * MainPID, unit active, no fatal journal line, GET /health = 200 on every
+     * poll) before the rollout succeeds; 0 turns the window off. Default 30:
+     * SGLang's /health needs up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s) to call
+     * a hung scheduler down, plus 10 s (Nomad's min_healthy_time) for the
+     * crashes seconds after ready. README "Readiness and the healthy window".
+     */
+    minHealthySeconds: fromNumericString(
+        z
+            .int({ error: "must be a whole number of seconds (0 turns the healthy window off)" })
+            .min(0, { error: "must be 0 (no healthy window) or more seconds" })
+            .max(3600, { error: "must be at most 3600 s: a longer wait belongs in monitoring, not in pulumi up" }),
+    ).default(30),
+    /**
+     * Starts of a new config (and of the previous one on rollback) before the
+     * rollout gives up, for failures that can pass on retry (not an argument
+     * or ServerArgs error, not out of memory). Default 2: one retry.
+     */
+    startAttempts: fromNumericString(
+        z
+            .int({ error: "must be a whole number of starts: 1 (no retry) or more" })
+            .min(1, { error: "must be at least 1 (1 starts once and never retries)" })
+            .max(10, { error: "must be at most 10: each attempt may take the whole startupTimeoutSeconds" }),
+    ).default(2),
+});
+
+export const StackConfigSchema = z.strictObject({
+    host: HostSchema,
+    /** Secret; alternative to host.sshPrivateKeyPath. */
+    sshPrivateKey: z.string().min(1).optional(),
+    /** Required for topology pct-exec, absent for direct. */
+    container: ContainerSchema.optional(),
+    service: ServiceSchema,
+    /** Secret; written only to the 0600 EnvironmentFile. */
+    apiKey: z
+        .string()
+        .superRefine((value, ctx) => {
+            const problem = apiKeyProblem(value);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+        })
+        .optional(),
+    /** A key made by @pulumi/random instead of sglang-serve:apiKey. */
+    generateApiKey: fromBooleanString(z.boolean()).optional(),
+    readiness: ReadinessSchema.prefault({}),
+});
+
+export type StackConfig = z.output<typeof StackConfigSchema>;
+export type StackConfigInput = z.input<typeof StackConfigSchema>;
+export type HostConfig = z.output<typeof HostSchema>;
+export type ContainerConfig = z.output<typeof ContainerSchema>;
+export type ServiceConfig = z.output<typeof ServiceSchema>;
+export type ModelConfig = z.output<typeof ModelSchema>;
+export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
+/** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness.ts). */
+export type ReadinessConfig = z.output<typeof ReadinessSchema>;
+export type Topology = HostConfig["topology"];
+
+/** Config keys that hold secrets: their values are never printed. */
+export const SECRET_CONFIG_KEYS: readonly string[] = ["sshPrivateKey", "apiKey"];
