@@ -5,7 +5,7 @@
 //
 // Why a pool on globalThis: the pool is used from Pulumi dynamic-provider
 // methods, which are serialized into the state and must not capture sockets
-// (docs/design.md, "Dynamic providers"). Each method calls `getSshPool()` at run
+// (docs/design.md, "The dynamic-provider path"). Each method calls `getSshPool()` at run
 // time; the module-level code holds no connection.
 //
 // Secrets: the private key and its passphrase live only in the SshTarget
