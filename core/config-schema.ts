@@ -212,11 +212,9 @@ export const StackConfigSchema = z.strictObject({
 });
 
 export type StackConfig = z.output<typeof StackConfigSchema>;
-export type StackConfigInput = z.input<typeof StackConfigSchema>;
 export type HostConfig = z.output<typeof HostSchema>;
 export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;
-export type ModelConfig = z.output<typeof ModelSchema>;
 export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
 /** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness.ts). */
 export type ReadinessConfig = z.output<typeof ReadinessSchema>;

@@ -330,22 +330,6 @@ function unitStateProblem(unit: UnitStatus): "stopped" | "restarting" | null {
     }
 }
 
-/** Convenience wrapper for callers that prefer an object to threading state. */
-export class ReadinessMachine {
-    private s: ReadinessState;
-    constructor(config: ReadinessTimings) {
-        this.s = initialReadinessState(config);
-    }
-    observe(obs: Observation): ReadinessDecision {
-        const r = step(this.s, obs);
-        this.s = r.state;
-        return r.decision;
-    }
-    get state(): ReadinessState {
-        return this.s;
-    }
-}
-
 const seconds = (ms: number): number => Math.round(ms / 1000);
 
 /** Which start of a config this is, when a rollout may start it more than once. */

@@ -58,9 +58,6 @@ export const SGLANG_RELEASES: readonly SglangRelease[] = [
     },
 ];
 
-/** The releases these facts were checked against. */
-export const VERIFIED_RELEASES = { oldest: SGLANG_RELEASES[0]!.version, newest: SGLANG_RELEASES[SGLANG_RELEASES.length - 1]!.version } as const;
-
 /**
  * The facts for a release: its own, or for a release not in the table, those
  * of the newest listed release before it (or the oldest), with `verified`

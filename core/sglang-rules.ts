@@ -37,7 +37,6 @@ function mustParseVersion(text: string): Version {
 export const SERVE_LAUNCHER_SINCE = "0.5.10";
 
 export const MAMBA_SCHEDULER_STRATEGIES = ["auto", "no_buffer", "extra_buffer"] as const;
-export type MambaSchedulerStrategy = (typeof MAMBA_SCHEDULER_STRATEGIES)[number];
 
 /** The environment switch for the V2 speculative worker (overlap scheduler); see core/sglang-releases.ts. */
 export const SPEC_V2_ENV = "SGLANG_ENABLE_SPEC_V2";

@@ -5,7 +5,7 @@
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
 import type { ServiceConfig } from "./config-schema";
-import { ArgvFields, argvFieldsOf, envReference, parseArgv, renderArgv } from "./sglang-args";
+import { ArgvFields, parseArgv, renderArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
 
 export const UNIT_DIRECTORY = "/etc/systemd/system";
@@ -77,12 +77,6 @@ export function escapeExecArg(arg: string, envReferences: ReadonlySet<string> = 
 /** systemd reads a leading `-@:+!` as prefix flags and needs an absolute path: only plain absolute executables are written. */
 function assertAbsoluteExecutable(argv: readonly string[]): void {
     if (argv.length === 0 || !argv[0].startsWith("/")) throw new UnitSyntaxError(`ExecStart needs an absolute executable, got ${JSON.stringify(argv[0])}`);
-}
-
-/** The ExecStart value for an argv, on one line. */
-export function renderExecStart(argv: readonly string[], envReferences: ReadonlySet<string> = new Set()): string {
-    assertAbsoluteExecutable(argv);
-    return argv.map((arg) => escapeExecArg(arg, envReferences)).join(" ");
 }
 
 const SIMPLE_ESCAPES: Record<string, string> = { a: "\x07", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", '"': '"', "'": "'", s: " " };
@@ -237,8 +231,8 @@ export function unitTextWithoutOwner(text: string): string {
         .join("\n");
 }
 
-/** ExecStart with one flag (and its value) per continuation line, so a preview diff shows the flag that changed. */
-function execStartLines(argv: readonly string[], envReferences: ReadonlySet<string>): string {
+/** The ExecStart value: one flag (and its value) per continuation line, so a preview diff shows the flag that changed. */
+export function renderExecStart(argv: readonly string[], envReferences: ReadonlySet<string> = new Set()): string {
     assertAbsoluteExecutable(argv);
     const lines: string[][] = [];
     for (const arg of argv) {
@@ -272,7 +266,7 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "Type=simple",
         ...environmentLines(service.environment),
         ...(opts.hasSecrets ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
-        `ExecStart=${execStartLines(argv, envReferences)}`,
+        `ExecStart=${renderExecStart(argv, envReferences)}`,
         "Restart=on-failure",
         "# Time for the driver to free the dead server's GPU memory before the next start.",
         `RestartSec=${RESTART_SECONDS}`,
@@ -395,15 +389,6 @@ export function serviceFromUnit(text: string): UnitService {
     };
 }
 
-/** What serviceFromUnit should read back from renderUnit(service, opts): the declared side of a unit drift check. */
-export function expectedUnitService(service: ServiceConfig, opts: UnitOptions): Omit<UnitService, "argv"> {
-    return {
-        fields: argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}),
-        environment: { ...service.environment },
-        environmentFiles: opts.hasSecrets ? [environmentFilePath(service.name)] : [],
-    };
-}
-
 // ---------------------------------------------------------------------------
 // The EnvironmentFile
 // ---------------------------------------------------------------------------
@@ -442,6 +427,3 @@ export function parseEnvironmentFile(text: string): Record<string, string> {
     }
     return out;
 }
-
-/** `${SGLANG_API_KEY}` as the unit writes it. */
-export const API_KEY_REFERENCE = envReference(API_KEY_ENV);

@@ -6,7 +6,6 @@ import {
     initialReadinessState,
     Observation,
     ReadinessDecision,
-    ReadinessMachine,
     step,
     UnitStatus,
 } from "../../core/readiness";
@@ -88,8 +87,12 @@ const obs = (elapsedMs: number, lines: string[], health: HealthObservation = ref
 });
 
 function runAll(observations: Observation[], grace?: number): ReadinessDecision[] {
-    const m = new ReadinessMachine({ startupTimeoutMs: BUDGET, ...(grace !== undefined ? { healthOnlyGracePolls: grace } : {}) });
-    return observations.map((o) => m.observe(o));
+    let state = initialReadinessState({ startupTimeoutMs: BUDGET, ...(grace !== undefined ? { healthOnlyGracePolls: grace } : {}) });
+    return observations.map((o) => {
+        const r = step(state, o);
+        state = r.state;
+        return r.decision;
+    });
 }
 
 describe("classifyJournalLine", () => {

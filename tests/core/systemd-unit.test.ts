@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
-import { resolveLauncher, serveExecutable } from "../../core/sglang-args";
+import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
+import { API_KEY_ENV } from "../../core/sglang-rules";
 import {
     ENVIRONMENT_FILE_MODE,
     environmentFilePath,
     escapeExecArg,
     escapeSpecifiers,
-    expectedUnitService,
     parseEnvironmentFile,
     parseExecStart,
     parseUnit,
@@ -25,6 +25,15 @@ import {
     UnitSyntaxError,
 } from "../../core/systemd-unit";
 import { fieldConfig, fieldService, serviceConfig, SystemdRoot } from "./fixtures";
+
+/** What serviceFromUnit should read back from renderUnit(service, { hasSecrets }): the declared fields, environment and files. */
+function expectedUnitService(service: ServiceConfig, opts: { hasSecrets: boolean }) {
+    return {
+        fields: argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}),
+        environment: { ...service.environment },
+        environmentFiles: opts.hasSecrets ? [environmentFilePath(service.name)] : [],
+    };
+}
 
 function executableOf(service: ServiceConfig): string {
     return resolveLauncher(service) === "serve" ? serveExecutable(service.python) : service.python;
@@ -258,7 +267,8 @@ describe("systemd unit: escaping", () => {
                 ),
                 (args) => {
                     const argv = ["/opt/x/bin/sglang", ...args];
-                    assert.deepEqual(parseExecStart(renderExecStart(argv)), argv);
+                    const unit = parseUnit(`[Service]\nExecStart=${renderExecStart(argv)}\n`);
+                    assert.deepEqual(parseExecStart(unitValues(unit, "Service", "ExecStart")[0]!), argv);
                 },
             ),
             { numRuns: 500 },
