@@ -15,10 +15,10 @@ export function useTree(dir: string): void {
     floorSource = path.join(dir, "bench", "floor");
 }
 
-/** The passphrase tests/e2e/deployment.ts uses; the floor uses it too, so both pay the same secrets set-up. */
+/** The passphrase lab/deployment.ts uses; the floor uses it too, so both pay the same secrets set-up. */
 export const E2E_PASSPHRASE = "sglang-serve e2e test passphrase";
 
-/** A project folder and stack run through scripts/pulumi.sh exactly as tests/e2e/deployment.ts runs it. */
+/** A project folder and stack run through scripts/pulumi.sh exactly as lab/deployment.ts runs it. */
 export interface Project {
     dir: string;
     stack: string;

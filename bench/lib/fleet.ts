@@ -5,7 +5,7 @@ import { formatConfigIssues } from "../../core/config-issues";
 import type { ServiceConfig } from "../../core/config-schema";
 import { ENVIRONMENT_DIRECTORY, renderEnvironmentFile, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
-import { labStackConfig, StackConfigFile } from "../../tests/e2e/lab-stack";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 
 /**
  * The fleet lab's GPUs: two of them, large enough for 16 servers of the

@@ -2,8 +2,8 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { Deployment } from "../../tests/e2e/deployment";
-import type { StackConfigFile } from "../../tests/e2e/lab-stack";
+import { Deployment } from "../../lab/deployment";
+import type { StackConfigFile } from "../../lab/stack";
 
 const repo = path.resolve(__dirname, "..", "..");
 
@@ -51,7 +51,7 @@ export class Snapshot {
     }
 
     /**
-     * tests/e2e/deployment.ts's Deployment, pointed at the snapshot: its
+     * lab/deployment.ts's Deployment, pointed at the snapshot: its
      * project files copied and its directories linked from the snapshot
      * instead of the live tree.
      */

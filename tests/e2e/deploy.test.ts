@@ -3,8 +3,8 @@ import * as fs from "fs";
 import * as path from "path";
 import { clearFaults, labDown, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
-import { Deployment, EngineResult, expectExit } from "./deployment";
-import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 

@@ -5,9 +5,9 @@ import { clearFaults, labDown, setFaults } from "../../lab/control";
 import type { Faults, LabInfo } from "../../lab/control";
 import { labPaths } from "../../lab/lab-info";
 import { httpGetJson } from "../../remote/probe";
-import { Deployment, EngineResult, expectExit } from "./deployment";
+import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
-import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 
 // Issue 13, item 7: the fault matrix against the lab with the real engine, kpro5
 // topology (pct exec through the Proxmox host), on a lab of its own

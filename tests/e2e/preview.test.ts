@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { Deployment, expectExit } from "./deployment";
+import { Deployment, expectExit } from "../../lab/deployment";
 import * as yaml from "js-yaml";
 
 type StackFile = { config: Record<string, Record<string, unknown>> };

@@ -2,8 +2,8 @@ import * as assert from "node:assert/strict";
 import { labDown, labExec } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { httpGetJson } from "../../remote/probe";
-import { Deployment, expectExit } from "./deployment";
-import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { Deployment, expectExit } from "../../lab/deployment";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 // Issue 13 ("Safety") against the lab with the real engine: the field's two

@@ -1,8 +1,8 @@
 import * as assert from "node:assert/strict";
 import { labDown } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
-import { Deployment, expectExit } from "./deployment";
-import { labStackConfig, StackConfigFile } from "./lab-stack";
+import { Deployment, expectExit } from "../../lab/deployment";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-sglang-box-api-key-0123456789ab";

@@ -2,11 +2,9 @@ import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import * as yaml from "js-yaml";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const yaml = require("js-yaml") as { load(text: string): unknown };
-
-const repo = path.resolve(__dirname, "..", "..");
+const repo = path.resolve(__dirname, "..");
 
 /** What the project needs to run, copied (or linked) into a deployment's own folder. */
 const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"];
