@@ -3,8 +3,8 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { labDown } from "../../lab/control";
-import { Deployment, expectExit } from "./deployment";
-import { labStackConfig } from "./lab-stack";
+import { Deployment, expectExit } from "../../lab/deployment";
+import { labStackConfig } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-engines-api-key-0123456789abcdef";
