@@ -1,89 +1,30 @@
 /**
  * Drift report: what `pulumi refresh --preview-only` found on the boxes,
  * as rows of (resource, field, declared, actual). Pure: it reads the
- * engine's JSON, it never runs it (scripts/drift.ts does).
+ * engine's events, it never runs the engine (scripts/drift.ts does, through
+ * the Automation API, which hands over each event as the engine emits it).
  *
  * Where the refreshed values come from (checked against engine v3.248.0):
- * the `--json` preview digest does NOT carry them for this stack. The digest
- * swaps in a refreshed step only when the provider's Diff returned a detailed
- * diff (pkg/backend/display/json.go ShowPreviewDigest), and dynamic providers
- * never send one (@pulumi/pulumi cmd/dynamic-provider diff), so its steps keep
- * op "refresh" with newState equal to oldState even when the exit code is 7.
- * The engine's event log (`--event-log`, the interface the Automation API
- * uses) has a `resOutputsEvent` per resource whose metadata holds the op the
- * refresh resolved to (same/update/delete) and the `old` and `new` states.
- * So: the event log when there is one, the digest as a fallback (it is right
- * for deletes and for providers that return detailed diffs).
+ * each resource's `resOutputsEvent` carries in its metadata the op the
+ * refresh resolved to (same/update/delete) and the `old` (recorded) and
+ * `new` (read from the box) states. The `--json` preview digest is no
+ * substitute: it swaps in a refreshed step only when the provider's Diff
+ * returned a detailed diff (pkg/backend/display/json.go ShowPreviewDigest),
+ * and dynamic providers never send one (@pulumi/pulumi cmd/dynamic-provider
+ * diff), so its steps keep op "refresh" with newState equal to oldState.
  *
  * "Declared" is the state the last `pulumi up` recorded (what the stack put
  * on the box); "actual" is what the box reports now.
  */
+// Type-only: the SDK's event shapes, erased at compile time, so core/ stays
+// pure at run time (it loads neither Pulumi nor anything that talks to it).
+import type { EngineEvent, OpMap, OpType, StepEventMetadata } from "@pulumi/pulumi/automation";
 import { deepEqual } from "./diff";
 import { maskSecretAssignments, SECRET_MASK } from "./redact";
 import { API_KEY_ENV } from "./sglang-rules";
 import { isRecord } from "./is-record";
 
-// ---------------------------------------------------------------------------
-// The engine's JSON, as far as the report reads it
-// ---------------------------------------------------------------------------
-
-/** A resource state in the digest (`oldState`/`newState`) or an event's `old`/`new`. */
-export interface EngineResourceState {
-    urn?: string;
-    type?: string;
-    id?: string;
-    inputs?: Record<string, unknown>;
-    outputs?: Record<string, unknown>;
-    /** custom, parent, provider, ...: present, not read. */
-    [key: string]: unknown;
-}
-
-/** One step of `pulumi preview|refresh --json` (display.PreviewStep). */
-export interface PreviewStep {
-    op: string;
-    urn: string;
-    provider?: string;
-    oldState?: EngineResourceState | null;
-    newState?: EngineResourceState | null;
-    diffReasons?: string[] | null;
-    detailedDiff?: Record<string, { kind: string; inputDiff?: boolean }> | null;
-    [key: string]: unknown;
-}
-
-export interface PreviewDiagnostic {
-    urn?: string;
-    message: string;
-    severity: string;
-}
-
-/** The document `pulumi refresh --preview-only --json` prints (display.PreviewDigest). */
-export interface PreviewDigest {
-    steps?: PreviewStep[] | null;
-    diagnostics?: PreviewDiagnostic[] | null;
-    changeSummary?: Record<string, number> | null;
-}
-
-/** apitype.StepEventMetadata. */
-export interface StepEventMetadata {
-    op: string;
-    urn: string;
-    type?: string;
-    old?: EngineResourceState | null;
-    new?: EngineResourceState | null;
-    diffs?: string[] | null;
-    detailedDiff?: Record<string, unknown> | null;
-    [key: string]: unknown;
-}
-
-/** One line of the engine's event log (apitype.EngineEvent); only the kinds the report reads are typed. */
-export interface EngineEvent {
-    sequence?: number;
-    resourcePreEvent?: { metadata: StepEventMetadata; planning?: boolean };
-    resOutputsEvent?: { metadata: StepEventMetadata; planning?: boolean };
-    summaryEvent?: { resourceChanges?: Record<string, number> | null; [key: string]: unknown };
-    diagnosticEvent?: { urn?: string; prefix?: string; message: string; severity: string };
-    [kind: string]: unknown;
-}
+export type { EngineEvent };
 
 // ---------------------------------------------------------------------------
 // The report
@@ -110,7 +51,7 @@ export interface DriftReport {
 /** Field name for a resource that the refresh found gone from the box. */
 export const RESOURCE_FIELD = "(resource)";
 
-/** How the engine marks a secret in event-log states: `{ "<sig>": "<secret sig>", ciphertext|plaintext }`. */
+/** How the engine marks a secret in event states: `{ "<sig>": "<secret sig>", ciphertext|plaintext }`. */
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270";
 
@@ -139,9 +80,6 @@ const IGNORED_FIELDS: ReadonlySet<string> = new Set([
     // A preview annotation set by `check` ("yes: --tp changed"), reset to "no" by every read.
     "restart",
 ]);
-
-/** Ops a refresh resolves to when the box matches the state. */
-const UNCHANGED_OPS: ReadonlySet<string> = new Set(["same", "refresh"]);
 
 function isSecretValue(value: unknown): boolean {
     return value === SECRET_MASK || (isRecord(value) && value[SECRET_SIG_KEY] === SECRET_SIG_VALUE);
@@ -240,15 +178,14 @@ function secretPaths(value: unknown, path = ""): string[] {
     return out;
 }
 
-interface RefreshedResource {
-    op: string;
-    urn: string;
-    type?: string;
-    old?: EngineResourceState | null;
-    new?: EngineResourceState | null;
-}
+/**
+ * Ops that are no change: those engine.HasChanges (pkg/engine/update.go, what
+ * `--expect-no-changes` exits 7 on) leaves out, and `refresh`, a step's op
+ * before the refresh resolves it (a result is same, update or delete).
+ */
+const UNCHANGED_OPS: ReadonlySet<string> = new Set<OpType>(["same", "read", "discard", "read-replacement", "refresh"]);
 
-function rowsFor(step: RefreshedResource): DriftChange[] {
+function rowsFor(step: StepEventMetadata): DriftChange[] {
     const resource = resourceNameOf(step.urn);
     const type = step.type || step.old?.type || step.new?.type || resourceTypeOf(step.urn);
     const row = (field: string, declared: unknown, actual: unknown): DriftChange => ({ resource, type, field, declared, actual });
@@ -266,88 +203,46 @@ function rowsFor(step: RefreshedResource): DriftChange[] {
     return [row("(not shown)", null, "changed: the provider reports a difference the engine output does not show")];
 }
 
-/** Parses an event log (JSON lines). A torn last line (the engine was killed mid-write) is dropped. */
-export function parseEventLog(text: string): EngineEvent[] {
-    const events: EngineEvent[] = [];
-    for (const line of text.split("\n")) {
-        if (line.trim() === "") continue;
-        try {
-            const event: unknown = JSON.parse(line);
-            if (isRecord(event)) events.push(event as EngineEvent);
-        } catch {
-            // Only the last line can be torn; a torn one carries nothing usable.
-        }
-    }
-    return events;
-}
-
-/**
- * Parses the digest `--json` prints; undefined when stdout is not one JSON
- * document (the engine failed before printing it).
- */
-export function parseDigest(stdout: string): PreviewDigest | undefined {
-    const start = stdout.indexOf("{");
-    if (start === -1) return undefined;
-    try {
-        const doc: unknown = JSON.parse(stdout.slice(start));
-        return isRecord(doc) ? (doc as PreviewDigest) : undefined;
-    } catch {
-        return undefined;
-    }
-}
-
-/** The resources the refresh resolved, from the event log when it has them, else from the digest. */
-function refreshedResources(digest: PreviewDigest | undefined, events: readonly EngineEvent[]): RefreshedResource[] {
-    const byUrn = new Map<string, RefreshedResource>();
+/** What the refresh resolved each resource to: its last `resOutputsEvent`, in the engine's order. */
+function refreshedResources(events: readonly EngineEvent[]): StepEventMetadata[] {
+    const byUrn = new Map<string, StepEventMetadata>();
     for (const event of events) {
         const m = event.resOutputsEvent?.metadata;
-        if (m && typeof m.urn === "string") byUrn.set(m.urn, { op: m.op, urn: m.urn, type: m.type, old: m.old, new: m.new });
+        if (m && typeof m.urn === "string") byUrn.set(m.urn, m);
     }
-    const fromDigest = (digest?.steps ?? []).filter((s): s is PreviewStep => isRecord(s) && typeof s.urn === "string");
-    if (byUrn.size === 0) {
-        return fromDigest.map((s) => ({ op: s.op, urn: s.urn, old: s.oldState, new: s.newState }));
-    }
-    // Digest order (the engine's step order), then anything only the events have.
-    const ordered: RefreshedResource[] = [];
-    for (const s of fromDigest) {
-        const e = byUrn.get(s.urn);
-        ordered.push(e ?? { op: s.op, urn: s.urn, old: s.oldState, new: s.newState });
-        byUrn.delete(s.urn);
-    }
-    return [...ordered, ...byUrn.values()];
+    return [...byUrn.values()];
 }
 
-/** The change counts the engine reported (`{ same: 7, update: 2 }`). */
-export function changeSummaryOf(digest: PreviewDigest | undefined, events: readonly EngineEvent[]): Record<string, number> {
-    const fromEvents = [...events].reverse().find((e) => e.summaryEvent)?.summaryEvent?.resourceChanges;
-    return { ...(digest?.changeSummary ?? fromEvents ?? {}) };
+/** The change counts the engine reported in its summary event (`{ same: 7, update: 2 }`); empty before it. */
+export function changeSummaryOf(events: readonly EngineEvent[]): OpMap {
+    return { ...[...events].reverse().find((e) => e.summaryEvent)?.summaryEvent?.resourceChanges };
 }
 
-function summaryHasChanges(summary: Record<string, number>): boolean {
-    return Object.entries(summary).some(([op, n]) => !UNCHANGED_OPS.has(op) && n > 0);
+function summaryHasChanges(summary: OpMap): boolean {
+    return Object.entries(summary).some(([op, n]) => !UNCHANGED_OPS.has(op) && (n ?? 0) > 0);
 }
 
 /** The rows for every resource the refresh found changed or gone. Tolerates missing states. */
-export function driftChanges(input: { digest?: PreviewDigest; events?: readonly EngineEvent[] }): DriftChange[] {
-    const changed = refreshedResources(input.digest, input.events ?? []).filter((r) => !UNCHANGED_OPS.has(r.op));
+export function driftChanges(events: readonly EngineEvent[]): DriftChange[] {
+    const changed = refreshedResources(events).filter((r) => !UNCHANGED_OPS.has(r.op));
     // The engine refreshes in parallel: sort by resource (stable: fields keep their order) so reruns compare equal.
     return changed.flatMap(rowsFor).sort((a, b) => (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : 0));
 }
 
 /**
- * The report for one stack. `exitCode` is the engine's under
- * `--expect-no-changes` (7: changes found); without it, drift is judged from
- * the rows and the change summary. When the engine says drift but no
- * resource could be shown (no event log, a stale digest), one row says so.
+ * The report for one stack, from the events of `refresh --preview-only`
+ * (all of them, or as many as came before a failure). Drift is what the
+ * engine's `--expect-no-changes` judges (any op but same/read in the
+ * summary), or any row. When the summary says drift but no resource could
+ * be shown, one row says so.
  */
-export function driftReport(stack: string, input: { digest?: PreviewDigest; events?: readonly EngineEvent[]; exitCode?: number }): DriftReport {
-    const events = input.events ?? [];
-    const changes = driftChanges({ digest: input.digest, events });
-    const summary = changeSummaryOf(input.digest, events);
-    const drift = input.exitCode !== undefined ? input.exitCode === 7 || changes.length > 0 : changes.length > 0 || summaryHasChanges(summary);
+export function driftReport(stack: string, events: readonly EngineEvent[]): DriftReport {
+    const changes = driftChanges(events);
+    const summary = changeSummaryOf(events);
+    const drift = changes.length > 0 || summaryHasChanges(summary);
     if (drift && changes.length === 0) {
         const counts = Object.entries(summary)
-            .filter(([op]) => !UNCHANGED_OPS.has(op))
+            .filter(([op, n]) => !UNCHANGED_OPS.has(op) && (n ?? 0) > 0)
             .map(([op, n]) => `${op} ${n}`)
             .join(", ");
         changes.push({
@@ -362,20 +257,34 @@ export function driftReport(stack: string, input: { digest?: PreviewDigest; even
 }
 
 /**
- * The engine's own error lines: the digest's error diagnostics (each names
- * its resource), then stderr without the line `--expect-no-changes` adds.
+ * The engine's color markup (`<{%fg 1%}>`, `<{%reset%}>`), left in event
+ * messages when a run is not `--color never` (scripts/drift.ts passes it).
  */
-export function engineErrors(digest: PreviewDigest | undefined, stderr: string): string[] {
+const COLOR_MARKUP = /<\{%[^%]*%\}>/g;
+
+/** Lines that only say that something failed, said better by the lines naming what. */
+const GENERIC_FAILURE = /^(error: )?(preview|refresh) failed$/;
+
+/**
+ * The engine's own error lines: its diagnostics of severity error (each
+ * naming its resource), then the CLI's stderr lines that add something.
+ */
+export function engineErrors(events: readonly EngineEvent[], stderr: string): string[] {
     const out: string[] = [];
-    for (const d of digest?.diagnostics ?? []) {
-        if (d.severity !== "error") continue;
-        const text = d.message.replace(/^error: /, "").trim();
-        if (text === "" || text === "preview failed") continue;
-        out.push(d.urn ? `${resourceNameOf(d.urn)}: ${text}` : text);
+    for (const e of events) {
+        const d = e.diagnosticEvent;
+        if (!d || d.severity !== "error") continue;
+        const text = d.message
+            .replace(COLOR_MARKUP, "")
+            .trim()
+            .replace(/^error: /, "");
+        if (text === "" || GENERIC_FAILURE.test(text)) continue;
+        const line = d.urn ? `${resourceNameOf(d.urn)}: ${text}` : text;
+        if (!out.includes(line)) out.push(line);
     }
-    for (const line of stderr.split("\n")) {
-        const text = line.trim();
-        if (text === "" || /no changes were expected .* but changes were proposed/.test(text)) continue;
+    for (const raw of stderr.split("\n")) {
+        const text = raw.replace(COLOR_MARKUP, "").trim();
+        if (text === "" || GENERIC_FAILURE.test(text)) continue;
         if (!out.some((o) => o.includes(text.replace(/^error: /, "")))) out.push(text);
     }
     return out;

@@ -234,8 +234,8 @@ function sshFigures(key: string, label: string, ssh: Array<{ host: SshCounts; co
 
 /**
  * The drift check as the scheduled job runs it (`npm run drift`, which runs
- * `refresh --preview-only --expect-no-changes`), the bare engine command on
- * the stack, and the same engine command on the floors.
+ * `refresh --preview-only` through the Automation API), the bare engine
+ * command on the stack, and the same engine command on the floors.
  */
 async function phaseRefresh(d: Deployment, floors: Floors, info: LabInfo): Promise<void> {
     const n = Math.max(1, Math.min(RUNS, 3));

@@ -1,24 +1,26 @@
 /**
  * `npm run drift -- --stack <name> [--json]`: does the box still match what
- * the stack deployed? Runs the pinned engine's
+ * the stack deployed? Runs `refresh --preview-only` on the stack through the
+ * Automation API (`Stack.refresh({ previewOnly: true, onEvent })`) and builds
+ * the report from the engine's events (core/drift-report.ts). Nothing is
+ * written to the stack's state.
  *
- *   refresh --preview-only --expect-no-changes --json --stack <name> --non-interactive
- *
- * through scripts/pulumi.sh (so SGLANG_SERVE_PROJECT_DIR, SGLANG_SERVE_STATE_DIR,
- * PULUMI_BACKEND_URL and the passphrase variables apply as for any
- * `npm run pulumi`), plus `--event-log`: the `--json` digest does not carry
- * refreshed values for dynamic providers, the event log does (see
- * core/drift-report.ts). Nothing is written to the stack's state.
+ * `npm run drift` is `scripts/pulumi.sh --env-exec node ... scripts/drift.ts`:
+ * pulumi.sh picks the CLI (SGLANG_SERVE_ENGINE), sets the offline settings,
+ * the backend, PULUMI_HOME and the passphrase, and tells this script the CLI's
+ * bin directory and the project directory (SGLANG_SERVE_ENGINE_BIN,
+ * SGLANG_SERVE_PROJECT_DIR). The Automation API's CLI processes inherit that
+ * environment, so nothing here repeats those settings.
  *
  * Prints a table (or, with --json, `{ stack, drift, changes: [{ resource,
- * type, field, declared, actual }] }`) and exits like the engine: 0 no drift,
- * 7 drift; 1 when the engine failed (its error text on stderr), 2 on usage.
+ * type, field, declared, actual }] }`) and exits like the engine's
+ * `--expect-no-changes`: 0 no drift, 7 drift; 1 when the engine failed (its
+ * error text on stderr), 2 on usage.
  */
-import { spawn } from "node:child_process";
-import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
-import { DriftReport, driftReport, engineErrors, formatDriftTable, parseDigest, parseEventLog } from "../core/drift-report";
+import { parseArgs as parseNodeArgs } from "node:util";
+import { CommandError, EngineEvent, LocalWorkspace, PulumiCommand, Stack, StackNotFoundError } from "@pulumi/pulumi/automation";
+import { DriftReport, driftReport, engineErrors, formatDriftTable } from "../core/drift-report";
 
 /** The engine's exit code under `--expect-no-changes` when the refresh found changes. */
 export const EXIT_DRIFT = 7;
@@ -29,12 +31,12 @@ const STACK_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 
 export interface DriftOptions {
     stack: string;
-    /** Environment for the engine; default process.env (SGLANG_SERVE_PROJECT_DIR etc. pass through). */
-    env?: NodeJS.ProcessEnv;
-    /** The wrapper to run; default scripts/pulumi.sh beside this file. */
-    pulumiScript?: string;
-    /** Called with the engine's stderr as it arrives (progress of a cold engine build, say). */
-    onStderr?: (chunk: string) => void;
+    /** The project directory; default SGLANG_SERVE_PROJECT_DIR (set by scripts/pulumi.sh --env-exec). */
+    projectDir?: string;
+    /** The CLI's bin directory; default SGLANG_SERVE_ENGINE_BIN (set by scripts/pulumi.sh --env-exec). */
+    engineBin?: string;
+    /** Variables added to the CLI's environment (it inherits this process's). */
+    env?: Record<string, string>;
 }
 
 export interface DriftResult {
@@ -45,25 +47,27 @@ export interface DriftResult {
     error?: string;
 }
 
-interface Engine {
-    code: number;
-    stdout: string;
-    stderr: string;
+/**
+ * The CLI's stderr from a CommandError. The error keeps the CLI's result
+ * private and its message wraps it (`code: -2 ... stderr: Command failed with
+ * exit code N: <command>\n<stderr>\n<stdout> ... err?: ...`, automation/cmd.ts:
+ * execa rejects on any non-zero exit and the SDK wraps that rejection), so
+ * this reads the stderr part of the message, without the command line.
+ */
+function stderrOfCommandError(err: Error): string {
+    const m = /\n stderr: ([\s\S]*?)\n err\?: /.exec(err.message);
+    if (!m) return err.message;
+    return m[1]
+        .split("\n")
+        .filter((line) => !/^Command failed with exit code \d+: /.test(line) && !/^Command failed: /.test(line))
+        .join("\n");
 }
 
-function runEngine(script: string, args: string[], env: NodeJS.ProcessEnv, onStderr?: (chunk: string) => void): Promise<Engine> {
-    return new Promise((resolve) => {
-        const child = spawn(script, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-        child.stderr.setEncoding("utf8").on("data", (d: string) => {
-            stderr += d;
-            onStderr?.(d);
-        });
-        child.on("error", (err) => resolve({ code: -1, stdout, stderr: `${stderr}cannot run ${script}: ${err.message}\n` }));
-        child.on("close", (code, signal) => resolve({ code: code ?? -1, stdout, stderr: signal ? `${stderr}engine killed by ${signal}\n` : stderr }));
-    });
+/** The Pulumi CLI in `bin`: `PulumiCommand.get({ root })` takes the directory above `bin/pulumi`. Never installs one. */
+function pulumiIn(bin: string): Promise<PulumiCommand> {
+    // An installed CLI may sit in a directory not named bin (scripts/engine.sh
+    // accepts any with pulumi and its language host): pulumi.sh put it first on PATH.
+    return path.basename(bin) === "bin" ? PulumiCommand.get({ root: path.dirname(bin) }) : PulumiCommand.get();
 }
 
 /** Checks one stack for drift with the real engine. Never throws for engine failures: they come back as code 1. */
@@ -72,28 +76,51 @@ export async function runDrift(opts: DriftOptions): Promise<DriftResult> {
     if (!STACK_NAME.test(opts.stack)) {
         return { code: EXIT_USAGE, report: empty, error: `not a stack name: ${JSON.stringify(opts.stack)}` };
     }
-    const script = opts.pulumiScript ?? path.join(__dirname, "pulumi.sh");
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-drift-"));
-    const eventLog = path.join(dir, "events.jsonl");
-    try {
-        const args = ["refresh", "--preview-only", "--expect-no-changes", "--json", "--stack", opts.stack, "--non-interactive", "--event-log", eventLog];
-        // `--event-log` is registered only with PULUMI_DEBUG_COMMANDS set, as the Automation API does.
-        const env = { ...(opts.env ?? process.env), PULUMI_DEBUG_COMMANDS: "true" };
-        const engine = await runEngine(script, args, env, opts.onStderr);
-        const digest = parseDigest(engine.stdout);
-        const events = fs.existsSync(eventLog) ? parseEventLog(fs.readFileSync(eventLog, "utf8")) : [];
-        if (engine.code === 0 || engine.code === EXIT_DRIFT) {
-            const report = driftReport(opts.stack, { digest, events, exitCode: engine.code });
-            return { code: report.drift ? EXIT_DRIFT : 0, report };
-        }
-        // Failed part way: what was refreshed is still worth showing beside the error.
-        const partial = driftReport(opts.stack, { digest, events });
-        const errors = engineErrors(digest, engine.stderr);
-        const error = errors.length > 0 ? errors.join("\n") : `the engine exited with code ${engine.code} and no message`;
-        return { code: EXIT_ERROR, report: partial, error };
-    } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
+    const projectDir = opts.projectDir ?? process.env.SGLANG_SERVE_PROJECT_DIR;
+    const bin = opts.engineBin ?? process.env.SGLANG_SERVE_ENGINE_BIN;
+    if (!projectDir || !bin) {
+        return {
+            code: EXIT_USAGE,
+            report: empty,
+            error: "no engine set up: run it as `npm run drift` (scripts/pulumi.sh --env-exec sets SGLANG_SERVE_ENGINE_BIN and SGLANG_SERVE_PROJECT_DIR)",
+        };
     }
+
+    let stack: Stack;
+    try {
+        const pulumiCommand = await pulumiIn(bin);
+        const workspace = await LocalWorkspace.create({ workDir: projectDir, pulumiCommand, envVars: opts.env });
+        stack = await Stack.select(opts.stack, workspace);
+    } catch (err) {
+        const text = err instanceof CommandError ? stderrOfCommandError(err) : String(err);
+        const lines = engineErrors([], text);
+        const prefix = err instanceof StackNotFoundError ? "" : `cannot run the Pulumi CLI in ${bin}: `;
+        return { code: EXIT_ERROR, report: empty, error: lines.length > 0 ? `${prefix}${lines.join("\n")}` : `${prefix}${String(err)}` };
+    }
+
+    const events: EngineEvent[] = [];
+    let stderr = "";
+    try {
+        await stack.refresh({
+            previewOnly: true,
+            onEvent: (event) => events.push(event),
+            onError: (chunk) => (stderr += chunk),
+            color: "never",
+            // The summary read after the refresh needs no secrets: do not decrypt them.
+            showSecrets: false,
+        });
+    } catch (err) {
+        // Failed part way: what was refreshed is still worth showing beside the error.
+        const partial = driftReport(opts.stack, events);
+        // The resources' errors are diagnostic events (the CLI's stderr is empty
+        // then); stderr has the rest (a wrong passphrase, a locked stack). Not
+        // the CommandError's message: it carries the whole progress display.
+        const errors = engineErrors(events, stderr);
+        if (errors.length === 0 && !(err instanceof CommandError)) errors.push(String(err));
+        return { code: EXIT_ERROR, report: partial, error: errors.length > 0 ? errors.join("\n") : "the engine failed and printed no message" };
+    }
+    const report = driftReport(opts.stack, events);
+    return { code: report.drift ? EXIT_DRIFT : 0, report };
 }
 
 // ---------------------------------------------------------------------------
@@ -106,41 +133,42 @@ interface CliArgs {
     stack?: string;
     json: boolean;
     help: boolean;
-    unknown: string[];
+    /** Why the arguments are not usable (an unknown flag, a stray argument, a flag without its value). */
+    error?: string;
 }
 
 export function parseArgs(argv: readonly string[]): CliArgs {
-    const out: CliArgs = { json: false, help: false, unknown: [] };
-    for (let i = 0; i < argv.length; i++) {
-        const a = argv[i];
-        if (a === "--stack" || a === "-s") out.stack = argv[++i];
-        else if (a.startsWith("--stack=")) out.stack = a.slice("--stack=".length);
-        else if (a === "--json") out.json = true;
-        else if (a === "--help" || a === "-h") out.help = true;
-        else out.unknown.push(a);
+    try {
+        const { values } = parseNodeArgs({
+            args: [...argv],
+            options: {
+                stack: { type: "string", short: "s" },
+                json: { type: "boolean", default: false },
+                help: { type: "boolean", short: "h", default: false },
+            },
+            strict: true,
+            allowPositionals: false,
+        });
+        return { stack: values.stack, json: values.json, help: values.help };
+    } catch (err) {
+        return { json: false, help: false, error: err instanceof Error ? err.message : String(err) };
     }
-    return out;
 }
 
 async function main(argv: readonly string[]): Promise<number> {
     const args = parseArgs(argv);
-    if (args.help) {
+    if (args.help && args.error === undefined) {
         process.stdout.write(USAGE);
         return 0;
     }
-    if (!args.stack || args.unknown.length > 0) {
-        if (args.unknown.length > 0) process.stderr.write(`drift: unknown argument(s): ${args.unknown.join(" ")}\n`);
+    if (!args.stack || args.error !== undefined) {
+        if (args.error !== undefined) process.stderr.write(`drift: ${args.error}\n`);
         process.stderr.write(USAGE);
         return EXIT_USAGE;
     }
-    // Pass on only the engine build's progress (a cold build takes minutes); the rest is in the report.
-    let partial = "";
-    const onStderr = (chunk: string) => {
-        const lines = (partial + chunk).split("\n");
-        partial = lines.pop() ?? "";
-        for (const line of lines) if (line.startsWith("engine: ")) process.stderr.write(`${line}\n`);
-    };
-    const result = await runDrift({ stack: args.stack, onStderr });
+    // A cold engine build's progress (`engine: ...`) reaches stderr from
+    // scripts/engine.sh, run by pulumi.sh before this script starts.
+    const result = await runDrift({ stack: args.stack });
     if (args.json) {
         const doc = result.error === undefined ? result.report : { ...result.report, error: result.error };
         process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);

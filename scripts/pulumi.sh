@@ -14,6 +14,12 @@
 #   tested (the tests set it), instead of whichever is installed;
 # - SGLANG_SERVE_PROJECT_DIR runs another copy of the project (the end-to-end
 #   tests deploy from temporary copies so they never touch this tree).
+#
+# `scripts/pulumi.sh --env-exec COMMAND [ARGS...]` runs COMMAND instead of
+# pulumi, under the same settings, in the current directory, with
+# SGLANG_SERVE_ENGINE_BIN (the CLI's bin directory, from scripts/engine.sh) and
+# SGLANG_SERVE_PROJECT_DIR set: `npm run drift` drives the CLI this way through
+# the Automation API, so these settings stay defined here only.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-installed}")"
@@ -31,6 +37,12 @@ if [ -z "${PULUMI_CONFIG_PASSPHRASE:-}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FI
     (umask 077 && head -c 24 /dev/urandom | base64 > "$state/passphrase")
   fi
   export PULUMI_CONFIG_PASSPHRASE_FILE="$state/passphrase"
+fi
+if [ "${1:-}" = --env-exec ]; then
+  shift
+  [ $# -gt 0 ] || { echo "pulumi.sh: --env-exec needs a command" >&2; exit 2; }
+  export SGLANG_SERVE_ENGINE_BIN="$bin" SGLANG_SERVE_PROJECT_DIR="$project"
+  exec "$@"
 fi
 
 stack=""
