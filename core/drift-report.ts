@@ -34,7 +34,7 @@ export type { EngineEvent };
 export interface DriftChange {
     /** The resource's name (the last part of its URN), e.g. `qwen-unit`. */
     resource: string;
-    /** Its type token, e.g. `pulumi-nodejs:dynamic/sglang-serve:SystemdService`. */
+    /** Its type token, e.g. `pulumi-nodejs:dynamic/sglang-serve:SglangService`. */
     type: string;
     /** Dotted path, e.g. `flags.--mem-fraction-static`, `settings.cores`, `activeState`. */
     field: string;

@@ -28,7 +28,7 @@ import { parseArgs, runDrift } from "../../scripts/drift";
 // says how it was moved into events.
 
 const UNIT = "qwen-unit";
-const UNIT_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SystemdService";
+const UNIT_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
 const CT_CONFIG = "ct129-config";
 
 /**
@@ -88,7 +88,7 @@ describe("drift report: the engine's events", () => {
     });
 
     it("names the resource and its type from a real URN", () => {
-        const urn = "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit";
+        const urn = "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit";
         assert.equal(resourceNameOf(urn), UNIT);
         assert.equal(resourceTypeOf(urn), UNIT_TYPE);
     });
@@ -99,7 +99,7 @@ describe("drift report: rows from a refresh", () => {
         const report = driftReport("kpro5", FLAG_AND_CORES_EVENTS);
         assert.equal(report.drift, true);
         assert.deepEqual(report.changes, [
-            { resource: CT_CONFIG, type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig", field: "settings.cores", declared: 32, actual: 16 },
+            { resource: CT_CONFIG, type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainer", field: "settings.cores", declared: 32, actual: 16 },
             { resource: UNIT, type: UNIT_TYPE, field: "flags.--mem-fraction-static", declared: "0.88", actual: "0.80" },
             { resource: UNIT, type: UNIT_TYPE, field: "liveArgs.memFractionStatic", declared: 0.88, actual: 0.8 },
             { resource: UNIT, type: UNIT_TYPE, field: "unitText", declared: "--mem-fraction-static 0.88", actual: "--mem-fraction-static 0.80" },
@@ -158,7 +158,7 @@ describe("drift report: rows from a refresh", () => {
     });
 
     it("tolerates events without old or new states", () => {
-        const urn = "urn:pulumi:kpro5::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts";
+        const urn = "urn:pulumi:kpro5::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts";
         const events = [
             outputsEvent({ op: "update", urn }),
             outputsEvent({ op: "update", urn: urn.replace("kpro5-facts", "b"), new: state({ outputs: { driver: "570" } }) }),
@@ -173,7 +173,7 @@ describe("drift report: rows from a refresh", () => {
                 ["kpro5-facts", "(not shown)", null, "changed: the provider reports a difference the engine output does not show"],
             ],
         );
-        assert.equal(changes[0].type, "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts");
+        assert.equal(changes[0].type, "pulumi-nodejs:dynamic/sglang-serve:GpuHost");
     });
 
     it("reports a provider's refreshed outputs, taking the type from the state when the event has none", () => {
@@ -199,7 +199,7 @@ describe("drift report: rows from a refresh", () => {
 });
 
 describe("drift report: secrets", () => {
-    const urn = "urn:pulumi:kpro5::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit";
+    const urn = "urn:pulumi:kpro5::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit";
     const sig = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "[secret]" };
     const step = (oldOutputs: Record<string, unknown>, newOutputs: Record<string, unknown>): EngineEvent =>
         outputsEvent({ op: "update", urn, old: state({ outputs: oldOutputs }), new: state({ outputs: newOutputs }) });
@@ -475,11 +475,11 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "update",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
-                type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
+                type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
                 old: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
                     custom: true,
                     id: "127.0.3.5/lxc/129",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer::ct129",
@@ -543,8 +543,8 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
                     provider: "urn:pulumi:lab::sglang-serve::pulumi:providers:pulumi-nodejs::default::103d831a-bbac-4069-811d-738efe367339",
                 },
                 new: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
                     custom: true,
                     id: "127.0.3.5/lxc/129",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer::ct129",
@@ -619,11 +619,11 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "same",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
-                type: "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
+                type: "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
                 old: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
                     custom: true,
                     id: "127.0.3.5:22",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost::kpro5",
@@ -661,8 +661,8 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
                     provider: "urn:pulumi:lab::sglang-serve::pulumi:providers:pulumi-nodejs::default::103d831a-bbac-4069-811d-738efe367339",
                 },
                 new: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
                     custom: true,
                     id: "127.0.3.5:22",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost::kpro5",
@@ -711,11 +711,11 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "update",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
-                type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
+                type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
                 old: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -830,8 +830,8 @@ const FLAG_AND_CORES_EVENTS: EngineEvent[] = asEvents([
                     provider: "urn:pulumi:lab::sglang-serve::pulumi:providers:pulumi-nodejs::default::103d831a-bbac-4069-811d-738efe367339",
                 },
                 new: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -972,11 +972,11 @@ const STOPPED_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "update",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
-                type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
+                type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
                 old: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -1091,8 +1091,8 @@ const STOPPED_EVENTS: EngineEvent[] = asEvents([
                     provider: "urn:pulumi:lab::sglang-serve::pulumi:providers:pulumi-nodejs::default::103d831a-bbac-4069-811d-738efe367339",
                 },
                 new: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -1221,11 +1221,11 @@ const SECRET_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "update",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
-                type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
+                type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
                 old: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -1340,8 +1340,8 @@ const SECRET_EVENTS: EngineEvent[] = asEvents([
                     provider: "urn:pulumi:lab::sglang-serve::pulumi:providers:pulumi-nodejs::default::103d831a-bbac-4069-811d-738efe367339",
                 },
                 new: {
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
                     parent: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
@@ -1482,12 +1482,12 @@ const GONE_EVENTS: EngineEvent[] = asEvents([
     ...[
         "urn:pulumi:lab::sglang-serve::pulumi:pulumi:Stack::sglang-serve-lab",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck::qwen-ready",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck$pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe::qwen-ready-probe",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck$pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck::qwen-ready-probe",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer::ct129",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost::kpro5",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
     ].map((urn) => outputsEvent({ op: "same", urn })),
     {
         sequence: 20,
@@ -1495,13 +1495,13 @@ const GONE_EVENTS: EngineEvent[] = asEvents([
         resOutputsEvent: {
             metadata: {
                 op: "delete",
-                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
-                type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+                urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
+                type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
                 old: {
-                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+                    urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
                     custom: true,
                     id: "127.0.3.5:129:sglang-qwen.service",
-                    type: "pulumi-nodejs:dynamic/sglang-serve:SystemdService",
+                    type: "pulumi-nodejs:dynamic/sglang-serve:SglangService",
                     inputs: {
                         __provider: "<provider code elided>",
                         apiKey: "[secret]",
@@ -1631,7 +1631,7 @@ const UNREACHABLE_EVENTS: EngineEvent[] = [
         message: "Error: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s)\n\n",
     }),
     diagnosticEvent({
-        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
         prefix: "error: ",
         message:
             "Preview failed: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s) (command: pct exec 129 -- sh -c 'cat /etc/systemd/system/sglang-qwen.service 2>/dev/null || echo __absent__; echo ----sglang-serve----; (sha256sum /etc/sglang/qwen.env 2>/dev/null || echo none) | cut -d'\\'' '\\'' -f1; echo ----sglang-serve----; systemctl show -p ActiveState sglang-qwen.service --value 2>/dev/n…)\n",
@@ -1642,7 +1642,7 @@ const UNREACHABLE_EVENTS: EngineEvent[] = [
         message: "Error: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s)\n\n",
     }),
     diagnosticEvent({
-        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
+        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
         prefix: "error: ",
         message:
             "Preview failed: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s) (command: sh -c 'pct config 129 --current || exit 3; echo ----sglang-serve----; pct status 129')\n",
@@ -1653,7 +1653,7 @@ const UNREACHABLE_EVENTS: EngineEvent[] = [
         message: "Error: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s)\n\n",
     }),
     diagnosticEvent({
-        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
+        urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
         prefix: "error: ",
         message:
             "Preview failed: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s) (command: sh -c 'nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits || exit 1; echo ----sglang-serve----; cat /proc/devices; echo ----sglang-serve----; pveversion 2>/dev/null || true')\n",
@@ -1666,14 +1666,14 @@ const UNREACHABLE_EVENTS: EngineEvent[] = [
 const CLEAN_EVENTS: EngineEvent[] = [
     ...[
         "urn:pulumi:lab::sglang-serve::pulumi:pulumi:Stack::sglang-serve-lab",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SystemdService::qwen-unit",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck::qwen-ready",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer::ct129",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost::kpro5",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHostFacts::kpro5-facts",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainerConfig::ct129-config",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:LxcContainer$pulumi-nodejs:dynamic/sglang-serve:LxcContainer::ct129-config",
         "urn:pulumi:lab::sglang-serve::sglang-serve:index:SglangService::qwen",
-        "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck$pulumi-nodejs:dynamic/sglang-serve:ReadinessProbe::qwen-ready-probe",
+        "urn:pulumi:lab::sglang-serve::sglang-serve:index:ReadinessCheck$pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck::qwen-ready-probe",
     ].map((urn) => outputsEvent({ op: "same", urn })),
     summaryEvent({ same: 9 }),
 ];
