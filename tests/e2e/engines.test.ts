@@ -9,6 +9,14 @@ import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-engines-api-key-0123456789abcdef";
 
+/** The dynamic types before they took their components' names (components/dynamic-provider.ts aliases them). */
+const FORMER: Record<string, string> = {
+    GpuHost: "GpuHostFacts",
+    LxcContainer: "LxcContainerConfig",
+    SglangService: "SystemdService",
+    ReadinessCheck: "ReadinessProbe",
+};
+
 // The smoke set under each CLI the project tests (scripts/engine.sh: the
 // pinned v3.248.0 and the newest tested): a user's newer CLI must work too.
 for (const [engine, net] of [
@@ -60,6 +68,38 @@ for (const [engine, net] of [
             expectExit(await d.up(), 0, "up with the changed flag");
             assert.notEqual(await mainPid(labDir), before);
             assert.match(await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`), /--mem-fraction-static 0\.86/);
+        });
+
+        it("a stack recorded under the former resource types keeps its resources: renamed, not replaced, the server not restarted", async () => {
+            // The state as a stack deployed before the dynamic types took their components' names holds it.
+            const exported = await d.run(["stack", "export"]);
+            expectExit(exported, 0, "stack export");
+            // In types ("...:SglangService") and URNs ("...:SglangService::qwen-unit"), the components' own types untouched.
+            const former = exported.stdout.replace(
+                /dynamic\/sglang-serve:(GpuHost|LxcContainer|SglangService|ReadinessCheck)(?=[:"])/g,
+                (_m, t: string) => `dynamic/sglang-serve:${FORMER[t]}`,
+            );
+            assert.notEqual(former, exported.stdout);
+            const file = path.join(d.dir, "former-state.json");
+            fs.writeFileSync(file, former);
+            expectExit(await d.run(["stack", "import", "--file", file]), 0, "stack import");
+            const before = await mainPid(labDir);
+            const preview = await d.run(["preview", "--json"]);
+            expectExit(preview, 0, "preview");
+            // Renamed through the aliases: every resource the same, none created, deleted or replaced.
+            const summary = (JSON.parse(preview.stdout) as { changeSummary: Record<string, number> }).changeSummary;
+            assert.deepEqual(Object.keys(summary), ["same"], JSON.stringify(summary));
+            assert.equal(summary.same, 9, "the stack, four components and their four dynamic resources");
+            expectExit(await d.up(), 0, "up");
+            const types = (JSON.parse((await d.run(["stack", "export"])).stdout) as { deployment: { resources: { type: string }[] } }).deployment.resources
+                .map((r) => r.type)
+                .filter((t) => t.startsWith("pulumi-nodejs:dynamic/"))
+                .sort();
+            assert.deepEqual(
+                types,
+                ["GpuHost", "LxcContainer", "ReadinessCheck", "SglangService"].map((t) => `pulumi-nodejs:dynamic/sglang-serve:${t}`),
+            );
+            assert.equal(await mainPid(labDir), before);
         });
 
         it("drift exits 7, and 0 after up puts the box back", async () => {
