@@ -93,7 +93,7 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
-        const serving = await verifyServing(props, remoteFor(props.connection, "server"));
+        const serving = await verifyServing(props, remoteFor(props.connection, "server"), { refresh: true });
         return {
             id,
             props: {

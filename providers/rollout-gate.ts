@@ -107,25 +107,61 @@ export interface Serving {
  * With `box` (the refreshes), /server_info is asked on the box with the key
  * the box keeps (providers/server-info-on-box.ts): no API key needed here,
  * and the read-only key's gate allows it. Without, over HTTP with the key.
+ * `refresh`: a look in flight for the same server is shared (sharedLook); a
+ * rollout always looks afresh.
  */
-export async function verifyServing(server: ServedServer, box?: RemoteRunner): Promise<Serving> {
+export async function verifyServing(server: ServedServer, box?: RemoteRunner, opts: { refresh?: boolean } = {}): Promise<Serving> {
     const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
-    const [health, body] = await Promise.all([
-        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
-        box
-            ? readServerInfoOnBox(box, server.unitName, timeoutMs).then(
-                  (r) => ("status" in r && r.status === 200 ? r.body : undefined),
-                  (e: unknown) => {
-                      // A stopped container serves nothing: not ready, no live args (the container's `up` starts it).
-                      if (containerNotRunning(e)) return undefined;
-                      throw e;
-                  },
-              )
-            : getServerInfo(server.endpoint, { timeoutMs, bearer: server.apiKey }).then((r) => ("body" in r ? r.body : undefined)),
-    ]);
-    const healthy = "status" in health && health.status === 200;
+    const look = (): Promise<Look> => (box ? lookOnBox(server, box, timeoutMs) : lookOverHttp(server, timeoutMs));
+    const { healthy, body } = await (box && opts.refresh ? sharedLook(`${box.describe()}#${server.unitName}`, look) : look());
     if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null };
     const liveArgs = normalizeServerInfo(body);
     const speculativeActive = server.speculativeAlgorithm ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok : null;
     return { healthy, liveArgs, speculativeActive };
+}
+
+/** What one look at a server sees: /health's answer and /server_info's body (undefined when it has none). */
+interface Look {
+    healthy: boolean;
+    body: unknown;
+}
+
+const looks = new Map<string, Promise<Look>>();
+
+/**
+ * One look at a server per refresh: the service's and the readiness check's
+ * refreshes of one engine run (one provider process) read the same server at
+ * the same moment (the engine runs them in parallel, and the service looks
+ * while it reads its unit). A look in flight is shared; once it has answered
+ * the next one is fresh.
+ */
+function sharedLook(key: string, look: () => Promise<Look>): Promise<Look> {
+    const inFlight = looks.get(key);
+    if (inFlight) return inFlight;
+    const started = look().finally(() => looks.delete(key));
+    looks.set(key, started);
+    return started;
+}
+
+async function lookOnBox(server: ServedServer, box: RemoteRunner, timeoutMs: number): Promise<Look> {
+    const [health, body] = await Promise.all([
+        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
+        readServerInfoOnBox(box, server.unitName, timeoutMs).then(
+            (r) => ("status" in r && r.status === 200 ? r.body : undefined),
+            (e: unknown) => {
+                // A stopped container serves nothing: not ready, no live args (the container's `up` starts it).
+                if (containerNotRunning(e)) return undefined;
+                throw e;
+            },
+        ),
+    ]);
+    return { healthy: "status" in health && health.status === 200, body };
+}
+
+async function lookOverHttp(server: ServedServer, timeoutMs: number): Promise<Look> {
+    const [health, info] = await Promise.all([
+        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
+        getServerInfo(server.endpoint, { timeoutMs, bearer: server.apiKey }),
+    ]);
+    return { healthy: "status" in health && health.status === 200, body: "body" in info ? info.body : undefined };
 }

@@ -1,6 +1,5 @@
 import { parseServerInfoReadOutput, ServerInfoReadResult, serverInfoReadArgv } from "../core/server-info-read";
 import type { RemoteRunner } from "../remote/remote-host";
-import { Coalescer } from "../remote/coalesce";
 import { unitPaths } from "./unit-view";
 
 /**
@@ -11,27 +10,7 @@ import { unitPaths } from "./unit-view";
  * The server not answering is a value; a command that could not run at all
  * (refused by the gate, no python3) throws, naming the box and the fix.
  */
-export function readServerInfoOnBox(box: RemoteRunner, unitName: string, timeoutMs: number): Promise<ServerInfoReadResult> {
-    return sameRead.request(`${box.describe()}#${unitName}`, { box, unitName, timeoutMs });
-}
-
-interface ReadRequest {
-    box: RemoteRunner;
-    unitName: string;
-    timeoutMs: number;
-}
-
-/**
- * One read of a server per refresh: the service's and the readiness check's
- * refreshes ask for the same server at the same moment (the engine runs them
- * in parallel); asks for one unit on one box within a few ms share one command.
- */
-const sameRead = new Coalescer<ReadRequest, ServerInfoReadResult>(5, async (_key, reqs) => {
-    const result = await readOnce(reqs[0]!.box, reqs[0]!.unitName, Math.max(...reqs.map((r) => r.timeoutMs)));
-    return reqs.map(() => result);
-});
-
-async function readOnce(box: RemoteRunner, unitName: string, timeoutMs: number): Promise<ServerInfoReadResult> {
+export async function readServerInfoOnBox(box: RemoteRunner, unitName: string, timeoutMs: number): Promise<ServerInfoReadResult> {
     const paths = unitPaths(unitName);
     const timeoutSeconds = Math.min(3600, Math.max(1, Math.ceil(timeoutMs / 1000)));
     const argv = serverInfoReadArgv({ unitPath: paths.unit, environmentFilePath: paths.environmentFile, timeoutSeconds });

@@ -122,14 +122,23 @@ function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult>
     });
 }
 
-async function readLive(remote: RemoteHost, inputs: ServiceInputs): Promise<LiveService> {
+/**
+ * `refresh`: the look at the server starts with the unit read, so that it
+ * runs at the same moment as the ReadinessCheck's refresh and is shared with
+ * it (providers/rollout-gate.ts verifyServing); it is used only when the unit
+ * is active, as a rollout's own look.
+ */
+async function readLive(remote: RemoteHost, inputs: ServiceInputs, opts: { refresh?: boolean } = {}): Promise<LiveService> {
+    const early = opts.refresh ? verifyServing(inputs, remote, { refresh: true }) : undefined;
+    // Not looked at when the unit is not active: its failure then is no failure of the refresh.
+    early?.catch(() => undefined);
     const read = await readUnit(remote, inputs.unitName);
     const unit = read.unitText === null ? null : readableUnit(read.unitText);
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
     if (unit && activeState === "active") {
-        const serving = await verifyServing(inputs, remote);
+        const serving = await (early ?? verifyServing(inputs, remote));
         if (serving.liveArgs) {
             liveArgs = serving.liveArgs as Record<string, unknown>;
             liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
@@ -548,7 +557,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         const remote = remoteFor(props.connection, "server");
         let live: LiveService;
         try {
-            live = await readLive(remote, props);
+            live = await readLive(remote, props, { refresh: true });
         } catch (e) {
             // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
             if (!containerNotRunning(e)) throw e;

@@ -195,7 +195,6 @@ describe("ReadinessCheck provider against the fake box", function () {
         });
 
         it("reports a /server_info answer that is not JSON as the box's read says it, naming the unit", async () => {
-            // Why skipped: verifyServing drops the read's error ("the answer is not a JSON object") and normalizes an absent body, so the message is "expected object, received undefined" without the unit.
             await install();
             const { outs } = await create(inputs());
             box.server.behaviour.info = "not-json";

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { boxExpectations } from "../../core/box-facts";
 import { assertBoxServes } from "../../providers/box-facts";
 import { remoteFor } from "../../providers/context";
+import { provider as readinessCheck } from "../../providers/readiness-check";
 import { provider, ServiceInputs, ServiceOutputs } from "../../providers/sglang-service";
 import { API_KEY, CONTAINER_CONF, declaredService, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
@@ -549,6 +550,40 @@ describe("SglangService provider against the fake box", function () {
             await provider.read!(ID, outs);
             assert.equal(box.commands.length, 2, box.commands.join("\n"));
             assert.deepEqual(systemctlChanges(), []);
+        });
+
+        it("shares one look at the server with the ReadinessCheck's refresh at the same moment: one /server_info read on the box, one GET /health", async () => {
+            const outs = await deployed();
+            box.server.requests.length = 0;
+            const check = {
+                providerVersion: outs.providerVersion,
+                connection: outs.connection,
+                unitName: outs.unitName,
+                endpoint: outs.endpoint,
+                revision: outs.revision,
+                servedModelName: outs.servedModelName,
+                speculativeAlgorithm: outs.speculativeAlgorithm,
+                readiness: outs.readiness,
+                ready: true,
+                liveServerArgs: {},
+                speculativeActive: true,
+            };
+            const [service, readiness] = await Promise.all([provider.read!(ID, outs), readinessCheck.read!("ready", check)]);
+            assert.equal(service.props!.liveArgs!.servedName, "qwen3.6-27b");
+            assert.equal(readiness.props!.ready, true);
+            assert.deepEqual(readiness.props!.liveServerArgs, service.props!.liveArgs);
+            assert.equal(box.commands.filter((c) => /python3 -I -c/.test(c) && c.includes("server_info")).length, 1, box.commands.join("\n"));
+            assert.deepEqual(box.server.requests.map((r) => r.path).sort(), ["/health", "/server_info"]);
+        });
+
+        it("looks afresh in a rollout right after a refresh: the new args are recorded, not the refresh's look", async () => {
+            const olds = (await provider.read!(ID, await deployed())).props!;
+            assert.equal(olds.liveArgs!.memFractionStatic, 0.88);
+            const outs = await update(
+                olds,
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
+            assert.equal(outs.liveArgs!.memFractionStatic, 0.85);
         });
 
         it("shows a unit edited by hand but not restarted: the edited flag in the inputs and the server not running it", async () => {

@@ -457,26 +457,6 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
         ]);
     });
 
-    it("asks the box once when the service's and the readiness check's refreshes read the same server at once, and apart for other units", async () => {
-        const b = box({ code: 0, stdout: '{"status": 200, "body": {"tp_size": 2}}\n' });
-        const results = await Promise.all([
-            readServerInfoOnBox(b, "sglang-qwen.service", 30_000),
-            readServerInfoOnBox(b, "sglang-qwen.service", 10_000),
-            readServerInfoOnBox(b, "sglang-other.service", 30_000),
-        ]);
-        assert.deepEqual(results, [
-            { status: 200, body: { tp_size: 2 } },
-            { status: 200, body: { tp_size: 2 } },
-            { status: 200, body: { tp_size: 2 } },
-        ]);
-        assert.deepEqual(
-            b.argv.map((a) => a.at(-3)),
-            ["/etc/systemd/system/sglang-qwen.service", "/etc/systemd/system/sglang-other.service"],
-        );
-        // The shared read waits as long as the longest ask.
-        assert.equal(b.argv[0]!.at(-1), "30");
-    });
-
     it("returns a server that is down or a missing unit as a value (not serving), but fails on a 200 that is not a JSON object", async () => {
         assert.deepEqual(
             await readServerInfoOnBox(
