@@ -72,7 +72,7 @@ exports.handler = function () {
  * `pulumi-nodejs:dynamic/sglang-serve:SglangService` is the SglangService
  * component's resource, served by providers/sglang-service.ts.
  */
-export const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
+const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
     "gpu-host": "GpuHost",
     "lxc-container": "LxcContainer",
     "sglang-service": "SglangService",
@@ -80,10 +80,10 @@ export const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
 };
 
 /**
- * The type each kind had before its resource took its component's name
- * (until the resources took their components' names). Given as an alias, so a stack deployed with
- * the old name keeps its resource: the engine renames it in the state
- * instead of replacing it (a replacement would restart the server).
+ * The type each kind had before its resource took its component's name.
+ * Given as an alias, so a stack deployed with the old name keeps its
+ * resource: the engine renames it in the state instead of replacing it (a
+ * replacement would restart the server).
  */
 const FORMER_RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
     "gpu-host": "GpuHostFacts",
@@ -92,7 +92,7 @@ const FORMER_RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
     "readiness-check": "ReadinessProbe",
 };
 
-export function dynamicType(typeName: string): string {
+function dynamicType(typeName: string): string {
     return `pulumi-nodejs:dynamic/sglang-serve:${typeName}`;
 }
 
