@@ -1,7 +1,7 @@
 /**
  * `npm run drift -- --stack <name> [--json]`: does the box still match what
  * the stack deployed? Runs `refresh --preview-only` on the stack through the
- * Automation API (`Stack.refresh({ previewOnly: true, onEvent })`) and builds
+ * Automation API (`Stack.previewRefresh({ onEvent })`) and builds
  * the report from the engine's events (core/drift-report.ts). Nothing is
  * written to the stack's state.
  *
@@ -101,13 +101,12 @@ export async function runDrift(opts: DriftOptions): Promise<DriftResult> {
     const events: EngineEvent[] = [];
     let stderr = "";
     try {
-        await stack.refresh({
-            previewOnly: true,
+        // `refresh --preview-only` (the SDK's previewRefresh; refresh({ previewOnly }) is its deprecated
+        // form, which also reads the stack's history afterwards).
+        await stack.previewRefresh({
             onEvent: (event) => events.push(event),
             onError: (chunk) => (stderr += chunk),
             color: "never",
-            // The summary read after the refresh needs no secrets: do not decrypt them.
-            showSecrets: false,
         });
     } catch (err) {
         // Failed part way: what was refreshed is still worth showing beside the error.

@@ -306,7 +306,7 @@ describe("drift report: text", () => {
 });
 
 describe("scripts/drift.ts", function () {
-    // Each run starts the fake CLI four times (version, stack select, refresh, stack history).
+    // Each run starts the fake CLI three times (version, stack select, refresh).
     this.timeout(20_000);
     let dir: string;
     let project: string;
@@ -328,8 +328,8 @@ describe("scripts/drift.ts", function () {
 
     /**
      * A stand-in for the Pulumi CLI, at `<root>/bin/pulumi` as an install lays
-     * it out: records each call, answers `version`, `stack select` and `stack
-     * history`, and for `refresh` streams the given events to the Automation
+     * it out: records each call, answers `version` and `stack select`, and
+     * for `refresh` streams the given events to the Automation
      * API's `--event-log tcp://...` over gRPC as the engine does, then writes
      * `stderr` and exits with `code`. Returns the bin directory.
      */
@@ -363,8 +363,6 @@ if (args[0] === "version") {
         process.stderr.write("error: no stack named '" + args[args.indexOf("--stack") + 1] + "' found\\n");
         process.exit(255);
     }
-} else if (args[0] === "stack" && args[1] === "history") {
-    process.stdout.write("[]\\n");
 } else if (args[0] === "refresh") {
     const grpc = require(${JSON.stringify(modules.grpc)});
     const rpc = require(${JSON.stringify(modules.rpc)});
@@ -404,6 +402,11 @@ if (args[0] === "version") {
         assert.equal(refresh.debug, "true");
         assert.equal(refresh.mark, "passed");
         assert.equal(fs.realpathSync(refresh.cwd), fs.realpathSync(project));
+        // Only the version, the stack's selection and the refresh: no stack history read after it.
+        assert.deepEqual(
+            callsOf("clean").map((c) => c.args.slice(0, 2).join(" ")),
+            ["version", "stack select", "refresh --preview-only"],
+        );
     });
 
     it("exits 7 with the rows when the engine finds changes", async () => {
