@@ -87,18 +87,19 @@ function networkError(where: string, e: NodeJS.ErrnoException): HttpResult {
 }
 
 /**
- * GET /server_info over HTTP, falling back to the older /get_server_info: the
- * body when the server answered a JSON object, else why not. The one HTTP
- * reader of it (the readiness gate, a server checked without its box);
- * refreshes read it on the box (providers/server-info-on-box.ts).
+ * GET /server_info over HTTP: the body when the server answered a JSON
+ * object, else why not. The one HTTP reader of it (the readiness gate, a
+ * server checked without its box); refreshes read it on the box
+ * (core/server-info-read.ts), from the same endpoint: every release the stack
+ * knows (core/sglang-releases.ts) serves /server_info, and neither read falls
+ * back to the older /get_server_info.
  */
 export async function getServerInfo(
     endpoint: string,
     opts: ProbeOptions,
     get: (url: string, opts: ProbeOptions) => Promise<HttpResult> = httpGetJson,
 ): Promise<{ body: Record<string, unknown> } | { error: string }> {
-    let res = await get(endpointUrl(endpoint, "/server_info"), opts);
-    if ("status" in res && res.status === 404) res = await get(endpointUrl(endpoint, "/get_server_info"), opts);
+    const res = await get(endpointUrl(endpoint, "/server_info"), opts);
     if ("error" in res) return { error: `GET /server_info: ${res.error}` };
     if (res.status !== 200) return { error: `GET /server_info answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}` };
     if (res.body === undefined || res.body === null || typeof res.body !== "object" || Array.isArray(res.body)) {
