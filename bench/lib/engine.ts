@@ -221,3 +221,14 @@ export function createFloorProject(kind: FloorKind, stack = "floor"): Project {
     const env: Record<string, string> = kind === "typescript" || kind === "javascript" ? {} : { PULUMI_NODEJS_TRANSPILE_ONLY: "true" };
     return { dir, stack, engineEnv: env };
 }
+
+/** The deployed floors, one of each kind. */
+export type Floors = Record<FloorKind, Project>;
+
+/** How the bench's table names each floor. */
+export const FLOOR_LABEL: Record<FloorKind, string> = {
+    typescript: "empty TypeScript program, type-checked (Pulumi's default)",
+    "transpile-only": "empty TypeScript program, transpile-only (the target's floor)",
+    javascript: "empty JavaScript program",
+    dynamic: "transpile-only program with one no-op dynamic resource",
+};

@@ -141,3 +141,12 @@ export function buildProfile(r: RunResult, hookLog: string, sshdLog: string): Pr
     if (serializations) buckets["dynamic provider closures serialized (count)"] = serializations;
     return { wallMs: r.wallMs, steps, buckets };
 }
+
+/** The profile as the bench prints it under the table. */
+export function profileText(p: Profile, name: string): string {
+    const out = [`Profile of one no-op preview --refresh (${name}), ${(p.wallMs / 1000).toFixed(2)} s:`];
+    for (const [k, v] of Object.entries(p.buckets)) out.push(`  ${k}: ${v}${/count|connections|commands$/.test(k) ? "" : " ms"}`);
+    out.push("  timeline (ms after spawn):");
+    for (const s of p.steps) out.push(`    ${String(s.at).padStart(6)}${s.ms !== undefined ? ` +${String(s.ms).padStart(5)}` : "       "}  ${s.what}`);
+    return out.join("\n");
+}

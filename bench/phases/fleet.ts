@@ -1,0 +1,133 @@
+import * as fs from "fs";
+import * as path from "path";
+import { simulatorEvents } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import type { Deployment } from "../../lab/deployment";
+import type { StackConfigFile } from "../../lab/stack";
+import { expectCode, runEngine } from "../lib/engine";
+import type { Report } from "../lib/figures";
+import { fleetMembers, fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
+import { log } from "../lib/log";
+import type { Snapshot } from "../lib/snapshot";
+import { sshFigures, sshOf, SshSample, sshTail } from "../lib/ssh-figures";
+import { nowMs, summarize } from "../lib/stats";
+
+/**
+ * The fleet figures: `counts.fleet` and `counts.stacks` are the sizes of the
+ * phases of those names, undefined where that phase is not run.
+ */
+export async function phaseFleet(
+    report: Report,
+    tree: Snapshot,
+    fleetLabDir: string,
+    fleetInfo: LabInfo,
+    counts: { fleet?: number[]; stacks?: number[]; runs: number },
+    apiKey: string,
+    cleanup: Array<() => void>,
+): Promise<void> {
+    const sizes = counts.fleet ?? [];
+    const stackSizes = counts.stacks ?? [];
+    const maxN = Math.max(...sizes, ...stackSizes);
+    log(`fleet: placing ${maxN} servers (sglang-f0..f${maxN - 1}, ports 30000+) in the fleet lab's container`);
+    await preplaceFleet(fleetLabDir, fleetInfo, fleetMembers(maxN), apiKey);
+    const launchedAfterPlacing = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length;
+
+    // (B) one operation over N services: the fleet program.
+    const programs = new Map<number, Deployment>();
+    if (counts.fleet) {
+        for (const n of sizes) {
+            const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, fleetMembers(n)) as unknown as StackConfigFile);
+            cleanup.push(() => d.cleanup());
+            // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
+            fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
+            await d.setSecret("sglang-serve:apiKey", apiKey);
+            const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
+            log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
+            programs.set(n, d);
+        }
+    }
+    // (A) N one-service stacks (the stack program as it is, one stack per server).
+    const stacks: Deployment[] = [];
+    if (counts.stacks) {
+        for (let i = 0; i < Math.max(0, ...stackSizes); i++) {
+            const d = await tree.deployment(`fleet-f${i}`, fleetStackConfig(fleetInfo, fleetMembers(maxN)[i]!));
+            cleanup.push(() => d.cleanup());
+            await d.setSecret("sglang-serve:apiKey", apiKey);
+            expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack f${i} up (adopting)`);
+            stacks.push(d);
+        }
+        log(`  ${stacks.length} one-service stacks deployed (adopted)`);
+    }
+    const launched = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length - launchedAfterPlacing;
+    if (launched > 0) throw new Error(`adopting the fleet restarted ${launched} server(s): the placed units differ from what the stack renders`);
+
+    const fleetMs: Record<number, number[]> = {};
+    const fleetSsh: Record<number, SshSample[]> = {};
+    const fleetPreviewMs: Record<number, number[]> = {};
+    const seqMs: Record<number, number[]> = {};
+    const parMs: Record<number, number[]> = {};
+    for (let rep = 0; rep < counts.runs; rep++) {
+        for (const [n, d] of programs) {
+            const r = expectCode(
+                await runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"], { tail: sshTail(fleetInfo) }),
+                0,
+                `fleet refresh N=${n}`,
+            );
+            (fleetMs[n] ??= []).push(r.wallMs / 1000);
+            (fleetSsh[n] ??= []).push(sshOf(r, fleetInfo));
+            const p = expectCode(await runEngine(d, ["preview", "--refresh", "--expect-no-changes"]), 0, `fleet preview --refresh N=${n}`);
+            (fleetPreviewMs[n] ??= []).push(p.wallMs / 1000);
+            log(`  fleet program N=${n}: refresh ${(r.wallMs / 1000).toFixed(2)} s, preview --refresh ${(p.wallMs / 1000).toFixed(2)} s`);
+        }
+        for (const n of stackSizes) {
+            let t = nowMs();
+            for (const d of stacks.slice(0, n)) expectCode(await runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"]), 0, `stack refresh`);
+            (seqMs[n] ??= []).push((nowMs() - t) / 1000);
+            t = nowMs();
+            const all = await Promise.all(stacks.slice(0, n).map((d) => runEngine(d, ["refresh", "--preview-only", "--expect-no-changes"])));
+            for (const r of all) expectCode(r, 0, "parallel stack refresh");
+            (parMs[n] ??= []).push((nowMs() - t) / 1000);
+            log(`  ${n} one-service stacks: sequential ${seqMs[n]!.at(-1)!.toFixed(2)} s, parallel ${parMs[n]!.at(-1)!.toFixed(2)} s`);
+        }
+    }
+    const base = sizes.includes(1) ? summarize(fleetMs[1] ?? []).median : NaN;
+    for (const n of sizes) {
+        if (!fleetMs[n]) continue;
+        report.figure(`fleet.program.${n}`, `fleet: one program with ${n} service(s), refresh --preview-only`, "s", fleetMs[n]!);
+        if (n !== 1 && Number.isFinite(base)) {
+            report.figure(
+                `fleet.program.ratio.${n}`,
+                `  ratio ${n}:1 (per run / median of N=1)`,
+                "x",
+                fleetMs[n]!.map((v) => v / base),
+                n === 16 ? "target <= 2x" : undefined,
+            );
+        }
+        sshFigures(report, `fleet.program.${n}`, `fleet refresh (N=${n})`, fleetSsh[n]!);
+    }
+    const pbase = sizes.includes(1) ? summarize(fleetPreviewMs[1] ?? []).median : NaN;
+    for (const n of sizes) {
+        if (!fleetPreviewMs[n]) continue;
+        report.figure(`fleet.programPreview.${n}`, `fleet: one program with ${n} service(s), preview --refresh`, "s", fleetPreviewMs[n]!);
+        if (n !== 1 && Number.isFinite(pbase))
+            report.figure(
+                `fleet.programPreview.ratio.${n}`,
+                `  ratio ${n}:1`,
+                "x",
+                fleetPreviewMs[n]!.map((v) => v / pbase),
+            );
+    }
+    const sbase = stackSizes.includes(1) ? summarize(seqMs[1] ?? []).median : NaN;
+    for (const n of stackSizes) {
+        if (!seqMs[n]) continue;
+        report.figure(`fleet.stacks.seq.${n}`, `fleet: ${n} one-service stack(s), refresh each in turn`, "s", seqMs[n]!);
+        if (n !== 1 && Number.isFinite(sbase))
+            report.figure(
+                `fleet.stacks.seq.ratio.${n}`,
+                `  ratio ${n}:1`,
+                "x",
+                seqMs[n]!.map((v) => v / sbase),
+            );
+        report.figure(`fleet.stacks.par.${n}`, `fleet: ${n} one-service stack(s), refreshed in parallel`, "s", parMs[n]!);
+    }
+}
