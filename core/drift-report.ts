@@ -24,8 +24,6 @@ import { maskSecretAssignments, SECRET_MASK } from "./redact";
 import { API_KEY_ENV } from "./sglang-rules";
 import { isRecord } from "./is-record";
 
-export type { EngineEvent };
-
 // ---------------------------------------------------------------------------
 // The report
 // ---------------------------------------------------------------------------

@@ -2,12 +2,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { DiagnosticEvent, OpMap, OpType, StepEventMetadata, StepEventStateMetadata } from "@pulumi/pulumi/automation";
+import type { DiagnosticEvent, EngineEvent, OpMap, OpType, StepEventMetadata, StepEventStateMetadata } from "@pulumi/pulumi/automation";
 import {
     DriftReport,
     driftChanges,
     driftReport,
-    EngineEvent,
     engineErrors,
     formatCell,
     formatDriftTable,
