@@ -143,9 +143,14 @@ function sharedLook(key: string, look: () => Promise<Look>): Promise<Look> {
     return started;
 }
 
-async function lookOnBox(server: ServedServer, box: RemoteRunner, timeoutMs: number): Promise<Look> {
-    const [health, body] = await Promise.all([
-        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
+/** /health and /server_info at once; `serverInfo` reads the body of /server_info, undefined when it has none. */
+async function lookAt(server: ServedServer, timeoutMs: number, serverInfo: () => Promise<unknown>): Promise<Look> {
+    const [health, body] = await Promise.all([httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }), serverInfo()]);
+    return { healthy: "status" in health && health.status === 200, body };
+}
+
+function lookOnBox(server: ServedServer, box: RemoteRunner, timeoutMs: number): Promise<Look> {
+    return lookAt(server, timeoutMs, () =>
         readServerInfoOnBox(box, server.unitName, timeoutMs).then(
             (r) => ("status" in r && r.status === 200 ? r.body : undefined),
             (e: unknown) => {
@@ -154,14 +159,11 @@ async function lookOnBox(server: ServedServer, box: RemoteRunner, timeoutMs: num
                 throw e;
             },
         ),
-    ]);
-    return { healthy: "status" in health && health.status === 200, body };
+    );
 }
 
-async function lookOverHttp(server: ServedServer, timeoutMs: number): Promise<Look> {
-    const [health, info] = await Promise.all([
-        httpGetJson(endpointUrl(server.endpoint, "/health"), { timeoutMs }),
-        getServerInfo(server.endpoint, { timeoutMs, bearer: server.apiKey }),
-    ]);
-    return { healthy: "status" in health && health.status === 200, body: "body" in info ? info.body : undefined };
+function lookOverHttp(server: ServedServer, timeoutMs: number): Promise<Look> {
+    return lookAt(server, timeoutMs, () =>
+        getServerInfo(server.endpoint, { timeoutMs, bearer: server.apiKey }).then((r) => ("body" in r ? r.body : undefined)),
+    );
 }
