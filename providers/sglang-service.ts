@@ -17,7 +17,7 @@ import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
 import { redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
-import { recordGated, Serving, startAndWait, verifyServing, waitServing } from "./rollout-gate";
+import { recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
@@ -122,36 +122,15 @@ function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult>
     });
 }
 
-/**
- * `refresh`: the look at the server starts with the unit read, so that it
- * runs at the same moment as the ReadinessCheck's refresh and is shared with
- * it (providers/rollout-gate.ts verifyServing); it is used only when the unit
- * is active, as a rollout's own look. The read returns (or fails) only after
- * the look has ended, so nothing of it runs on afterwards.
- */
+/** `refresh`: the look at the server is shared with the ReadinessCheck's refresh when that one is in flight (providers/rollout-gate.ts verifyServing). */
 async function readLive(remote: RemoteHost, inputs: ServiceInputs, opts: { refresh?: boolean } = {}): Promise<LiveService> {
-    if (!opts.refresh) return readLiveWith(remote, inputs, () => verifyServing(inputs, remote));
-    const early = verifyServing(inputs, remote, { refresh: true });
-    // Not looked at when the unit is not active: its failure then is no failure of the refresh.
-    const ended = early.then(
-        () => undefined,
-        () => undefined,
-    );
-    try {
-        return await readLiveWith(remote, inputs, () => early);
-    } finally {
-        await ended;
-    }
-}
-
-async function readLiveWith(remote: RemoteHost, inputs: ServiceInputs, look: () => Promise<Serving>): Promise<LiveService> {
     const read = await readUnit(remote, inputs.unitName);
     const unit = read.unitText === null ? null : readableUnit(read.unitText);
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
     if (unit && activeState === "active") {
-        const serving = await look();
+        const serving = await verifyServing(inputs, remote, opts);
         if (serving.liveArgs) {
             liveArgs = serving.liveArgs as Record<string, unknown>;
             liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
