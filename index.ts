@@ -35,22 +35,9 @@ if (container) {
     gpuIndices = container.gpus.map((_, i) => i);
 }
 
-/** @pulumi/random, loaded only when a key is generated: its index loads all of @pulumi/pulumi (~0.3 s). */
-function randomProvider(): typeof import("@pulumi/random") {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require("@pulumi/random");
-}
-
-const apiKey: pulumi.Output<string> | undefined =
-    pulumiConfig.getSecret("apiKey") ??
-    // Generated keys need @pulumi/random's plugin; the real-engine tests set the key in config instead.
-    (pulumiConfig.getBoolean("generateApiKey")
-        ? new (randomProvider().RandomPassword)(`${service.name}-api-key`, { length: 40, special: false }).result
-        : undefined);
-
 const server = new SglangService(
     service.name,
-    { connection: serviceConnection, service, readiness, apiKey, gpuIndices, gpuMemoryMiB: host.gpus.memoryMiB },
+    { connection: serviceConnection, service, readiness, gpuIndices, gpuMemoryMiB: host.gpus.memoryMiB },
     { dependsOn: [placement] },
 );
 
@@ -59,7 +46,7 @@ const check = new ReadinessCheck(`${service.name}-ready`, {
     unitName: server.unitName,
     endpoint: server.endpoint,
     revision: server.revision,
-    apiKey,
+    requireApiKey: service.requireApiKey,
     servedModelName: service.model.servedName,
     speculativeAlgorithm: service.speculative?.algorithm,
     readiness,

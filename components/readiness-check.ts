@@ -10,7 +10,8 @@ export interface ReadinessCheckArgs {
     endpoint: pulumi.Input<string>;
     /** The service's rollout revision: a new revision re-runs the check. */
     revision: pulumi.Input<string>;
-    apiKey?: pulumi.Input<string>;
+    /** service.requireApiKey: the check authenticates with the deploy run's key (never an input: providers/context.ts deploySecrets). */
+    requireApiKey: boolean;
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
@@ -48,7 +49,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 unitName: args.unitName,
                 endpoint: args.endpoint,
                 revision: args.revision,
-                apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
+                requireApiKey: args.requireApiKey,
                 servedModelName: args.servedModelName,
                 speculativeAlgorithm: args.speculativeAlgorithm,
                 readiness: args.readiness,
@@ -56,7 +57,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 liveServerArgs: undefined,
                 speculativeActive: undefined,
             },
-            { parent: this, additionalSecretOutputs: ["apiKey"] },
+            { parent: this },
         );
         this.ready = probe.ready;
         this.liveServerArgs = probe.liveServerArgs;

@@ -2,7 +2,7 @@ import type { ResourceProvider } from "./resource-provider";
 import type { Connection } from "../components/connection";
 import { describeFailure } from "../core/readiness";
 import type { ReadinessConfig } from "../core/config-schema";
-import { redact, remoteFor } from "./context";
+import { deployApiKey, redact, remoteFor } from "./context";
 import { changedKeys } from "./diff-inputs";
 import { gatedInThisRun, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
@@ -13,6 +13,9 @@ interface ReadinessInputs {
     unitName: string;
     endpoint: string;
     revision: string;
+    /** The server requires the API key; its value comes from the deploy run (providers/context.ts deployApiKey), never an input. */
+    requireApiKey?: boolean;
+    /** Held by states written before requireApiKey; dropped from the outputs. */
     apiKey?: string;
     servedModelName: string;
     speculativeAlgorithm?: string;
@@ -33,14 +36,17 @@ interface ReadinessOutputs extends ReadinessInputs {
  * chat and speculative checks. The service's rollout already gated on the
  * same checks, so on a healthy box this returns within a poll or two.
  */
-async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
+async function check(declared: ReadinessInputs): Promise<ReadinessOutputs> {
+    // The key authenticates the requests and is never recorded: the outputs are built from `declared`.
+    const { apiKey: _stored, ...recorded } = declared;
+    const inputs = { ...recorded, apiKey: declared.requireApiKey ? deployApiKey() : undefined };
     if (gatedInThisRun(inputs.revision)) {
         // The rollout of this revision passed the whole gate moments ago, in this run, and
         // reported it: confirm it still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
             return {
-                ...inputs,
+                ...recorded,
                 ready: true,
                 liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
                 speculativeActive: serving.speculativeActive,
@@ -63,7 +69,7 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
     }
     const serving = await verifyServing(inputs);
     return {
-        ...inputs,
+        ...recorded,
         ready: true,
         liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
         speculativeActive: serving.speculativeActive,
@@ -82,7 +88,7 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
             "speculativeAlgorithm",
             "readiness",
         ]);
-        const apiKeyChanged = (olds.apiKey ?? "") !== (news.apiKey ?? "");
+        const apiKeyChanged = (olds.requireApiKey ?? olds.apiKey !== undefined) !== (news.requireApiKey ?? false);
         const notServing = olds.ready === false || olds.speculativeActive === false;
         return { changes: changed.length > 0 || apiKeyChanged || notServing, replaces: [] };
     },
@@ -94,10 +100,11 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
         const serving = await verifyServing(props, remoteFor(props.connection, "server"), { refresh: true });
+        const { apiKey: _stored, ...recorded } = props;
         return {
             id,
             props: {
-                ...props,
+                ...recorded,
                 ready: serving.healthy,
                 liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
                 speculativeActive: serving.speculativeActive,

@@ -4,7 +4,7 @@ import { assertBoxServes, boxFailures, BoxFactsRead, readBoxFacts } from "./box-
 import type { BoxExpectations } from "../core/box-facts";
 import type { Connection } from "../components/connection";
 import type { ReadinessConfig } from "../core/config-schema";
-import { apiKeyProblem } from "../core/config-values";
+import { DeclaredSecrets, declaresSecrets, renderSecretFiles, secretValues } from "../core/deploy-secrets";
 import { sha256 } from "../core/digest";
 import { decideDelete, decideWrite, formatOwner, parseOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
@@ -15,7 +15,7 @@ import { parseEnvironmentFile, UnitOwner, unitOwner, unitTextWithoutOwner } from
 import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit-read";
 import { Coalescer } from "../remote/coalesce";
 import { liveArgsMismatch, unitView, UnitView, previousPaths, unitPaths } from "./unit-view";
-import { redact, remoteFor, say } from "./context";
+import { deploySecrets, deploySecretsIfGiven, redact, remoteFor, say } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
 import { recordGated, startAndWait, verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
@@ -30,8 +30,15 @@ export interface ServiceInputs {
     command: string[];
     flags: Record<string, string>;
     environment: Record<string, string>;
-    /** The EnvironmentFile's text (secret); absent when the server has no secrets. */
+    /** The secrets the config declares (names only); absent in states written before. */
+    secrets?: DeclaredSecrets;
+    /**
+     * The 0600 files' texts and the API key: filled from the deploy run's
+     * environment when the provider writes the box (withDeploySecrets), never
+     * inputs and never in the state (outputsFrom leaves them out).
+     */
     environmentFile?: string;
+    serverConfigFile?: string;
     endpoint: string;
     apiKey?: string;
     servedModelName: string;
@@ -60,7 +67,7 @@ export interface ServiceOutputs extends ServiceInputs {
     revision: string;
     activeState: string;
     enabled: boolean;
-    /** sha256 of the EnvironmentFile on the box (secret): secrets drift without storing them twice. */
+    /** The EnvironmentFile's hash as the box's unit read gives it ("" without one): secrets drift without storing them. */
     secretsHash: string;
     /** The running server's args from /server_info, normalized to the fields the stack owns; null when unreachable. */
     liveArgs: Record<string, unknown> | null;
@@ -76,6 +83,30 @@ const PROCESS_FIELDS = ["unitText", "command", "flags", "environment"] as const;
 /** The secrets hash of an EnvironmentFile: "" when there is none, as the unit read reports it (core/unit-read.ts). */
 function environmentFileHash(text: string | undefined): string {
     return text === undefined ? "" : sha256(text);
+}
+
+/** The secrets the state's config declares; a state written before they were declared had a key when it had an EnvironmentFile. */
+function declaredSecrets(inputs: ServiceInputs): DeclaredSecrets {
+    return inputs.secrets ?? { apiKey: inputs.environmentFile !== undefined, environment: [] };
+}
+
+/** The inputs with the deploy run's secret values filled in, to write the box and authenticate (a deploy needs every declared value). */
+function withDeploySecrets(inputs: ServiceInputs): ServiceInputs {
+    const values = deploySecrets(declaredSecrets(inputs));
+    return { ...inputs, ...renderSecretFiles(values), apiKey: values.apiKey };
+}
+
+/**
+ * Whether the box's secrets differ from the declared ones. With the values
+ * (a deploy) by the EnvironmentFile's hash; without them (a preview or drift
+ * check in a job that holds no secret) by presence: the 0600 file is there
+ * exactly when secrets are declared.
+ */
+function secretsDiffer(boxHash: string | undefined, news: ServiceInputs): boolean {
+    const values = deploySecretsIfGiven(declaredSecrets(news));
+    if (values) return boxHash !== environmentFileHash(renderSecretFiles(values).environmentFile);
+    const onBox = (boxHash ?? "") !== "";
+    return onBox !== declaresSecrets(declaredSecrets(news));
 }
 
 /** What the box holds now: unit, secrets hash, systemd state, live args. */
@@ -151,8 +182,10 @@ function outputsFrom(inputs: ServiceInputs, live: LiveService, revision: string)
     const fromBox = live.unit
         ? { unitText: live.unit.text, command: live.unit.command, flags: live.unit.flags, environment: live.unit.environment }
         : { unitText: "", command: [], flags: {}, environment: {} };
+    // The secret values never reach the state (a state written before this version held them: dropped here).
+    const { environmentFile: _f, serverConfigFile: _c, apiKey: _k, ...declared } = inputs;
     return {
-        ...inputs,
+        ...declared,
         ...fromBox,
         boxOwner: live.owner ? formatOwner(live.owner) : undefined,
         restart: "no",
@@ -223,6 +256,16 @@ async function writeServiceFiles(remote: RemoteHost, inputs: ServiceInputs): Pro
     } else {
         await remote.runChecked(["rm", "-f", paths.environmentFile]);
     }
+    if (inputs.serverConfigFile !== undefined) {
+        await remote.writeFile(paths.serverConfigFile, inputs.serverConfigFile, 0o600);
+    } else {
+        await remote.runChecked(["rm", "-f", paths.serverConfigFile]);
+    }
+}
+
+/** Shell: copy `from` to `to` keeping its mode (0600 stays 0600), or remove `to` when `from` is absent. */
+function copyOrRemove(from: string, to: string): string {
+    return `if [ -f ${shQuote(from)} ]; then cp -p ${shQuote(from)} ${shQuote(to)}; else rm -f ${shQuote(to)}; fi; `;
 }
 
 /** Keeps the unit that runs now on the box, to put back if the new one does not come up. */
@@ -231,8 +274,8 @@ async function keepPrevious(remote: RemoteHost, unitName: string): Promise<boole
     const prev = previousPaths(unitName);
     const script =
         `[ -f ${shQuote(paths.unit)} ] || exit 3; cp -p ${shQuote(paths.unit)} ${shQuote(prev.unit)}; ` +
-        `if [ -f ${shQuote(paths.environmentFile)} ]; then cp -p ${shQuote(paths.environmentFile)} ${shQuote(prev.environmentFile)}; ` +
-        `else rm -f ${shQuote(prev.environmentFile)}; fi`;
+        copyOrRemove(paths.environmentFile, prev.environmentFile) +
+        copyOrRemove(paths.serverConfigFile, prev.serverConfigFile);
     const r = await remote.run(["sh", "-c", script]);
     if (r.code === 3) return false;
     if (r.code !== 0) throw new Error(`cannot keep the previous unit of ${unitName}: ${r.stderr.trim()}`);
@@ -244,8 +287,8 @@ async function restorePrevious(remote: RemoteHost, unitName: string): Promise<vo
     const prev = previousPaths(unitName);
     const script =
         `cp -p ${shQuote(prev.unit)} ${shQuote(paths.unit)}; ` +
-        `if [ -f ${shQuote(prev.environmentFile)} ]; then cp -p ${shQuote(prev.environmentFile)} ${shQuote(paths.environmentFile)}; ` +
-        `else rm -f ${shQuote(paths.environmentFile)}; fi`;
+        copyOrRemove(prev.environmentFile, paths.environmentFile) +
+        copyOrRemove(prev.serverConfigFile, paths.serverConfigFile);
     await remote.runChecked(["sh", "-c", script]);
 }
 
@@ -260,7 +303,7 @@ async function restorePrevious(remote: RemoteHost, unitName: string): Promise<vo
 async function rollout(id: string, inputs: ServiceInputs, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
-    const secret = (text: string) => redact(text, [inputs.apiKey]);
+    const secret = (text: string) => redact(text, secretValuesOf(inputs));
     say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
     let {
         state,
@@ -326,7 +369,7 @@ async function stepError(
     e: unknown,
 ): Promise<unknown> {
     const unit = inputs.unitName;
-    const message = redact(e instanceof Error ? e.message : String(e), [inputs.apiKey]);
+    const message = redact(e instanceof Error ? e.message : String(e), secretValuesOf(inputs));
     say(`[${unit}] the rollout stopped at its ${step.kind} step: ${message}`);
     let holds = after.holds;
     let outcome = "nothing was put back";
@@ -340,7 +383,7 @@ async function stepError(
             holds = "previous";
             outcome = "the previous unit was put back and started (not gated: check it with journalctl)";
         } catch (again) {
-            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), [inputs.apiKey])}`;
+            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), secretValuesOf(inputs))}`;
         }
     }
     let live: LiveService;
@@ -436,6 +479,12 @@ async function apiKeyOnBox(remote: RemoteHost, unitName: string): Promise<string
     }
 }
 
+/** The secret values the inputs carry at deploy, for masking messages. */
+function secretValuesOf(inputs: ServiceInputs): string[] {
+    const lines = inputs.environmentFile === undefined ? {} : parseEnvironmentFile(inputs.environmentFile);
+    return secretValues({ apiKey: inputs.apiKey, environment: lines });
+}
+
 /** GPU memory below this counts as released (the driver's own use stays far below). */
 const GPU_FREE_THRESHOLD_MIB = 1024;
 
@@ -478,8 +527,8 @@ async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInput
         recordGated(sha256(`${inputs.unitText}\n${now.secretsHash}`));
         return now;
     }
-    const cause = redact(describeFailure(gate.cause), [inputs.apiKey]);
-    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), [inputs.apiKey]);
+    const cause = redact(describeFailure(gate.cause), secretValuesOf(inputs));
+    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), secretValuesOf(inputs));
     throw new ResourceInitFailed(
         `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
             `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,
@@ -492,17 +541,9 @@ async function untilServing(id: string, remote: RemoteHost, inputs: ServiceInput
 /** activeState recorded when the container the unit lives in is not running. */
 const CONTAINER_STOPPED = "container-stopped";
 
-/** The unknown-value placeholder dynamic providers see in preview (e.g. a key @pulumi/random has not made yet). */
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
-
 export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async check(olds, news) {
         const failures: { property: string; reason: string }[] = [];
-        // The config validation checks the key too; this covers a key from anywhere else (a generated one, another program).
-        if (typeof news.apiKey === "string" && news.apiKey !== UNKNOWN) {
-            const problem = apiKeyProblem(news.apiKey);
-            if (problem) failures.push({ property: "apiKey", reason: `sglang-serve:apiKey ${problem}` });
-        }
         // After a refresh, olds.owner is the owner the unit on the box records.
         const live = olds.owner === undefined ? undefined : parseOwner(olds.owner);
         const self = news.owner === undefined ? undefined : parseOwner(news.owner);
@@ -518,7 +559,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
             .map(String);
         const flags = changedNames(olds.flags, news.flags);
         const env = changedNames(olds.environment, news.environment);
-        const secrets = environmentFileHash(olds.environmentFile) !== environmentFileHash(news.environmentFile) && olds.unitName !== undefined;
+        const secrets = JSON.stringify(declaredSecrets(olds)) !== JSON.stringify(declaredSecrets(news)) && olds.unitName !== undefined;
         let restart = "no";
         if (olds.unitName === undefined) restart = "yes: new server";
         else if (changed.length > 0 || secrets) {
@@ -536,12 +577,12 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
             olds.activeState !== "active" ||
             olds.enabled !== true ||
             olds.liveMatchesUnit === false ||
-            olds.secretsHash !== environmentFileHash(news.environmentFile);
+            secretsDiffer(olds.secretsHash, news);
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {
         const id = `${inputs.connection.address}:${inputs.connection.vmid ?? "-"}:${inputs.unitName}`;
-        const outs = await keepingProviderModule(inputs, () => createOrUpdate(id, inputs));
+        const outs = await keepingProviderModule(inputs, () => createOrUpdate(id, withDeploySecrets(inputs)));
         return { id, outs };
     },
     async read(id, props) {
@@ -566,7 +607,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         return { id, props: outs, inputs: { ...inputs, owner: boxOwner } as ServiceInputs };
     },
     async update(id, olds, news) {
-        return { outs: await keepingProviderModule(news, () => createOrUpdate(id, news, olds)) };
+        return { outs: await keepingProviderModule(news, () => createOrUpdate(id, withDeploySecrets(news), olds)) };
     },
     async delete(_id, props) {
         const remote = remoteFor(props.connection, "server");
@@ -581,7 +622,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         const paths = unitPaths(props.unitName);
         const prev = previousPaths(props.unitName);
         await remote.run(["systemctl", "disable", "--now", props.unitName]);
-        await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, prev.unit, prev.environmentFile]);
+        await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, paths.serverConfigFile, prev.unit, prev.environmentFile, prev.serverConfigFile]);
         await remote.runChecked(["systemctl", "daemon-reload"]);
         say(`[${props.unitName}] stopped and removed (the model and the container are untouched)`);
     },

@@ -23,19 +23,21 @@ function serviceNameOf(unitName: string): string {
     return unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
 }
 
-export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
+export function unitPaths(unitName: string): { unit: string; environmentFile: string; serverConfigFile: string } {
     return {
         unit: `${UNIT_DIRECTORY}/${unitName}`,
         environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
+        serverConfigFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.yaml`,
     };
 }
 
 /** Where a rollout keeps the unit that ran before it (outside the unit directory, so systemd ignores it). */
-export function previousPaths(unitName: string): { unit: string; environmentFile: string } {
+export function previousPaths(unitName: string): { unit: string; environmentFile: string; serverConfigFile: string } {
     const name = serviceNameOf(unitName);
     return {
         unit: `${ENVIRONMENT_DIRECTORY}/${name}.service.previous`,
         environmentFile: `${ENVIRONMENT_DIRECTORY}/${name}.env.previous`,
+        serverConfigFile: `${ENVIRONMENT_DIRECTORY}/${name}.yaml.previous`,
     };
 }
 

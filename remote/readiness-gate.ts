@@ -317,8 +317,8 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
 
     if (o.apiKey) {
         // A server that was given a key must refuse a request without it. SGLang
-        // authenticates only with a non-empty --api-key (an empty SGLANG_API_KEY
-        // turns it off) and exempts /health*, /ready* and /metrics: ask an
+        // authenticates only with a non-empty --api-key (an empty api-key in its
+        // --config file turns it off) and exempts /health*, /ready* and /metrics: ask an
         // endpoint it guards, with no Authorization header.
         const url = endpointUrl(o.endpoint, AUTH_CHECK_PATH);
         const res = await http.get(url, { timeoutMs: o.probeTimeoutMs });
@@ -328,7 +328,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
                 kind: "auth-check",
                 reason:
                     `GET ${AUTH_CHECK_PATH} without the key answered HTTP ${res.status}, not 401: anyone who reaches ${o.endpoint} can use it ` +
-                    "(check that the unit passes --api-key ${SGLANG_API_KEY} and that the EnvironmentFile sets a non-empty SGLANG_API_KEY)",
+                    "(check that the unit passes --config /etc/sglang/<service>.yaml and that this 0600 file sets a non-empty api-key)",
             });
         }
         say(`[readiness] a request without the API key is refused (GET ${AUTH_CHECK_PATH} = 401)`);

@@ -48,17 +48,16 @@ if (container) {
     placement = ct;
     gpuIndices = container.gpus.map((_, i) => i);
 }
-const apiKey = pulumiConfig.getSecret("apiKey");
 
 export const endpoints: Record<string, pulumi.Output<string>> = {};
 for (const { service } of stacks) {
-    const server = new SglangService(service.name, { connection: serviceConnection, service, readiness, apiKey, gpuIndices }, { dependsOn: [placement] });
+    const server = new SglangService(service.name, { connection: serviceConnection, service, readiness, gpuIndices }, { dependsOn: [placement] });
     new ReadinessCheck(`${service.name}-ready`, {
         connection: serviceConnection,
         unitName: server.unitName,
         endpoint: server.endpoint,
         revision: server.revision,
-        apiKey,
+        requireApiKey: service.requireApiKey,
         servedModelName: service.model.servedName,
         speculativeAlgorithm: service.speculative?.algorithm,
         readiness,

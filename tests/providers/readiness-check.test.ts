@@ -34,7 +34,7 @@ describe("ReadinessCheck provider against the fake box", function () {
     /** Puts the declared server on the box, running and ready, as a rollout leaves it. */
     const install = async (edit: (raw: Record<string, unknown>) => void = () => undefined): Promise<void> => {
         const service = serviceInputs(box, declaredService(box, edit));
-        await box.install(service.unitName, service.unitText, service.environmentFile);
+        await box.install(service.unitName, service.unitText, service.environmentFile, service.serverConfigFile);
     };
 
     beforeEach(async () => {
@@ -47,7 +47,7 @@ describe("ReadinessCheck provider against the fake box", function () {
             unitName: service.unitName,
             endpoint: service.endpoint,
             revision: freshRevision(),
-            apiKey: API_KEY,
+            requireApiKey: true,
             servedModelName: service.servedModelName,
             speculativeAlgorithm: service.speculativeAlgorithm,
             readiness: readinessSettings(),
@@ -127,8 +127,8 @@ describe("ReadinessCheck provider against the fake box", function () {
 
         it("fails naming the API key check when the server serves without its key", async () => {
             await install();
-            // The unit's environment file lost its key: SGLang serves without authentication.
-            box.write("etc/sglang/qwen.env", "SGLANG_API_KEY=\n", 0o600);
+            // SGLang's config file lost its key: SGLang serves without authentication.
+            box.write("etc/sglang/qwen.yaml", "# emptied by hand\n", 0o600);
             await box.fake.run(["systemctl", "stop", "sglang-qwen.service"]);
             await box.fake.run(["systemctl", "start", "sglang-qwen.service"]);
             await assert.rejects(create(inputs()), /is not serving: .*GET \/v1\/models without the key answered HTTP 200, not 401/s);
@@ -236,8 +236,7 @@ describe("ReadinessCheck provider against the fake box", function () {
                 { ...same, servedModelName: "qwen" },
                 { ...same, speculativeAlgorithm: undefined },
                 { ...same, readiness: readinessSettings({ chatCheck: false }) },
-                { ...same, apiKey: `${API_KEY}x` },
-                { ...same, apiKey: undefined },
+                { ...same, requireApiKey: false },
             ]) {
                 assert.deepEqual(await provider.diff!("ready", outs, inputs(edit)), { changes: true, replaces: [] }, JSON.stringify(edit));
             }
