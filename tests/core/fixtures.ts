@@ -42,9 +42,9 @@ export function fieldConfig() {
             port: 30000,
             endpointHost: "10.1.230.172",
             environment: { SGLANG_ENABLE_SPEC_V2: "1" },
+            requireApiKey: true,
         },
         // The field listens on 0.0.0.0: it needs a key (a secret in the field; any valid key here).
-        apiKey: "0123456789abcdef0123456789abcdef",
     };
 }
 
