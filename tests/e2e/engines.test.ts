@@ -34,7 +34,7 @@ for (const [engine, net] of [
             ({ labDir, info } = await startLab(`engine-${engine}`, net));
             config = labStackConfig(info, "pct-exec");
             d = await Deployment.create("lab", config, { engine });
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
         });
         after(async () => {
             d?.cleanup();

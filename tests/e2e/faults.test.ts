@@ -100,7 +100,7 @@ describe("the fault matrix on the lab with the real engine (kpro5 topology)", fu
         config = labStackConfig(info, "pct-exec");
         config["sglang-serve:readiness"] = { ...config["sglang-serve:readiness"], minHealthySeconds: WINDOW_SECONDS };
         d = await Deployment.create("lab", config);
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        d.giveApiKey(API_KEY);
         const up = await d.up();
         expectExit(up, 0, "the first up");
         assert.match(up.output, new RegExp(`\\[readiness\\] stayed healthy for ${WINDOW_SECONDS} s after ready`));

@@ -24,7 +24,7 @@ describe("preview of the field stacks with the real engine (no host contacted)",
             // An empty value cannot come on stdin; as an argument it shows nothing either.
             expectExit(await d.run(["config", "set", "--secret", "sglang-serve:apiKey", ""]), 0, "config set --secret sglang-serve:apiKey ''");
         } else if (apiKey !== null) {
-            await d.setSecret("sglang-serve:apiKey", apiKey);
+            d.giveApiKey(apiKey);
         }
         return d.preview();
     }
@@ -46,7 +46,7 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
         deployments.push(d);
         expectExit(await d.plainPulumi(["stack", "init"]), 0, "stack init");
-        await d.setSecret("sglang-serve:apiKey", "plain-pulumi-test-key-0123456789");
+        d.giveApiKey("plain-pulumi-test-key-0123456789");
         const first = await d.plainPulumi(["preview"]);
         expectExit(first, 0, "plain preview kpro5");
         for (const type of ["GpuHost", "LxcContainer", "SglangService", "ReadinessCheck"]) {
@@ -61,7 +61,7 @@ describe("preview of the field stacks with the real engine (no host contacted)",
     it("takes a number set with `pulumi config set --path` (stored as a string)", async () => {
         const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
         deployments.push(d);
-        await d.setSecret("sglang-serve:apiKey", "plain-pulumi-test-key-0123456789");
+        d.giveApiKey("plain-pulumi-test-key-0123456789");
         const set = await d.run(["config", "set", "--path", "sglang-serve:service.memFractionStatic", "0.87"]);
         expectExit(set, 0, "config set --path");
         const stored = await d.run(["config", "get", "--path", "sglang-serve:service.memFractionStatic", "--json"]);

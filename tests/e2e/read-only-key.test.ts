@@ -72,7 +72,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.ok(cores, "the lab container has a cores setting");
         config["sglang-serve:container"].cores = Number(cores[1]);
         d = await Deployment.create("lab", config);
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        d.giveApiKey(API_KEY);
         expectExit(await d.up(), 0, "up with the deploy key");
         keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-readkey-"));
         readKey = path.join(keyDir, "sglang-serve-read-lab");
@@ -134,7 +134,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
             assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
         } finally {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
         }
     });
 
