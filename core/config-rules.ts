@@ -280,7 +280,11 @@ function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {
         if (!ENV_NAME.test(name)) {
             f.issue(path, name, `${path}: the variable name must be letters, digits and _ (not starting with a digit): rename it.`);
         } else if (name === API_KEY_ENV) {
-            f.issue(path, name, `${path}: ${API_KEY_ENV} is the stack's own variable for the API key: set ${pulumiKey("service.requireApiKey")}: true instead.`);
+            f.issue(
+                path,
+                name,
+                `${path}: ${API_KEY_ENV} is the stack's own variable for the API key: set ${pulumiKey("service.requireApiKey")}: true instead.`,
+            );
         } else if (name in service.environment) {
             f.issue(path, name, `${path}: ${name} is in service.environment too: keep it in one of them (secretEnvironment for a secret).`);
         } else if (seen.has(name)) {

@@ -232,13 +232,13 @@ export const RETIRED_SECRET_KEYS: Readonly<Record<string, string>> = {
     sshPrivateKey:
         "the deploy key must not be Pulumi config (it lands in the state, where every job that loads the state can decrypt it): " +
         "`pulumi config rm sglang-serve:sshPrivateKey`, load the key into ssh-agent (`ssh-add`) or set host.sshPrivateKeyPath, " +
-        "then rotate the key (docs/operator-guide.md, \"Removing a secret an older version stored\").",
+        'then rotate the key (docs/operator-guide.md, "Removing a secret an older version stored").',
     sshPrivateKeyPassphrase:
         "a key passphrase must not be Pulumi config: `pulumi config rm sglang-serve:sshPrivateKeyPassphrase` and add the key to ssh-agent (`ssh-add` asks for it).",
     apiKey:
         "the API key must not be Pulumi config (it lands in the state, where every job that loads the state can decrypt it): " +
         "`pulumi config rm sglang-serve:apiKey`, set service.requireApiKey: true and give the deploy the key in SGLANG_SERVE_API_KEY, " +
-        "then rotate the key (docs/operator-guide.md, \"Removing a secret an older version stored\").",
+        'then rotate the key (docs/operator-guide.md, "Removing a secret an older version stored").',
     generateApiKey:
         "a generated key lives in the state, where every job that loads the state can read it: remove sglang-serve:generateApiKey, " +
         "set service.requireApiKey: true and give the deploy a key in SGLANG_SERVE_API_KEY (`openssl rand -hex 32`).",

@@ -7,7 +7,16 @@
 import { z } from "zod";
 import { ConfigIssue, errorMap, formatPath, fromZodIssues, unknownKeyIssue, valueAt } from "./config-issues";
 import { applyRules, Findings } from "./config-rules";
-import { CONFIG_NAMESPACE, ContainerConfig, HostConfig, ReadinessConfig, RETIRED_SECRET_KEYS, ServiceConfig, StackConfig, StackConfigSchema } from "./config-schema";
+import {
+    CONFIG_NAMESPACE,
+    ContainerConfig,
+    HostConfig,
+    ReadinessConfig,
+    RETIRED_SECRET_KEYS,
+    ServiceConfig,
+    StackConfig,
+    StackConfigSchema,
+} from "./config-schema";
 import { isRecord } from "./is-record";
 
 export type ValidationResult = { ok: true; config: StackConfig; warnings: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[] };

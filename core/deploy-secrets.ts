@@ -79,7 +79,9 @@ export function deploySecretsFrom(env: Readonly<Record<string, string | undefine
     for (const name of declared.environment) {
         const value = given[name];
         if (value === undefined) {
-            problems.push(`service.secretEnvironment declares ${name} but ${SECRET_ENVIRONMENT_VARIABLE} has no ${name}=... line: add it to the deploy's secrets`);
+            problems.push(
+                `service.secretEnvironment declares ${name} but ${SECRET_ENVIRONMENT_VARIABLE} has no ${name}=... line: add it to the deploy's secrets`,
+            );
         } else if (!SECRET_VALUE.test(value)) {
             problems.push(`the value of ${name} in ${SECRET_ENVIRONMENT_VARIABLE} is empty or has characters outside [A-Za-z0-9._~+/=:@,%-]`);
         } else {
@@ -98,7 +100,10 @@ export function deploySecretsFrom(env: Readonly<Record<string, string | undefine
 export function deployApiKeyFrom(env: Readonly<Record<string, string | undefined>>): { ok: true; apiKey: string } | { ok: false; problem: string } {
     const key = env[API_KEY_VARIABLE];
     if (key === undefined) {
-        return { ok: false, problem: `${API_KEY_VARIABLE} is not set: service.requireApiKey is true, so the deploy needs the key's value in ${API_KEY_VARIABLE}` };
+        return {
+            ok: false,
+            problem: `${API_KEY_VARIABLE} is not set: service.requireApiKey is true, so the deploy needs the key's value in ${API_KEY_VARIABLE}`,
+        };
     }
     const problem = apiKeyProblem(key);
     return problem ? { ok: false, problem: `${API_KEY_VARIABLE} ${problem}` } : { ok: true, apiKey: key };

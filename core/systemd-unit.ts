@@ -429,7 +429,8 @@ export function renderEnvironmentFile(secrets: Readonly<Record<string, string>>)
  * octal number). Throws on a key the quoting could not carry.
  */
 export function renderServerConfigFile(apiKey: string): string {
-    if (!ENV_FILE_VALUE.test(apiKey) || apiKey === "") throw new UnitSyntaxError("server config file: the API key has characters outside [A-Za-z0-9._~+/=:@,%-]");
+    if (!ENV_FILE_VALUE.test(apiKey) || apiKey === "")
+        throw new UnitSyntaxError("server config file: the API key has characters outside [A-Za-z0-9._~+/=:@,%-]");
     return `# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "${apiKey}"\n`;
 }
 

@@ -573,11 +573,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
             return { changes: true, replaces: ["unitName"], deleteBeforeReplace: true };
         }
         const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
-        const drift =
-            olds.activeState !== "active" ||
-            olds.enabled !== true ||
-            olds.liveMatchesUnit === false ||
-            secretsDiffer(olds.secretsHash, news);
+        const drift = olds.activeState !== "active" || olds.enabled !== true || olds.liveMatchesUnit === false || secretsDiffer(olds.secretsHash, news);
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {
@@ -622,7 +618,16 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         const paths = unitPaths(props.unitName);
         const prev = previousPaths(props.unitName);
         await remote.run(["systemctl", "disable", "--now", props.unitName]);
-        await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, paths.serverConfigFile, prev.unit, prev.environmentFile, prev.serverConfigFile]);
+        await remote.runChecked([
+            "rm",
+            "-f",
+            paths.unit,
+            paths.environmentFile,
+            paths.serverConfigFile,
+            prev.unit,
+            prev.environmentFile,
+            prev.serverConfigFile,
+        ]);
         await remote.runChecked(["systemctl", "daemon-reload"]);
         say(`[${props.unitName}] stopped and removed (the model and the container are untouched)`);
     },

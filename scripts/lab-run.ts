@@ -1,8 +1,10 @@
 /**
  * `npm run lab`: the whole flow on this machine. Brings the lab up if needed,
  * writes the `lab` stack's config (kpro5's server settings pointed at the
- * lab, with an API key generated once), runs `pulumi up --stack lab` with the
- * real engine, and ends with the OpenAI endpoint and a sample curl.
+ * lab, with an API key generated once into .pulumi-state/lab-api-key, mode
+ * 0600, given to the engine run as SGLANG_SERVE_API_KEY as a deploy job gives
+ * it: never Pulumi config), runs `pulumi up --stack lab` with the real engine,
+ * and ends with the OpenAI endpoint and a sample curl.
  *
  *   npm run lab                 up (the main command)
  *   npm run lab -- <subcommand> the lab itself: up | down | status | exec <host|container> <command...>
@@ -17,10 +19,21 @@ import * as yaml from "js-yaml";
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
 const stackFile = path.join(repo, "Pulumi.lab.yaml");
+/** The lab server's API key (generated once, 0600): the deploy run's SGLANG_SERVE_API_KEY. */
+const apiKeyFile = path.join(repo, ".pulumi-state", "lab-api-key");
 
-function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}) {
+function labApiKey(): string {
+    if (!fs.existsSync(apiKeyFile)) {
+        fs.mkdirSync(path.dirname(apiKeyFile), { recursive: true });
+        fs.writeFileSync(apiKeyFile, `${randomBytes(24).toString("hex")}\n`, { mode: 0o600 });
+    }
+    return fs.readFileSync(apiKeyFile, "utf8").trim();
+}
+
+function pulumi(args: string[], opts: { capture?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {}) {
     const r = spawnSync(pulumiSh, args, {
         cwd: repo,
+        env: opts.env ?? process.env,
         stdio: [opts.input === undefined ? "inherit" : "pipe", opts.capture ? "pipe" : "inherit", "inherit"],
         input: opts.input,
         encoding: "utf8",
@@ -28,11 +41,11 @@ function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}
     return { code: r.status ?? 1, stdout: r.stdout ?? "" };
 }
 
-/** What must survive regenerating Pulumi.lab.yaml: the salt the state's secrets use, and the API key. */
-function keptFromStackFile(): { salt?: string; apiKey?: unknown } {
+/** What must survive regenerating Pulumi.lab.yaml: the salt of the stack's passphrase. */
+function keptFromStackFile(): { salt?: string } {
     if (!fs.existsSync(stackFile)) return {};
-    const doc = (yaml.load(fs.readFileSync(stackFile, "utf8")) ?? {}) as { encryptionsalt?: string; config?: Record<string, unknown> };
-    return { salt: doc.encryptionsalt, apiKey: doc.config?.["sglang-serve:apiKey"] };
+    const doc = (yaml.load(fs.readFileSync(stackFile, "utf8")) ?? {}) as { encryptionsalt?: string };
+    return { salt: doc.encryptionsalt };
 }
 
 async function main(): Promise<number> {
@@ -44,22 +57,14 @@ async function main(): Promise<number> {
     const info = readLabInfo();
     const kept = keptFromStackFile();
     writeLabStackConfig();
-    if (kept.salt || kept.apiKey) {
+    if (kept.salt) {
         // Re-add what the generated file does not know, as the YAML Pulumi wrote it.
-        let text = fs.readFileSync(stackFile, "utf8");
-        if (kept.salt) text = text.replace(/^config:/m, `encryptionsalt: ${kept.salt}\nconfig:`);
-        if (kept.apiKey) text += `  sglang-serve:apiKey:\n    secure: ${(kept.apiKey as { secure: string }).secure}\n`;
-        fs.writeFileSync(stackFile, text);
-    }
-    if (!kept.apiKey) {
-        const key = randomBytes(24).toString("hex");
-        // The key goes through stdin, never a command line.
-        const set = pulumi(["config", "set", "--secret", "sglang-serve:apiKey", "--stack", "lab"], { input: key });
-        if (set.code !== 0) return set.code;
+        const text = fs.readFileSync(stackFile, "utf8");
+        fs.writeFileSync(stackFile, text.replace(/^config:/m, `encryptionsalt: ${kept.salt}\nconfig:`));
     }
 
     console.log(`lab: pulumi up --stack lab (host ${info.host.address}, container ${info.container.address} through pct exec)`);
-    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"]);
+    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"], { env: { ...process.env, SGLANG_SERVE_API_KEY: labApiKey() } });
     if (up.code !== 0) return up.code;
 
     const outputs = JSON.parse(pulumi(["stack", "output", "--json", "--stack", "lab"], { capture: true }).stdout) as {
@@ -70,10 +75,10 @@ async function main(): Promise<number> {
 The server is ready.
   OpenAI endpoint: ${outputs.openaiBaseUrl}
   model:           ${outputs.servedModelName}
-  API key:         npm run -s pulumi -- config get sglang-serve:apiKey --stack lab
+  API key:         cat .pulumi-state/lab-api-key
 
   curl -s ${outputs.openaiBaseUrl}/chat/completions \\
-    -H "Authorization: Bearer $(npm run -s pulumi -- config get sglang-serve:apiKey --stack lab)" \\
+    -H "Authorization: Bearer $(cat .pulumi-state/lab-api-key)" \\
     -H 'Content-Type: application/json' \\
     -d '{"model": "${outputs.servedModelName}", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'
 `);

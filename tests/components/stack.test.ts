@@ -161,7 +161,8 @@ describe("the stack program under mocks", () => {
         ]) {
             await assert.rejects(
                 () => loadProgram("kpro5", { [key]: value }, key === "sglang-serve:generateApiKey" ? [] : [key]),
-                (e: Error) => e.message.includes(`${key} = `) && /SGLANG_SERVE_API_KEY|ssh-agent/.test(e.message) && (value === "true" || !e.message.includes(value)),
+                (e: Error) =>
+                    e.message.includes(`${key} = `) && /SGLANG_SERVE_API_KEY|ssh-agent/.test(e.message) && (value === "true" || !e.message.includes(value)),
                 key,
             );
         }

@@ -566,7 +566,9 @@ describe("stack config: values that reach a unit file or a shell", () => {
     }
 
     it("keeps plain variables that only contain KEY elsewhere (KEYS_DIR, SGLANG_KEY_CACHE)", () => {
-        accepted(withField((r) => ((r.service as Record<string, unknown>).environment = { SGLANG_ENABLE_SPEC_V2: "1", KEYS_DIR: "/x", SGLANG_KEY_CACHE: "1" })));
+        accepted(
+            withField((r) => ((r.service as Record<string, unknown>).environment = { SGLANG_ENABLE_SPEC_V2: "1", KEYS_DIR: "/x", SGLANG_KEY_CACHE: "1" })),
+        );
     });
 
     it("accepts secretEnvironment names and refuses bad, repeated, plain-too or the API key's own name", () => {

@@ -139,7 +139,10 @@ describe("systemd unit: rendering", () => {
     });
 
     it("writes the key in SGLang's config file as argparse spells the flag, quoted so YAML keeps it a string", () => {
-        assert.equal(renderServerConfigFile("0123456789abcdef"), '# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "0123456789abcdef"\n');
+        assert.equal(
+            renderServerConfigFile("0123456789abcdef"),
+            '# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "0123456789abcdef"\n',
+        );
         assert.throws(() => renderServerConfigFile('bad"key\nx: 1'), UnitSyntaxError);
     });
 

@@ -92,7 +92,11 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         const pid = await mainPid(labDir);
         assert.match(pid, /^[1-9]\d*$/);
         // Every process of the unit, the main one and its children.
-        const cmdlines = await onBox(labDir, "container", `cg=$(systemctl show -p ControlGroup --value ${UNIT}); for p in $(cat /sys/fs/cgroup$cg/cgroup.procs); do tr '\\0' ' ' < /proc/$p/cmdline; echo; done`);
+        const cmdlines = await onBox(
+            labDir,
+            "container",
+            `cg=$(systemctl show -p ControlGroup --value ${UNIT}); for p in $(cat /sys/fs/cgroup$cg/cgroup.procs); do tr '\\0' ' ' < /proc/$p/cmdline; echo; done`,
+        );
         assert.match(cmdlines, /--config \/etc\/sglang\/qwen\.yaml/);
         assert.ok(!cmdlines.includes(API_KEY), `the key is on a command line:\n${cmdlines}`);
         assert.ok(!(await onBox(labDir, "container", `tr '\\0' ' ' < /proc/${pid}/cmdline`)).includes(API_KEY));

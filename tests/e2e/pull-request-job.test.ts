@@ -155,7 +155,10 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
 
     it("previews with --refresh against the read-only backend: passes, nothing to change, no refusal from the gate", async () => {
         const before = tree(backend);
-        const r = await asPullRequest([path.join(repo, "scripts", "pulumi.sh"), "preview", "--refresh", "--diff", "--expect-no-changes", "--stack", "lab", "--non-interactive"], repo);
+        const r = await asPullRequest(
+            [path.join(repo, "scripts", "pulumi.sh"), "preview", "--refresh", "--diff", "--expect-no-changes", "--stack", "lab", "--non-interactive"],
+            repo,
+        );
         expectExit(r, 0, "preview --refresh as the pull request's job");
         assert.doesNotMatch(r.output, /refused/);
         assert.deepEqual(tree(backend), before, "the state changed");
@@ -170,11 +173,17 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
     });
 
     it("cannot bring out the API key or the deploy key: stack export --show-secrets and config show neither", async () => {
-        const exported = await asPullRequest([path.join(repo, "scripts", "pulumi.sh"), "stack", "export", "--show-secrets", "--stack", "lab", "--non-interactive"], repo);
+        const exported = await asPullRequest(
+            [path.join(repo, "scripts", "pulumi.sh"), "stack", "export", "--show-secrets", "--stack", "lab", "--non-interactive"],
+            repo,
+        );
         expectExit(exported, 0, "stack export --show-secrets");
         assert.ok(!exported.output.includes(API_KEY), "the API key came out of the state");
         assert.doesNotMatch(exported.stdout, /PRIVATE KEY/);
-        const shown = await asPullRequest([path.join(repo, "scripts", "pulumi.sh"), "config", "--show-secrets", "--json", "--stack", "lab", "--non-interactive"], repo);
+        const shown = await asPullRequest(
+            [path.join(repo, "scripts", "pulumi.sh"), "config", "--show-secrets", "--json", "--stack", "lab", "--non-interactive"],
+            repo,
+        );
         expectExit(shown, 0, "config --show-secrets");
         assert.ok(!shown.output.includes(API_KEY));
         assert.doesNotMatch(shown.stdout, /PRIVATE KEY|"secret": true/);
@@ -186,7 +195,10 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
         config["sglang-serve:service"].memFractionStatic = 0.85;
         d.writeConfig(config);
         try {
-            const r = await asPullRequest([path.join(repo, "scripts", "pulumi.sh"), "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"], repo);
+            const r = await asPullRequest(
+                [path.join(repo, "scripts", "pulumi.sh"), "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"],
+                repo,
+            );
             assert.notEqual(r.code, 0, `up as the pull request's job must fail:\n${r.output.slice(-2000)}`);
         } finally {
             config["sglang-serve:service"].memFractionStatic = 0.88;

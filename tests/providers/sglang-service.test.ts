@@ -99,7 +99,6 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(inputs.restart, "no");
         });
 
-
         it("fails the owner property naming the owner and service.takeOverFrom when the box's unit is another stack's", async () => {
             // After a refresh, olds.owner is the owner the unit on the box records.
             const { failures } = await check({ ...declared(), owner: "sglang-serve/ct129" }, declared());
@@ -244,7 +243,10 @@ describe("SglangService provider against the fake box", function () {
             await assert.rejects(create(declared()), /SGLANG_SERVE_API_KEY is not set: service\.requireApiKey is true/);
             assert.equal(box.read(UNIT), null);
             deployWith("short-key");
-            await assert.rejects(create(declared()), (e: Error) => /SGLANG_SERVE_API_KEY is 9 characters long/.test(e.message) && !e.message.includes("short-key"));
+            await assert.rejects(
+                create(declared()),
+                (e: Error) => /SGLANG_SERVE_API_KEY is 9 characters long/.test(e.message) && !e.message.includes("short-key"),
+            );
         });
 
         it("writes no environment or config file, and removes stale ones, for a server without an API key", async () => {
