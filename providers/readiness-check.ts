@@ -100,7 +100,9 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
         const serving = await verifyServing(props, remoteFor(props.connection, "server"), { refresh: true });
+        // A state of an older version held the key (encrypted): the refresh records it no more, in the outputs or the inputs.
         const { apiKey: _stored, ...recorded } = props;
+        const { ready: _r, liveServerArgs: _l, speculativeActive: _s, ...inputs } = recorded;
         return {
             id,
             props: {
@@ -109,6 +111,7 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
                 liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
                 speculativeActive: serving.speculativeActive,
             },
+            inputs: { ...inputs, requireApiKey: props.requireApiKey ?? props.apiKey !== undefined },
         };
     },
     async update(_id, _olds, news) {

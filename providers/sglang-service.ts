@@ -590,7 +590,8 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
         } catch (e) {
             // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
             if (!containerNotRunning(e)) throw e;
-            const outs: ServiceOutputs = { ...props, activeState: CONTAINER_STOPPED, liveArgs: null };
+            const { environmentFile: _f, serverConfigFile: _c, apiKey: _k, ...recorded } = props;
+            const outs: ServiceOutputs = { ...recorded, activeState: CONTAINER_STOPPED, liveArgs: null };
             const { revision: _r, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner: _b, ...inputs } = outs;
             return { id, props: outs, inputs: inputs as ServiceInputs };
         }

@@ -147,6 +147,16 @@ describe("ReadinessCheck provider against the fake box", function () {
     });
 
     describe("read", () => {
+        it("records no API key a state of an older version held, in the outputs or the inputs", async () => {
+            await install();
+            const { outs } = await create(inputs());
+            const { requireApiKey: _r, ...older } = { ...outs, apiKey: API_KEY };
+            const read = await provider.read!("ready", older as Outputs);
+            assert.ok(!JSON.stringify(read.props).includes(API_KEY));
+            assert.ok(!JSON.stringify(read.inputs).includes(API_KEY));
+            assert.equal(read.inputs!.requireApiKey, true);
+        });
+
         it("reads readiness and the live args with /server_info asked on the box, without the API key", async () => {
             await install();
             const { outs } = await create(inputs());
