@@ -249,6 +249,26 @@ describe("SglangService provider against the fake box", function () {
             );
         });
 
+        it("writes the secret environment's values from the deploy run to the 0600 environment file only", async () => {
+            const value = "hf_secret_value_0123456789";
+            process.env.SGLANG_SERVE_SECRET_ENVIRONMENT = `HF_TOKEN=${value}\n`;
+            try {
+                const news = { ...declared(), secrets: { apiKey: true, environment: ["HF_TOKEN"] } };
+                const { outs } = await create(news);
+                assert.match(box.read(ENV)!, new RegExp(`^HF_TOKEN=${value}$`, "m"));
+                assert.equal(box.mode(ENV), 0o600);
+                assert.match(box.process()!.env!, new RegExp(`^HF_TOKEN=${value}$`, "m"));
+                assert.ok(!box.read(UNIT)!.includes(value), "the value is in the unit");
+                assert.ok(!JSON.stringify(outs).includes(value), "the value is in the outputs");
+                assert.ok(!box.said.join("\n").includes(value), "the value is in the messages");
+                // Its rotation is a change the deploy sees by the file's hash.
+                process.env.SGLANG_SERVE_SECRET_ENVIRONMENT = "HF_TOKEN=hf_rotated_0123456789";
+                assert.equal((await provider.diff!(ID, outs, news)).changes, true);
+            } finally {
+                delete process.env.SGLANG_SERVE_SECRET_ENVIRONMENT;
+            }
+        });
+
         it("writes no environment or config file, and removes stale ones, for a server without an API key", async () => {
             box.write(ENV, "SGLANG_API_KEY=left-over-0123456789abcdef\n", 0o600);
             box.write(CONFIG, 'api-key: "left-over-0123456789abcdef"\n', 0o600);
