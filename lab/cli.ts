@@ -1,7 +1,8 @@
-// `npm run lab -- up|down|status|exec <host|container> <command...>|stack-config`
+// `npm run lab -- up|down|status|exec <host|container> <command...>|stack-config|rootfs`
 import { labDown, labExec, labListening, labStatus, labUp, readLabInfo, writeLabStackConfig } from "./control";
+import { ensureRootfs } from "./rootfs";
 
-const USAGE = "usage: npm run lab -- up [--fresh] | down | status | exec <host|container> <command...> | stack-config";
+const USAGE = "usage: npm run lab -- up [--fresh] | down | status | exec <host|container> <command...> | stack-config | rootfs";
 
 function readStdin(): Promise<string> {
     return new Promise((resolve) => {
@@ -61,6 +62,11 @@ async function main(argv: string[]): Promise<number> {
         case "stack-config": {
             readLabInfo();
             process.stdout.write(`${writeLabStackConfig()}\n`);
+            return 0;
+        }
+        case "rootfs": {
+            // The container's cached rootfs, built once (scripts/setup.sh), so labs started side by side find it.
+            ensureRootfs((m) => process.stderr.write(`${m}\n`));
             return 0;
         }
         default:

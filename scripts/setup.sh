@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh machine (idempotent, fast when done):
-# Debian packages the tests and the lab need, npm dependencies, the engine.
+# Debian packages the tests and the lab need, npm dependencies, the engine,
+# the SGLang releases' wheels and the lab container's rootfs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,7 +26,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 
 scripts/engine.sh >/dev/null
-# The newest CLI the tests also run under (tests/e2e/engines.test.ts).
+# The newest CLI the tests also run under (tests/e2e/engines-next.test.ts).
 scripts/engine.sh next >/dev/null
 # The real SGLang releases the lab tests use as their oracle (lab/sglang/real/README.md).
 lab/sglang/real/install.sh
+# The lab container's Debian rootfs (cached): built once here, not by the test files' labs at the same time.
+node --require tsx/cjs lab/cli.ts rootfs

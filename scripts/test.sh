@@ -3,15 +3,21 @@
 # zero findings), then every suite with mocha: pure logic, remote I/O against
 # a real sshd, the providers at the fake-box seam, the components under mocks,
 # the lab (real LXC, systemd, SGLang's own ServerArgs; the differential test),
-# and the end-to-end deploys with the real engine against the lab.
+# and the end-to-end deploys with the real engine against the lab; the ten
+# slowest tests are listed before mocha's summary (tests/slowest-reporter.ts).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh
 npx tsc --noEmit -p tsconfig.json
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
-# Suites in order: fast pure ones first, the real engine against the lab last.
+# Every test file in its own mocha worker, SGLANG_SERVE_TEST_JOBS at a time
+# (default 6: the end-to-end files mostly wait on servers starting, so more
+# workers than cores keep both cores busy). Each lab and end-to-end file brings
+# up a lab of its own (own loopback addresses, own simulated GPUs), so files
+# run side by side. The longest files are handed out first: the end-to-end
+# deploys with the real engine, then the lab, then the fast pure suites.
 if [ $# -eq 0 ]; then
-  set -- "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/e2e/**/*.test.ts"
+  set -- "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts"
 fi
-npx mocha "$@"
+npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-6}" "$@"

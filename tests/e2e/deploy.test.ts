@@ -147,7 +147,7 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         const readiness = config["sglang-serve:readiness"];
         try {
             service(config).memFractionStatic = 0.8;
-            readiness.startupTimeoutSeconds = 30;
+            readiness.startupTimeoutSeconds = 15;
             d.writeConfig(config);
             const r = await d.up();
             assert.notEqual(r.code, 0, "up should fail");
@@ -233,31 +233,5 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
             await onBox(labDir, "host", "mv /dev/nvidia1.gone /dev/nvidia1");
         }
         expectExit(await driftCheck(d), 0, "no drift once the GPU is back");
-    });
-});
-
-describe("deploying to the lab with the real engine, ct129 topology (ssh straight into the container)", function () {
-    this.timeout(600_000);
-    let labDir: string;
-    let info: LabInfo;
-    let d: Deployment;
-
-    before(async () => {
-        ({ labDir, info } = await startLab("direct", 114));
-        d = await Deployment.create("lab", labStackConfig(info, "direct"));
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
-    });
-    after(async () => {
-        d?.cleanup();
-        if (labDir) await labDown(labDir);
-        delete process.env.SGLANG_LAB_DIR;
-    });
-
-    it("brings the server to ready, then a second up changes nothing", async () => {
-        expectExit(await d.up(), 0, "up");
-        assert.equal(await healthStatus(info), 200);
-        const before = await mainPid(labDir);
-        expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up");
-        assert.equal(await mainPid(labDir), before);
     });
 });

@@ -1,15 +1,23 @@
-// One lab for the lab's tests: started on first use in its own temporary
-// directory and on its own loopback addresses (so a developer's lab can run
-// beside it), stopped once after all tests.
+// One lab for the lab's tests of a test file: started on first use in its own
+// temporary directory and on its own loopback addresses (so a developer's lab,
+// and the labs of the test files other mocha workers run at the same time, can
+// run beside it), stopped after the file's tests by the root hook
+// (tests/root-hooks.ts; mocha runs it once per file in parallel mode).
 import * as fs from "fs";
 import * as http from "http";
 import * as os from "os";
 import * as path from "path";
 import { ExecResult, LabInfo, labDown, labExec, labUp } from "../../lab/control";
 
+/**
+ * A parallel mocha worker's own second octet (MOCHA_WORKER_ID counts from 0):
+ * every other lab on this machine uses 127.0.x.x.
+ */
+const workerOctet = 1 + Number(process.env.MOCHA_WORKER_ID ?? 0);
+
 export const ADDRESSES = {
-    host: process.env.SGLANG_LAB_TEST_HOST ?? "127.0.102.5",
-    container: process.env.SGLANG_LAB_TEST_CONTAINER ?? "127.0.101.29",
+    host: process.env.SGLANG_LAB_TEST_HOST ?? `127.${workerOctet}.102.5`,
+    container: process.env.SGLANG_LAB_TEST_CONTAINER ?? `127.${workerOctet}.101.29`,
 };
 
 let labDir: string | undefined;
@@ -20,7 +28,7 @@ export function testLabDir(): string {
     return labDir;
 }
 
-/** The shared lab (brought up once; the first caller's hook needs a long timeout). */
+/** The file's lab (brought up once; the first caller's hook needs a long timeout). */
 export function lab(): Promise<LabInfo> {
     started ??= labUp({
         labDir: testLabDir(),
@@ -32,13 +40,16 @@ export function lab(): Promise<LabInfo> {
     return started;
 }
 
-after(async function () {
-    this.timeout(60_000);
-    if (!started || !labDir) return;
-    await started.catch(() => undefined);
-    await labDown(labDir);
-    fs.rmSync(labDir, { recursive: true, force: true });
-});
+/** Stops the lab if this file started one (tests/root-hooks.ts, after each file's tests). */
+export async function stopTestLab(): Promise<void> {
+    const [dir, running] = [labDir, started];
+    labDir = undefined;
+    started = undefined;
+    if (!running || !dir) return;
+    await running.catch(() => undefined);
+    await labDown(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+}
 
 export function exec(machine: "host" | "container", command: string, input?: string): Promise<ExecResult> {
     return labExec(machine, command, { labDir: testLabDir(), input, timeoutMs: 60_000 });
@@ -49,6 +60,30 @@ export async function ok(machine: "host" | "container", command: string, input?:
     const r = await exec(machine, command, input);
     if (r.code !== 0) throw new Error(`${machine}: '${command}' exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     return r.stdout;
+}
+
+/**
+ * Runs `command` (one simple command) in the container until its output shows
+ * `pattern` (grep -E), it exits, or `seconds` pass, then sends it SIGINT as a
+ * Ctrl-C would: the test waits for what it looks for, not a fixed time that a
+ * loaded machine can miss. Its stdout, stderr and exit code.
+ */
+export function runUntilOutput(command: string, pattern: string, seconds = 60): Promise<ExecResult> {
+    const quoted = `'${pattern.replace(/'/g, `'\\''`)}'`;
+    return exec(
+        "container",
+        [
+            "out=$(mktemp) err=$(mktemp)",
+            `${command} >"$out" 2>"$err" &`,
+            "pid=$!",
+            `end=$(( $(date +%s) + ${seconds} ))`,
+            `while kill -0 "$pid" 2>/dev/null && ! grep -qE ${quoted} "$out" "$err" && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done`,
+            'kill -INT "$pid" 2>/dev/null',
+            'wait "$pid"; code=$?',
+            'cat "$out"; cat "$err" >&2; rm -f "$out" "$err"',
+            "exit $code",
+        ].join("\n"),
+    );
 }
 
 /** Polls until `probe` returns a value (not undefined); fails after `timeoutMs` naming what it waited for. */

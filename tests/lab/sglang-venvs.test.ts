@@ -4,7 +4,7 @@ import { ServiceConfig } from "../../core/config-schema";
 import { renderArgv } from "../../core/sglang-args";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";
-import { exec, httpRequest, installUnit, lab, ok, waitFor } from "./lab-fixture";
+import { exec, httpRequest, installUnit, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 // The container's venvs run the real SGLang releases' config layer (argparse,
 // prepare_server_args, ServerArgs) with the hardware stubbed; the simulator
@@ -143,8 +143,8 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
 
     it("reads the DFlash drafter's block size (16) from its config.json when no draft-token count is given", async () => {
         const argv = renderArgv({ ...field, port: 30205, speculative: { algorithm: "DFLASH", draftModelPath: DRAFTER } });
-        const r = await exec("container", `timeout -s INT 4 ${argv.join(" ")} 2>&1 | grep -o 'speculative_num_draft_tokens=[0-9]*'`);
-        assert.equal(r.stdout, "speculative_num_draft_tokens=16\n");
+        const r = await runUntilOutput(argv.join(" "), "speculative_num_draft_tokens=[0-9]+");
+        assert.deepEqual(`${r.stdout}${r.stderr}`.match(/speculative_num_draft_tokens=[0-9]*/g), ["speculative_num_draft_tokens=16"]);
     });
 
     it("runs each venv's own release: SGLang 0.5.10 has no DFLASH choice", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { clearFaults, Faults, LabInfo, setFaults, simulatorEvents } from "../../lab/control";
-import { exec, httpRequest, installUnit, journalOnce, lab, ok, testLabDir, waitFor } from "./lab-fixture";
+import { exec, httpRequest, installUnit, journalOnce, lab, ok, runUntilOutput, testLabDir, waitFor } from "./lab-fixture";
 
 const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
@@ -159,7 +159,7 @@ describe("lab SGLang simulator", function () {
     });
 
     describe("argparse and startup checks", function () {
-        this.timeout(20_000);
+        this.timeout(120_000);
 
         it("rejects an unknown flag with SGLang's argparse usage and exit 2", async () => {
             const r = await exec("container", `${PY} -m sglang.launch_server --model-path ${MODEL} --foo 3`);
@@ -188,9 +188,9 @@ describe("lab SGLang simulator", function () {
         });
 
         it("accepts speculation with --disable-radix-cache instead of extra_buffer", async () => {
-            const r = await exec(
-                "container",
-                `timeout -s INT 3 ${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 ${NEXTN_ONE_STEP} --disable-radix-cache --port 30102 --host ${ct}; echo exit=$?`,
+            const r = await runUntilOutput(
+                `${PY} -m sglang.launch_server --model-path ${MODEL} --tp 2 ${NEXTN_ONE_STEP} --disable-radix-cache --port 30102 --host ${ct}`,
+                "server_args=ServerArgs\\(",
             );
             assert.match(r.stderr, /server_args=ServerArgs\(/);
             assert.doesNotMatch(r.stderr, /Error/);
