@@ -147,7 +147,7 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         const readiness = config["sglang-serve:readiness"];
         try {
             service(config).memFractionStatic = 0.8;
-            readiness.startupTimeoutSeconds = 15;
+            readiness.startupTimeoutSeconds = 30;
             d.writeConfig(config);
             const r = await d.up();
             assert.notEqual(r.code, 0, "up should fail");

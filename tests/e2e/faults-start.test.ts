@@ -23,14 +23,14 @@ describeFaultRows("starts that fail", "faults-start", 119, (m) => {
             async () => {
                 const r = await m.d.up();
                 failedUp(r, "a server that never becomes ready");
-                assert.match(r.output, /not ready within the startup budget of 15 s/);
+                assert.match(r.output, /not ready within the startup budget of 30 s/);
                 assert.match(r.output, /\(attempt 2 of 2; attempt 1 failed the same way\)/);
                 assert.match(r.output, /previous unit was put back and is ready again/);
                 await m.expectServing(DECLARED);
                 await m.expectStateTellsTheTruth();
                 await m.expectChangePending();
             },
-            { startupTimeoutSeconds: 15 },
+            { startupTimeoutSeconds: 30 },
         );
     });
 });
