@@ -16,7 +16,8 @@ import { journalPosition } from "../remote/readiness-gate";
 async function check(run: ProviderRun, inputs: ReadinessProps): Promise<ReadinessOutputs> {
     if (inputs.gatePassed?.run === run.id && inputs.gatePassed.revision === inputs.revision) {
         // The rollout of this revision passed the whole gate moments ago, in this run, and
-        // reported it: confirm it still serves, quietly.
+        // reported it (the service's gatePassed output, taken as an input here): confirm it
+        // still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
             return {
