@@ -59,6 +59,7 @@ const check = new ReadinessCheck(`${service.name}-ready`, {
     unitName: server.unitName,
     endpoint: server.endpoint,
     revision: server.revision,
+    gatePassed: server.gatePassed,
     apiKey,
     servedModelName: service.model.servedName,
     speculativeAlgorithm: service.speculative?.algorithm,

@@ -97,11 +97,22 @@ function dynamicType(typeName: string): string {
 }
 
 /**
+ * A resource's props as its component passes them: every field of the props
+ * type its provider reads (providers/<kind>-props.ts), each an Input, and
+ * output fields the component reads, registered as undefined so the engine
+ * fills them. Declared once for both sides, so tsc catches a field the
+ * component and the provider name or type differently.
+ */
+export type ResourceInputs<Props, Outputs extends Props> = { [K in keyof Props]: pulumi.Input<Props[K]> } & {
+    [K in Exclude<keyof Outputs, keyof Props>]?: undefined;
+};
+
+/**
  * A dynamic resource (`pulumi-nodejs:dynamic/sglang-serve:<type>`), registered
  * as `pulumi.dynamic.Resource` registers one, with the provider module above.
  */
-export abstract class DynamicResource extends pulumi.CustomResource {
-    constructor(kind: ProviderKind, name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions = {}) {
+export abstract class DynamicResource<Props, Outputs extends Props> extends pulumi.CustomResource {
+    constructor(kind: ProviderKind, name: string, props: ResourceInputs<Props, Outputs>, opts: pulumi.CustomResourceOptions = {}) {
         if ("__provider" in props) throw new Error("a dynamic resource must not define the __provider input");
         const aliases = [...(opts.aliases ?? []), { type: dynamicType(FORMER_RESOURCE_TYPES[kind]) }];
         super(dynamicType(RESOURCE_TYPES[kind]), name, { ...props, __provider: providerModuleSource(kind) }, { ...opts, aliases });

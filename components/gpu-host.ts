@@ -1,7 +1,8 @@
 import * as pulumi from "./pulumi";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
-import type { DeviceMajors, GpuFact } from "../core/gpu-facts";
+import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/gpu-facts";
+import type { GpuHostOutputs, GpuHostProps } from "../providers/gpu-host-props";
 
 export type { DeviceMajors, GpuFact };
 
@@ -9,10 +10,10 @@ export interface GpuHostArgs {
     /** How to reach the machine that owns the GPUs (the Proxmox host, or the container itself for direct topology). */
     connection: pulumi.Input<Connection>;
     /** What the stack expects to find; a mismatch fails the deploy and shows as drift. */
-    expectedGpus: pulumi.Input<{ count: number; name?: string; memoryMiB: number }>;
+    expectedGpus: pulumi.Input<GpuExpectation>;
 }
 
-class GpuHostResource extends DynamicResource {
+class GpuHostResource extends DynamicResource<GpuHostProps, GpuHostOutputs> {
     declare readonly gpus: pulumi.Output<GpuFact[]>;
     declare readonly driverVersion: pulumi.Output<string>;
     declare readonly deviceMajors: pulumi.Output<DeviceMajors>;

@@ -3,6 +3,7 @@ import type { ContainerConfig } from "../core/config-schema";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 import { DeviceMajors } from "./gpu-host";
+import type { ContainerOutputs, ContainerProps } from "../providers/lxc-container-props";
 
 export interface LxcContainerArgs {
     /** The Proxmox host (pct-exec topology). */
@@ -17,7 +18,7 @@ export interface LxcContainerArgs {
     deviceMajors: pulumi.Input<DeviceMajors>;
 }
 
-class LxcContainerResource extends DynamicResource {
+class LxcContainerResource extends DynamicResource<ContainerProps, ContainerOutputs> {
     declare readonly vmid: pulumi.Output<number>;
     declare readonly status: pulumi.Output<string>;
     declare readonly settings: pulumi.Output<Record<string, unknown>>;

@@ -1,7 +1,9 @@
 import * as pulumi from "./pulumi";
 import type { ReadinessConfig } from "../core/config-schema";
 import { Connection } from "./connection";
-import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
+import type { ReadinessOutputs, ReadinessProps } from "../providers/readiness-check-props";
+import type { GatePassed } from "../providers/sglang-service-props";
 
 export interface ReadinessCheckArgs {
     connection: pulumi.Input<Connection>;
@@ -10,18 +12,20 @@ export interface ReadinessCheckArgs {
     endpoint: pulumi.Input<string>;
     /** The service's rollout revision: a new revision re-runs the check. */
     revision: pulumi.Input<string>;
+    /** The service's gatePassed output: in the run whose rollout passed the gate for `revision`, the check confirms instead of waiting again. */
+    gatePassed?: pulumi.Input<GatePassed | undefined>;
     apiKey?: pulumi.Input<string>;
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
 }
 
-class ReadinessCheckResource extends DynamicResource {
+class ReadinessCheckResource extends DynamicResource<ReadinessProps, ReadinessOutputs> {
     declare readonly ready: pulumi.Output<boolean>;
     declare readonly liveServerArgs: pulumi.Output<Record<string, unknown>>;
     declare readonly speculativeActive: pulumi.Output<boolean | null>;
 
-    constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    constructor(name: string, props: ResourceInputs<ReadinessProps, ReadinessOutputs>, opts: pulumi.CustomResourceOptions) {
         super("readiness-check", name, props, opts);
     }
 }
@@ -48,6 +52,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 unitName: args.unitName,
                 endpoint: args.endpoint,
                 revision: args.revision,
+                gatePassed: args.gatePassed,
                 apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
                 servedModelName: args.servedModelName,
                 speculativeAlgorithm: args.speculativeAlgorithm,

@@ -7,7 +7,8 @@ import { API_KEY_ENV } from "../core/sglang-rules";
 import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
 import { Connection } from "./connection";
-import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
+import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
+import type { GatePassed, ServiceOutputs, ServiceProps } from "../providers/sglang-service-props";
 
 export interface SglangServiceArgs {
     /** Where the unit lives: the container (directly or through `pct exec`). */
@@ -26,15 +27,16 @@ export interface SglangServiceArgs {
     gpuMemoryMiB?: number;
 }
 
-class SglangServiceResource extends DynamicResource {
+class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs> {
     declare readonly unitName: pulumi.Output<string>;
     declare readonly revision: pulumi.Output<string>;
+    declare readonly gatePassed: pulumi.Output<GatePassed | undefined>;
     declare readonly activeState: pulumi.Output<string>;
     declare readonly flags: pulumi.Output<Record<string, string>>;
     declare readonly environment: pulumi.Output<Record<string, string>>;
     declare readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
 
-    constructor(name: string, props: pulumi.Inputs, opts: pulumi.CustomResourceOptions) {
+    constructor(name: string, props: ResourceInputs<ServiceProps, ServiceOutputs>, opts: pulumi.CustomResourceOptions) {
         super("sglang-service", name, props, opts);
     }
 }
@@ -50,6 +52,8 @@ export class SglangService extends pulumi.ComponentResource {
     readonly unitName: pulumi.Output<string>;
     readonly endpoint: pulumi.Output<string>;
     readonly revision: pulumi.Output<string>;
+    /** The revision whose gate this run's rollout passed (for the ReadinessCheck), if any. */
+    readonly gatePassed: pulumi.Output<GatePassed | undefined>;
     readonly activeState: pulumi.Output<string>;
     readonly flags: pulumi.Output<Record<string, string>>;
     readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
@@ -83,6 +87,7 @@ export class SglangService extends pulumi.ComponentResource {
                 takeOverFrom: service.takeOverFrom,
                 expectBox: boxExpectations(service, args.gpuMemoryMiB),
                 revision: undefined,
+                gatePassed: undefined,
                 activeState: undefined,
                 liveArgs: undefined,
                 restart: undefined,
@@ -92,6 +97,7 @@ export class SglangService extends pulumi.ComponentResource {
         this.unitName = unit.unitName;
         this.endpoint = pulumi.output(`http://${service.endpointHost}:${service.port}`);
         this.revision = unit.revision;
+        this.gatePassed = unit.gatePassed;
         this.activeState = unit.activeState;
         this.flags = unit.flags;
         this.liveArgs = unit.liveArgs;
@@ -99,6 +105,7 @@ export class SglangService extends pulumi.ComponentResource {
             unitName: this.unitName,
             endpoint: this.endpoint,
             revision: this.revision,
+            gatePassed: this.gatePassed,
             activeState: this.activeState,
             flags: this.flags,
             liveArgs: this.liveArgs,

@@ -1,80 +1,45 @@
-import type { Connection } from "../components/connection";
 import type { ProviderConfig } from "../core/provider-config";
-import { RemoteHost } from "../remote/remote-host";
-import { getSshPool } from "../remote/ssh-pool";
-import { SshTarget } from "../remote/ssh-target";
-import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
-import { sshPrivateKeyPath } from "../core/stack-config-source";
-
-let configured: ProviderConfig | undefined;
+import { SshPool } from "../remote/ssh-pool";
+import { ProviderRun } from "./provider-run";
+import type { CompleteProvider, ResourceProvider } from "./resource-provider";
 
 /**
- * The stack config for this provider process, from the provider module's
+ * The run this process serves. The SDK's dynamic-provider plugin serves every
+ * dynamic resource of one engine run from one process, and loads each kind's
+ * provider module on its own (components/dynamic-provider.ts): nothing but the
+ * process connects the service's provider with the readiness check's, so the
+ * run (its pool, its shared looks) is held here, once, and handed to each
+ * verb as it is called. It is the one piece of process-wide state under
+ * providers/ and remote/ (tests/providers/module-state.test.ts allows this
+ * one and no other); tests build their own ProviderRun instead.
+ */
+const thisProcess: { run?: ProviderRun } = {};
+
+/** This process's run, made at its first use. */
+export function processRun(): ProviderRun {
+    return (thisProcess.run ??= new ProviderRun({ pool: new SshPool() }));
+}
+
+/**
+ * The stack config for this process's run, from the provider module's
  * `configure` (components/dynamic-provider.ts): the SDK's dynamic provider
- * calls it once per process before any other method.
+ * calls it once per provider module before any other method.
  */
 export function configureProviders(config: ProviderConfig): void {
-    configured = config;
+    processRun().configure(config);
 }
 
 /**
- * What `configure` handed over. States written by sglang-serve/2 carry a
- * provider module whose `configure` kept the config in a global instead; a
- * refresh or destroy of such a state runs that module, so it is read too.
+ * The provider the plugin calls (`providers/<kind>.ts` `provider`): each verb
+ * runs the kind's provider for this process's run.
  */
-function providerConfig(): ProviderConfig {
-    return configured ?? (globalThis as { __sglangServeProviderConfig?: ProviderConfig }).__sglangServeProviderConfig ?? {};
-}
-
-/**
- * The SSH credentials: the secret `sglang-serve:sshPrivateKey`, else the key
- * file `sglang-serve:host.sshPrivateKeyPath` (mode 0600 or 0400), else the
- * ssh-agent at SSH_AUTH_SOCK (remote/ssh-credentials.ts). Read at run time,
- * so rotating the key needs no update; the providers never put it in state.
- */
-export function sshCredentials(): SshCredentials {
-    const config = providerConfig();
-    return loadSshCredentials({
-        sshPrivateKey: config.sshPrivateKey,
-        sshPrivateKeyPassphrase: config.sshPrivateKeyPassphrase,
-        sshPrivateKeyPath: sshPrivateKeyPath((name) => (name === "host" ? config.host : undefined)),
-    });
-}
-
-export { redact } from "../core/redact";
-
-/** Progress and notices from the providers show in `pulumi up`'s output. */
-export function say(message: string): void {
-    console.log(message);
-}
-
-export function sshTarget(connection: Connection): SshTarget {
+export function servedByThisProcess<I, O>(make: (run: ProviderRun) => CompleteProvider<I, O>): CompleteProvider<I, O> {
     return {
-        address: connection.address,
-        port: connection.port,
-        user: connection.user,
-        hostKey: connection.hostKey,
-        ...sshCredentials(),
-        label: `${connection.user}@${connection.address}:${connection.port}`,
-    };
-}
-
-/**
- * Where a provider's command runs: on the SSH host itself ("host": the GPUs,
- * /proc/devices, `pct`), or where the server runs ("server": inside the
- * container through `pct exec <vmid> --` in the pct-exec topology, on the
- * host it is in the direct one).
- */
-export type Placement = "host" | "server";
-
-/** Commands for the box a connection names, placed as asked. */
-export function remoteFor(connection: Connection, placement: Placement): RemoteHost {
-    const onHost = placement === "host";
-    return new RemoteHost({
-        pool: getSshPool(),
-        target: sshTarget(connection),
-        topology: onHost ? "direct" : connection.topology,
-        vmid: onHost ? undefined : connection.vmid,
-        log: say,
-    });
+        check: (olds, news) => make(processRun()).check(olds, news),
+        diff: (id, olds, news) => make(processRun()).diff(id, olds, news),
+        create: (inputs) => make(processRun()).create(inputs),
+        read: (id, props) => make(processRun()).read(id, props),
+        update: (id, olds, news) => make(processRun()).update(id, olds, news),
+        delete: (id, props) => make(processRun()).delete(id, props),
+    } satisfies ResourceProvider<I, O>;
 }

@@ -1,31 +1,11 @@
-import type { ResourceProvider } from "./resource-provider";
+import type { CompleteProvider } from "./resource-provider";
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import type { Connection } from "../components/connection";
-import {
-    DeviceMajors,
-    GPU_QUERY,
-    GpuExpectation,
-    GpuFact,
-    gpuExpectationProblems,
-    parseGpuQuery,
-    parseProcDevices,
-    parseProxmoxVersion,
-} from "../core/gpu-facts";
-import { remoteFor } from "./context";
+import { GPU_QUERY, gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/gpu-facts";
+import { servedByThisProcess } from "./context";
+import type { ProviderRun } from "./provider-run";
 import { changedKeys } from "./diff-inputs";
-
-interface GpuHostInputs {
-    providerVersion: string;
-    connection: Connection;
-    expectedGpus: GpuExpectation;
-}
-
-interface GpuHostOutputs extends GpuHostInputs {
-    gpus: GpuFact[];
-    driverVersion: string;
-    deviceMajors: DeviceMajors | null;
-    proxmoxVersion: string;
-}
+import type { GpuHostOutputs, GpuHostProps } from "./gpu-host-props";
 
 /**
  * One remote command for all facts (core/batch-script.ts framing): nvidia-smi,
@@ -43,8 +23,8 @@ export function factsScript(marker: string): string {
     );
 }
 
-async function readFacts(connection: Connection) {
-    const remote = remoteFor(connection, "host");
+async function readFacts(run: ProviderRun, connection: Connection) {
+    const remote = run.remoteFor(connection, "host");
     // In the direct topology the "host" is the container itself: nvidia-smi works there too.
     const marker = newMarker();
     const result = await remote.run(["sh", "-c", factsScript(marker)]);
@@ -64,8 +44,8 @@ async function readFacts(connection: Connection) {
     };
 }
 
-async function createOrUpdate(inputs: GpuHostInputs): Promise<GpuHostOutputs> {
-    const facts = await readFacts(inputs.connection);
+async function createOrUpdate(run: ProviderRun, inputs: GpuHostProps): Promise<GpuHostOutputs> {
+    const facts = await readFacts(run, inputs.connection);
     const problems = gpuExpectationProblems(inputs.expectedGpus, facts.gpus);
     if (problems.length > 0) {
         throw new Error(`GPU host ${inputs.connection.address}: ${problems.join("; ")}`);
@@ -73,7 +53,11 @@ async function createOrUpdate(inputs: GpuHostInputs): Promise<GpuHostOutputs> {
     return { ...inputs, ...facts };
 }
 
-export const provider: ResourceProvider<GpuHostInputs, GpuHostOutputs> = {
+/** The GpuHost's verbs for one run. */
+export const gpuHostProvider = (run: ProviderRun): CompleteProvider<GpuHostProps, GpuHostOutputs> => ({
+    async check(_olds, news) {
+        return { inputs: news };
+    },
     async diff(_id, olds, news) {
         const changed = changedKeys(olds, news, ["providerVersion", "connection", "expectedGpus"]);
         // Live facts that no longer meet the expectation (after a refresh) are drift to repair or report.
@@ -81,19 +65,22 @@ export const provider: ResourceProvider<GpuHostInputs, GpuHostOutputs> = {
         return { changes: changed.length > 0 || unmet, replaces: [] };
     },
     async create(inputs) {
-        const outs = await createOrUpdate(inputs);
+        const outs = await createOrUpdate(run, inputs);
         return { id: `${inputs.connection.address}:${inputs.connection.port}`, outs };
     },
     async read(id, props) {
         if (!props) throw new Error(`GpuHost ${id}: no state to read from`);
-        const facts = await readFacts(props.connection);
+        const facts = await readFacts(run, props.connection);
         const outs = { ...props, ...facts };
         return { id, props: outs };
     },
     async update(_id, _olds, news) {
-        return { outs: await createOrUpdate(news) };
+        return { outs: await createOrUpdate(run, news) };
     },
     async delete() {
         // The host is never changed by the stack: nothing to undo.
     },
-};
+});
+
+/** What the provider module stored in state calls (components/dynamic-provider.ts). */
+export const provider = servedByThisProcess(gpuHostProvider);

@@ -1,6 +1,5 @@
-import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
+import { CompleteProvider, keepingProviderModule, ResourceInitFailed } from "./resource-provider";
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
-import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config-schema";
 import type { DeviceMajors } from "../core/gpu-facts";
 import {
@@ -9,39 +8,22 @@ import {
     PctConfigError,
     passthroughDiff,
     passthroughFromConfig,
-    Passthrough,
     passthroughMatches,
     PctConfig,
     PctLockedError,
     pctOption,
     pctSetArgs,
     pctView,
-    PctView,
 } from "../core/pct-config";
 import { shQuote } from "../core/shell";
 import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
-import { remoteFor, say } from "./context";
+import { servedByThisProcess } from "./context";
+import type { ProviderRun } from "./provider-run";
+import { say } from "./say";
 import { changedKeys } from "./diff-inputs";
 import { deepEqual } from "../core/diff";
-
-interface ContainerInputs {
-    providerVersion: string;
-    connection: Connection;
-    container: ContainerConfig;
-    deviceMajors: DeviceMajors;
-    vmid: number;
-    /** Shown by the preview: which declared changes need a container restart. Set by check. */
-    restart?: string;
-}
-
-interface ContainerOutputs extends ContainerInputs {
-    status: string;
-    settings: PctView;
-    passthrough: Passthrough;
-    /** Changes applied to the config that take effect at the container's next start. */
-    pendingRestart: string[];
-}
+import type { ContainerOutputs, ContainerProps } from "./lxc-container-props";
 
 interface LiveContainer {
     conf: PctConfig;
@@ -76,7 +58,7 @@ async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveCont
     }
 }
 
-function restartNeeds(inputs: ContainerInputs, live: PctConfig): string[] {
+function restartNeeds(inputs: ContainerProps, live: PctConfig): string[] {
     const plan = pctSetArgs(inputs.container, live);
     const needs = plan.changes.filter((c) => c.needsRestart).map((c) => c.field);
     const passthrough = passthroughDiff(live, inputs.container.gpus, inputs.deviceMajors);
@@ -84,7 +66,7 @@ function restartNeeds(inputs: ContainerInputs, live: PctConfig): string[] {
     return needs;
 }
 
-function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart: string[]): ContainerOutputs {
+function outputsOf(inputs: ContainerProps, live: LiveContainer, pendingRestart: string[]): ContainerOutputs {
     return {
         ...inputs,
         restart: "no",
@@ -105,8 +87,8 @@ function outputsOf(inputs: ContainerInputs, live: LiveContainer, pendingRestart:
  * restarted by the stack: changes that need a restart are reported and take
  * effect at its next start.
  */
-async function converge(id: string, inputs: ContainerInputs): Promise<ContainerOutputs> {
-    const remote = remoteFor(inputs.connection, "host");
+async function converge(run: ProviderRun, id: string, inputs: ContainerProps): Promise<ContainerOutputs> {
+    const remote = run.remoteFor(inputs.connection, "host");
     const vmid = inputs.container.vmid;
     const live = await readContainer(remote, vmid);
     if (!live) {
@@ -157,7 +139,7 @@ async function converge(id: string, inputs: ContainerInputs): Promise<ContainerO
  * ErrorResourceInitFailed: id, properties, reasons), so the next preview
  * shows only what is still to do.
  */
-async function partialFailure(id: string, remote: RemoteHost, inputs: ContainerInputs, applied: string[], cause: Error): Promise<ResourceInitFailed> {
+async function partialFailure(id: string, remote: RemoteHost, inputs: ContainerProps, applied: string[], cause: Error): Promise<ResourceInitFailed> {
     const vmid = inputs.container.vmid;
     const after = await readContainer(remote, vmid);
     const message = `${applied.join(" ")} was applied, then the GPU passthrough edit failed: ${cause.message.replace("nothing was changed", "the passthrough lines were not changed")}`;
@@ -185,7 +167,8 @@ async function startContainer(remote: RemoteHost, vmid: number): Promise<void> {
     say(`[ct${vmid}] container ${vmid} started; its systemd says ${stateText}`);
 }
 
-export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
+/** The LxcContainer's verbs for one run. */
+export const lxcContainerProvider = (run: ProviderRun): CompleteProvider<ContainerProps, ContainerOutputs> => ({
     async check(olds, news) {
         const fields: string[] = [];
         const o = olds.container ?? ({} as Partial<ContainerConfig>);
@@ -235,11 +218,11 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
             );
         }
         const id = `${inputs.connection.address}/lxc/${inputs.container.vmid}`;
-        return { id, outs: await keepingProviderModule(inputs, () => converge(id, inputs)) };
+        return { id, outs: await keepingProviderModule(inputs, () => converge(run, id, inputs)) };
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
-        const remote = remoteFor(props.connection, "host");
+        const remote = run.remoteFor(props.connection, "host");
         const live = await readContainer(remote, props.container.vmid);
         if (!live) return { id: "", props: undefined as unknown as ContainerOutputs };
         const outs = outputsOf(props, live, props.pendingRestart ?? []);
@@ -252,10 +235,10 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
         if (props.container.onboot !== undefined) container.onboot = view.onboot ?? false;
         if (view.hostname !== undefined) container.hostname = view.hostname;
         const { status: _s, settings: _v, passthrough: _p, pendingRestart: _r, ...inputs } = outs;
-        return { id, props: outs, inputs: { ...inputs, container } as ContainerInputs };
+        return { id, props: outs, inputs: { ...inputs, container } as ContainerProps };
     },
     async update(id, _olds, news) {
-        return { outs: await keepingProviderModule(news, () => converge(id, news)) };
+        return { outs: await keepingProviderModule(news, () => converge(run, id, news)) };
     },
     async delete(_id, props) {
         const vmid = props.container.vmid;
@@ -265,9 +248,12 @@ export const provider: ResourceProvider<ContainerInputs, ContainerOutputs> = {
                     "Set sglang-serve:container.allowDelete: true to delete it with the stack.",
             );
         }
-        const remote = remoteFor(props.connection, "host");
+        const remote = run.remoteFor(props.connection, "host");
         say(`[ct${vmid}] stopping and destroying container ${vmid} (container.allowDelete is true)`);
         await remote.run(["pct", "stop", String(vmid)]);
         await remote.runChecked(["pct", "destroy", String(vmid)]);
     },
-};
+});
+
+/** What the provider module stored in state calls (components/dynamic-provider.ts). */
+export const provider = servedByThisProcess(lxcContainerProvider);

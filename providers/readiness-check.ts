@@ -1,42 +1,23 @@
-import type { ResourceProvider } from "./resource-provider";
-import type { Connection } from "../components/connection";
+import type { CompleteProvider } from "./resource-provider";
 import { describeFailure } from "../core/readiness";
-import type { ReadinessConfig } from "../core/config-schema";
-import { redact, remoteFor } from "./context";
+import { redact } from "../core/redact";
+import { servedByThisProcess } from "./context";
 import { changedKeys } from "./diff-inputs";
-import { gatedInThisRun, verifyServing, waitServing } from "./rollout-gate";
+import type { ProviderRun } from "./provider-run";
+import type { ReadinessOutputs, ReadinessProps } from "./readiness-check-props";
+import { verifyServing, waitServing } from "./rollout-gate";
 import { journalPosition } from "../remote/readiness-gate";
-
-interface ReadinessInputs {
-    providerVersion: string;
-    connection: Connection;
-    unitName: string;
-    endpoint: string;
-    revision: string;
-    apiKey?: string;
-    servedModelName: string;
-    speculativeAlgorithm?: string;
-    readiness: ReadinessConfig;
-}
-
-interface ReadinessOutputs extends ReadinessInputs {
-    /** GET /health answered 200 at the last check. */
-    ready: boolean;
-    /** /server_info normalized to the fields the stack owns (SGLang's defaults filled in). */
-    liveServerArgs: Record<string, unknown> | null;
-    /** With speculative decoding: /server_info shows it active. Null without speculation. */
-    speculativeActive: boolean | null;
-}
 
 /**
  * Waits (within the startup budget) until the server serves, then runs the
  * chat and speculative checks. The service's rollout already gated on the
  * same checks, so on a healthy box this returns within a poll or two.
  */
-async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
-    if (gatedInThisRun(inputs.revision)) {
+async function check(run: ProviderRun, inputs: ReadinessProps): Promise<ReadinessOutputs> {
+    if (inputs.gatePassed?.run === run.id && inputs.gatePassed.revision === inputs.revision) {
         // The rollout of this revision passed the whole gate moments ago, in this run, and
-        // reported it: confirm it still serves, quietly.
+        // reported it (the service's gatePassed output, taken as an input here): confirm it
+        // still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
             return {
@@ -47,7 +28,7 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
             };
         }
     }
-    const remote = remoteFor(inputs.connection, "server");
+    const remote = run.remoteFor(inputs.connection, "server");
     // The server's ready line was written before this check began (the rollout
     // gated on it), so GET /health = 200 alone is believed here.
     const since = await journalPosition(remote, inputs.unitName);
@@ -70,7 +51,11 @@ async function check(inputs: ReadinessInputs): Promise<ReadinessOutputs> {
     };
 }
 
-export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
+/** The ReadinessCheck's verbs for one run. */
+export const readinessCheckProvider = (run: ProviderRun): CompleteProvider<ReadinessProps, ReadinessOutputs> => ({
+    async check(_olds, news) {
+        return { inputs: news };
+    },
     async diff(_id, olds, news) {
         const changed = changedKeys(olds, news, [
             "providerVersion",
@@ -87,13 +72,13 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
         return { changes: changed.length > 0 || apiKeyChanged || notServing, replaces: [] };
     },
     async create(inputs) {
-        const outs = await check(inputs);
+        const outs = await check(run, inputs);
         return { id: `${inputs.endpoint}#${inputs.unitName}`, outs };
     },
     async read(id, props) {
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
-        const serving = await verifyServing(props, remoteFor(props.connection, "server"), { refresh: true });
+        const serving = await verifyServing(props, run.remoteFor(props.connection, "server"), { shared: run.looks });
         return {
             id,
             props: {
@@ -105,9 +90,12 @@ export const provider: ResourceProvider<ReadinessInputs, ReadinessOutputs> = {
         };
     },
     async update(_id, _olds, news) {
-        return { outs: await check(news) };
+        return { outs: await check(run, news) };
     },
     async delete() {
         // A check owns nothing on the box.
     },
-};
+});
+
+/** What the provider module stored in state calls (components/dynamic-provider.ts). */
+export const provider = servedByThisProcess(readinessCheckProvider);

@@ -10,6 +10,9 @@ export type ResourceProvider<Inputs, Outputs> = Omit<pulumi.dynamic.ResourceProv
     read?(id: string, props?: Outputs): Promise<{ id?: string; props?: Outputs; inputs?: Inputs }>;
 };
 
+/** A provider with every verb (`configure` is the provider module's: components/dynamic-provider.ts): what `providers/<kind>.ts` builds for a run (providers/context.ts servedByThisProcess). */
+export type CompleteProvider<Inputs, Outputs> = Required<Omit<ResourceProvider<Inputs, Outputs>, "configure">>;
+
 /**
  * A create or update that changed the box and then failed: the SDK's plugin
  * sends it as ErrorResourceInitFailed (it looks for `id`), and the engine

@@ -5,7 +5,9 @@ import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
 import { GateResult, JournalPosition, journalPosition, readJournalTail, waitUntilReady } from "../remote/readiness-gate";
 import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remote/remote-host";
-import { redact, say } from "./context";
+import { redact } from "../core/redact";
+import { say } from "./say";
+import type { Look, ServerLooks } from "./server-looks";
 import { readServerInfoOnBox } from "./server-info-on-box";
 
 /** What the gate needs to know about a server. */
@@ -79,22 +81,6 @@ export async function startAndWait(remote: RemoteHost, server: ServedServer, att
     return waitServing(remote, server, since, { minHealthyMs: window * 1000, attempt });
 }
 
-/**
- * Revisions whose rollout passed the gate in this provider process, that is
- * in this engine run (the dynamic-provider plugin serves every resource of a
- * run from one process): the ReadinessCheck that follows the rollout then
- * confirms the server still serves without waiting or reporting again.
- */
-const gatedRevisions = new Set<string>();
-
-export function recordGated(revision: string): void {
-    gatedRevisions.add(revision);
-}
-
-export function gatedInThisRun(revision: string): boolean {
-    return gatedRevisions.has(revision);
-}
-
 export interface Serving {
     /** GET /health answered 200. */
     healthy: boolean;
@@ -107,40 +93,17 @@ export interface Serving {
  * With `box` (the refreshes), /server_info is asked on the box with the key
  * the box keeps (providers/server-info-on-box.ts): no API key needed here,
  * and the read-only key's gate allows it. Without, over HTTP with the key.
- * `refresh`: a look in flight for the same server is shared (sharedLook); a
- * rollout always looks afresh.
+ * `shared` (the refreshes: the run's looks): a look in flight for the same
+ * server on the same box is shared; a rollout always looks afresh.
  */
-export async function verifyServing(server: ServedServer, box?: RemoteRunner, opts: { refresh?: boolean } = {}): Promise<Serving> {
+export async function verifyServing(server: ServedServer, box?: RemoteRunner, opts: { shared?: ServerLooks } = {}): Promise<Serving> {
     const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
     const look = (): Promise<Look> => (box ? lookOnBox(server, box, timeoutMs) : lookOverHttp(server, timeoutMs));
-    const { healthy, body } = await (box && opts.refresh ? sharedLook(`${box.describe()}#${server.unitName}`, look) : look());
+    const { healthy, body } = await (box && opts.shared ? opts.shared.share(`${box.describe()}#${server.unitName}`, look) : look());
     if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null };
     const liveArgs = normalizeServerInfo(body);
     const speculativeActive = server.speculativeAlgorithm ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok : null;
     return { healthy, liveArgs, speculativeActive };
-}
-
-/** What one look at a server sees: /health's answer and /server_info's body (undefined when it has none). */
-interface Look {
-    healthy: boolean;
-    body: unknown;
-}
-
-const looks = new Map<string, Promise<Look>>();
-
-/**
- * One look at a server per refresh: the service's and the readiness check's
- * refreshes of one engine run (one provider process) read the same server at
- * the same moment (the engine runs them in parallel, and the service looks
- * while it reads its unit). A look in flight is shared; once it has answered
- * the next one is fresh.
- */
-function sharedLook(key: string, look: () => Promise<Look>): Promise<Look> {
-    const inFlight = looks.get(key);
-    if (inFlight) return inFlight;
-    const started = look().finally(() => looks.delete(key));
-    looks.set(key, started);
-    return started;
 }
 
 /** /health and /server_info at once; `serverInfo` reads the body of /server_info, undefined when it has none. */

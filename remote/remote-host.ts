@@ -8,7 +8,7 @@ import type { Topology } from "../core/config-schema";
 import { remoteCommand } from "../core/shell";
 import { writeFileScript } from "../core/write-file-script";
 import { SshError } from "./ssh-error";
-import { getSshPool, SshPool } from "./ssh-pool";
+import type { SshPool } from "./ssh-pool";
 import { ExecOptions, ExecResult, hostId, SshTarget } from "./ssh-target";
 
 /** The part of RemoteHost the readiness gate and the GPU wait need; fakes implement it in tests. */
@@ -23,8 +23,8 @@ export interface RemoteHostOptions {
     topology: Topology;
     /** The container, required for pct-exec. */
     vmid?: number;
-    /** Default: the process-wide pool. */
-    pool?: SshPool;
+    /** The connections to run over (the provider run's pool, or a test's). */
+    pool: SshPool;
     /** Reconnect notices for this host's commands. Default: the pool's log. */
     log?: (message: string) => void;
 }
@@ -58,7 +58,7 @@ export class RemoteHost implements RemoteRunner {
         this.target = options.target;
         this.topology = options.topology;
         this.vmid = options.topology === "pct-exec" ? options.vmid : undefined;
-        this.pool = options.pool ?? getSshPool();
+        this.pool = options.pool;
         this.log = options.log;
     }
 

@@ -3,10 +3,9 @@
 // command takes and gives are in ssh-target.ts, its error in ssh-error.ts,
 // the pin in ssh-host-key.ts.
 //
-// Why a pool on globalThis: the pool is used from Pulumi dynamic-provider
-// methods, which are serialized into the state and must not capture sockets
-// (docs/design.md, "The dynamic-provider path"). Each method calls `getSshPool()` at run
-// time; the module-level code holds no connection.
+// Who holds the pool: the provider run (providers/provider-run.ts), one per
+// dynamic-provider process, handed to every provider verb; tests hand in
+// their own. Nothing here is process-wide: the module holds no connection.
 //
 // Secrets: the private key and its passphrase live only in the SshTarget
 // passed in (memory), or the key stays in ssh-agent (SshTarget.agent: only
@@ -521,22 +520,4 @@ export class SshPool {
 function signalNumber(name: string): number {
     const n = (osConstants.signals as Record<string, number | undefined>)[`SIG${name}`];
     return n ?? 0;
-}
-
-/** Test hook and per-process singleton key; a Symbol.for key survives module reloads. */
-const POOL_KEY = Symbol.for("sglang-serve.sshPool");
-
-/**
- * The process-wide pool. Created on first use; options only apply then (later
- * callers share the pool as it is). Lives on globalThis so serialized Pulumi
- * provider methods find it without capturing it.
- */
-export function getSshPool(options?: SshPoolOptions): SshPool {
-    const g = globalThis as unknown as Record<symbol, SshPool | undefined>;
-    let pool = g[POOL_KEY];
-    if (!pool) {
-        pool = new SshPool(options);
-        g[POOL_KEY] = pool;
-    }
-    return pool;
 }

@@ -1,7 +1,9 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { providerModuleSource } from "../../components/dynamic-provider";
-import { configureProviders, sshCredentials } from "../../providers/context";
+import { configureProviders, processRun } from "../../providers/context";
+import { ProviderRun } from "../../providers/provider-run";
+import { SshPool } from "../../remote/ssh-pool";
 
 /** Loads the module text the way a dynamic-provider host does (requireFromString): fresh scope, real require. */
 function loadModule(text: string): { handler(): Record<string, (...args: unknown[]) => Promise<unknown>> } {
@@ -38,9 +40,39 @@ describe("the dynamic-provider module stored in state", () => {
         const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY", "sglang-serve:sshPrivateKeyPassphrase": "PASS" };
         try {
             await provider.configure({ config: { get: (k: string) => config[k] } });
-            assert.deepEqual(sshCredentials(), { privateKey: "KEY", passphrase: "PASS" });
+            assert.deepEqual(processRun().sshCredentials(), { privateKey: "KEY", passphrase: "PASS" });
         } finally {
             configureProviders({});
+        }
+    });
+
+    it("serves every kind in one process from one run: one pool, one config", async () => {
+        const config: Record<string, string> = { "sglang-serve:sshPrivateKey": "KEY" };
+        const run = processRun();
+        try {
+            for (const kind of ["gpu-host", "sglang-service", "readiness-check"] as const) {
+                await loadModule(providerModuleSource(kind))
+                    .handler()
+                    .configure({ config: { get: (k: string) => config[k] } });
+            }
+            assert.equal(processRun(), run);
+            assert.equal(processRun().pool, run.pool);
+            assert.equal(run.sshCredentials().privateKey, "KEY");
+        } finally {
+            configureProviders({});
+        }
+    });
+
+    it("reads the config a sglang-serve/2 provider module kept in a global when nothing configured the run", () => {
+        const g = globalThis as { __sglangServeProviderConfig?: unknown };
+        g.__sglangServeProviderConfig = { sshPrivateKey: "OLD-KEY" };
+        try {
+            const run = new ProviderRun({ pool: new SshPool({ log: () => undefined }) });
+            assert.equal(run.sshCredentials().privateKey, "OLD-KEY");
+            run.configure({ sshPrivateKey: "NEW-KEY" });
+            assert.equal(run.sshCredentials().privateKey, "NEW-KEY");
+        } finally {
+            delete g.__sglangServeProviderConfig;
         }
     });
 

@@ -1,6 +1,7 @@
 import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { provider } from "../../providers/readiness-check";
+import { readinessCheckProvider } from "../../providers/readiness-check";
+import type { ReadinessOutputs } from "../../providers/readiness-check-props";
 import { containerNotRunning } from "../../remote/remote-host";
 import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
 
@@ -8,14 +9,16 @@ import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSetting
 // the ReadinessCheck reads /server_info through `pct exec`, which a stopped
 // container refuses; that is drift to show (and `up` to repair), not a failed refresh.
 
-type Outputs = NonNullable<Awaited<ReturnType<NonNullable<typeof provider.create>>>["outs"]>;
+type Outputs = ReadinessOutputs;
 
 describe("a stopped container at the provider seam", function () {
     this.timeout(30_000);
     let box: ProviderBox;
+    let provider: ReturnType<typeof readinessCheckProvider>;
 
     beforeEach(async () => {
         box = await ProviderBox.open();
+        provider = readinessCheckProvider(box.run);
         box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
     });
     afterEach(async () => {

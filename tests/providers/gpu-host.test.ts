@@ -1,15 +1,19 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { provider } from "../../providers/gpu-host";
+import { gpuHostProvider } from "../../providers/gpu-host";
+import type { GpuHostOutputs, GpuHostProps } from "../../providers/gpu-host-props";
 import { ProviderBox } from "./provider-box";
 
 // The GpuHost provider's decisions, driven directly against the fake box
 // (provider-box.ts): its one facts command runs there, against a fake
 // nvidia-smi, the box's /proc/devices and pveversion.
 
-type Inputs = Parameters<NonNullable<typeof provider.create>>[0];
-type Outputs = NonNullable<Awaited<ReturnType<NonNullable<typeof provider.create>>>["outs"]>;
+type Inputs = GpuHostProps;
+type Outputs = GpuHostOutputs;
+
+/** The provider for the box's run (set when the box opens). */
+let provider: ReturnType<typeof gpuHostProvider>;
 
 /** create, with the outputs it must return. */
 async function create(news: Inputs): Promise<{ id: string; outs: Outputs }> {
@@ -24,6 +28,7 @@ describe("GpuHost provider against the fake box", function () {
 
     beforeEach(async () => {
         box = await ProviderBox.open();
+        provider = gpuHostProvider(box.run);
     });
     afterEach(async () => {
         await box.close();

@@ -1,7 +1,8 @@
 import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
 import { ContainerConfig, ContainerSchema } from "../../core/config-schema";
-import { provider } from "../../providers/lxc-container";
+import { lxcContainerProvider } from "../../providers/lxc-container";
+import type { ContainerOutputs, ContainerProps } from "../../providers/lxc-container-props";
 import { batchAnswer, ProviderBox } from "./provider-box";
 
 // The LxcContainer provider's decisions, driven directly against the fake box
@@ -9,8 +10,11 @@ import { batchAnswer, ProviderBox } from "./provider-box";
 // the box's /etc/pve/lxc/129.conf, and the passthrough edit's real script
 // (flock on /run/lock/lxc, digest check, base64, tmp + rename) runs there.
 
-type Inputs = Parameters<NonNullable<typeof provider.create>>[0];
-type Outputs = NonNullable<Awaited<ReturnType<NonNullable<typeof provider.create>>>["outs"]>;
+type Inputs = ContainerProps;
+type Outputs = ContainerOutputs;
+
+/** The provider for the box's run (set when the box opens). */
+let provider: ReturnType<typeof lxcContainerProvider>;
 
 /** create, with the outputs it must return. */
 async function create(news: Inputs): Promise<{ id: string; outs: Outputs }> {
@@ -82,6 +86,7 @@ describe("LxcContainer provider against the fake box", function () {
 
     beforeEach(async () => {
         box = await ProviderBox.open();
+        provider = lxcContainerProvider(box.run);
         box.write(CONF_PATH, fieldConf(), 0o640);
     });
     afterEach(async () => {

@@ -1,6 +1,6 @@
 // The seam for driving the four dynamic providers directly: their SSH goes
-// through the process-wide pool (remote/ssh-pool.ts getSshPool), and this replaces
-// that pool with one whose commands run in a FakeBox (tests/remote/fake-box.ts):
+// through the run's pool (providers/provider-run.ts), and the box hands them a
+// run whose pool runs the commands in a FakeBox (tests/remote/fake-box.ts):
 // the command string the provider would send over SSH is run by a local `sh`,
 // with fake pct, systemctl, journalctl, nvidia-smi and pveversion first on
 // PATH and the box's own paths (/etc/pve, /etc/systemd/system, /etc/sglang,
@@ -29,14 +29,12 @@ import { formatOwner } from "../../core/ownership";
 import { renderArgv } from "../../core/sglang-args";
 import { API_KEY_ENV } from "../../core/sglang-rules";
 import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../../core/systemd-unit";
-import { configureProviders } from "../../providers/context";
-import type { ServiceInputs } from "../../providers/sglang-service";
+import { ProviderRun } from "../../providers/provider-run";
+import type { ServiceProps } from "../../providers/sglang-service-props";
 import { SshPool } from "../../remote/ssh-pool";
 import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";
 import { FakeBox } from "../remote/fake-box";
-
-const POOL_KEY = Symbol.for("sglang-serve.sshPool");
 
 /** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call), and its major.minor. */
 const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], {
@@ -283,7 +281,7 @@ interface Failure {
     answer?: (command: string) => string;
 }
 
-/** The pool the providers get from getSshPool(): commands run in the box instead of over SSH. */
+/** The pool of the box's run: commands run in the box instead of over SSH. */
 class BoxPool extends SshPool {
     constructor(private readonly box: ProviderBox) {
         super({ log: () => undefined });
@@ -301,12 +299,14 @@ export class ProviderBox {
     /** What the providers said (progress and notices: `say` prints with console.log). */
     readonly said: string[] = [];
     readonly server: FakeSglang;
+    /** The engine run the providers serve (its pool runs commands in the box); `newRun()` starts another. */
+    run: ProviderRun;
     private failures: Failure[] = [];
-    private savedPool: unknown;
     private savedLog: typeof console.log = console.log;
 
     private constructor(server: FakeSglang) {
         this.server = server;
+        this.run = this.newRun();
         for (const dir of ["etc/pve/lxc", "etc/systemd/system", "run/lock/lxc", "proc"]) fs.mkdirSync(this.root(dir), { recursive: true });
         fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
         const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
@@ -321,18 +321,11 @@ export class ProviderBox {
         this.write(`${MODEL}/model.safetensors.index.json`, JSON.stringify({ metadata: { total_size: 53_790_000_000 }, weight_map: {} }));
     }
 
-    /**
-     * A box whose pool the providers use until `close()`; configureProviders
-     * gets a key (the pool never uses it, sshTarget needs one).
-     */
+    /** A box, and a run whose pool runs the providers' commands in it. */
     static async open(): Promise<ProviderBox> {
         const server = await FakeSglang.listen();
         const box = new ProviderBox(server);
         server.box = box;
-        const g = globalThis as unknown as Record<symbol, unknown>;
-        box.savedPool = g[POOL_KEY];
-        g[POOL_KEY] = new BoxPool(box);
-        configureProviders({ sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nunused by the box's pool\n-----END OPENSSH PRIVATE KEY-----\n" });
         box.savedLog = console.log;
         console.log = (...args: unknown[]) => {
             box.said.push(args.map(String).join(" "));
@@ -342,10 +335,20 @@ export class ProviderBox {
 
     async close(): Promise<void> {
         console.log = this.savedLog;
-        (globalThis as unknown as Record<symbol, unknown>)[POOL_KEY] = this.savedPool;
-        configureProviders({});
         await this.server.close();
         this.fake.destroy();
+    }
+
+    /**
+     * A fresh engine run against this box (what the next `pulumi` command's
+     * provider process would be), with a key in its config (the box's pool
+     * never uses it, sshTarget needs one).
+     */
+    newRun(): ProviderRun {
+        return new ProviderRun({
+            pool: new BoxPool(this),
+            config: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nunused by the box's pool\n-----END OPENSSH PRIVATE KEY-----\n" },
+        });
     }
 
     /** A path of the box (`/etc/sglang/qwen.env`) in its directory. */
@@ -661,7 +664,7 @@ export interface ServiceInputOptions {
 }
 
 /** The SglangService resource's inputs exactly as components/sglang-service.ts builds them (the container's GPUs are 0 and 1). */
-export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceInputs {
+export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceProps {
     const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
     const hasApiKey = apiKey !== undefined;
     const owner = opts.owner ?? SELF;

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { provider } from "../../providers/readiness-check";
-import { recordGated } from "../../providers/rollout-gate";
+import { readinessCheckProvider } from "../../providers/readiness-check";
+import type { ReadinessOutputs, ReadinessProps } from "../../providers/readiness-check-props";
 import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
 
 // The ReadinessCheck provider's decisions, driven directly against the fake
@@ -10,8 +10,11 @@ import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSetting
 // and a refresh reads /server_info on the box (python3, the key from the
 // unit's environment file).
 
-type Inputs = Parameters<NonNullable<typeof provider.create>>[0];
-type Outputs = NonNullable<Awaited<ReturnType<NonNullable<typeof provider.create>>>["outs"]>;
+type Inputs = ReadinessProps;
+type Outputs = ReadinessOutputs;
+
+/** The provider for the box's run (set when the box opens). */
+let provider: ReturnType<typeof readinessCheckProvider>;
 
 /** create, with the outputs it must return. */
 async function create(news: Inputs): Promise<{ id: string; outs: Outputs }> {
@@ -39,6 +42,7 @@ describe("ReadinessCheck provider against the fake box", function () {
 
     beforeEach(async () => {
         box = await ProviderBox.open();
+        provider = readinessCheckProvider(box.run);
         box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
         const service = serviceInputs(box, declaredService(box));
         inputs = (edit = {}) => ({
@@ -87,10 +91,28 @@ describe("ReadinessCheck provider against the fake box", function () {
             await install();
             box.forget();
             const revision = freshRevision();
-            recordGated(revision);
-            const { outs } = await create(inputs({ revision }));
+            const { outs } = await create(inputs({ revision, gatePassed: { revision, run: box.run.id } }));
             assert.equal(outs.ready, true);
             assert.deepEqual(box.commands, []);
+        });
+
+        it("waits on the box again for a revision whose gate passed in an earlier run", async () => {
+            await install();
+            const revision = freshRevision();
+            const earlier = box.run.id;
+            provider = readinessCheckProvider(box.newRun());
+            box.forget();
+            const { outs } = await create(inputs({ revision, gatePassed: { revision, run: earlier } }));
+            assert.equal(outs.ready, true);
+            assert.ok(box.commands.length > 0, "the gate polls the unit and its journal");
+        });
+
+        it("waits on the box again when the gate passed for another revision", async () => {
+            await install();
+            box.forget();
+            const { outs } = await create(inputs({ revision: freshRevision(), gatePassed: { revision: freshRevision(), run: box.run.id } }));
+            assert.equal(outs.ready, true);
+            assert.ok(box.commands.length > 0, "the gate polls the unit and its journal");
         });
 
         it("fails naming the unit, the endpoint, the unit's state and the journal when the server is stopped", async () => {

@@ -2,9 +2,9 @@ import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { boxExpectations } from "../../core/box-facts";
 import { assertBoxServes } from "../../providers/box-facts";
-import { remoteFor } from "../../providers/context";
-import { provider as readinessCheck } from "../../providers/readiness-check";
-import { provider, ServiceInputs, ServiceOutputs } from "../../providers/sglang-service";
+import { readinessCheckProvider } from "../../providers/readiness-check";
+import { sglangServiceProvider } from "../../providers/sglang-service";
+import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
 import { API_KEY, CONTAINER_CONF, declaredService, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
@@ -27,9 +27,13 @@ type PartialFailure = Error & { id?: string; properties?: ServiceOutputs; reason
 describe("SglangService provider against the fake box", function () {
     this.timeout(60_000);
     let box: ProviderBox;
+    let provider: ReturnType<typeof sglangServiceProvider>;
+    let readinessCheck: ReturnType<typeof readinessCheckProvider>;
 
     beforeEach(async () => {
         box = await ProviderBox.open();
+        provider = sglangServiceProvider(box.run);
+        readinessCheck = readinessCheckProvider(box.run);
         box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
     });
     afterEach(async () => {
@@ -37,24 +41,24 @@ describe("SglangService provider against the fake box", function () {
     });
 
     /** The declared server's inputs (components/sglang-service.ts), with `edit` applied to the service block. */
-    const declared = (edit: (raw: Record<string, unknown>) => void = () => undefined, opts: Parameters<typeof serviceInputs>[2] = {}): ServiceInputs =>
+    const declared = (edit: (raw: Record<string, unknown>) => void = () => undefined, opts: Parameters<typeof serviceInputs>[2] = {}): ServiceProps =>
         serviceInputs(box, declaredService(box, edit), opts);
 
     /** create, with the outputs it must return. */
-    const create = async (news: ServiceInputs): Promise<{ id: string; outs: ServiceOutputs }> => {
+    const create = async (news: ServiceProps): Promise<{ id: string; outs: ServiceOutputs }> => {
         const r = await provider.create(news);
         assert.ok(r.outs, "create returns outputs");
         return { id: r.id, outs: r.outs };
     };
 
-    const update = async (olds: ServiceOutputs, news: ServiceInputs): Promise<ServiceOutputs> => {
+    const update = async (olds: ServiceOutputs, news: ServiceProps): Promise<ServiceOutputs> => {
         const r = await provider.update!(ID, olds, news);
         assert.ok(r.outs, "update returns outputs");
         return r.outs;
     };
 
     /** The declared server deployed by a first `up`; the set-up's commands are forgotten. */
-    const deployed = async (news: ServiceInputs = declared()): Promise<ServiceOutputs> => {
+    const deployed = async (news: ServiceProps = declared()): Promise<ServiceOutputs> => {
         const { outs } = await create(news);
         box.forget();
         return outs;
@@ -64,8 +68,8 @@ describe("SglangService provider against the fake box", function () {
     const systemctlChanges = () => box.callsOf("systemctl").filter((c) => !c.startsWith("systemctl show"));
 
     describe("check", () => {
-        const check = async (olds: Partial<ServiceInputs>, news: ServiceInputs) => {
-            const r = await provider.check!(olds as ServiceInputs, news);
+        const check = async (olds: Partial<ServiceProps>, news: ServiceProps) => {
+            const r = await provider.check!(olds as ServiceProps, news);
             assert.ok(r.inputs, "check returns inputs");
             return { inputs: r.inputs, failures: r.failures };
         };
@@ -151,7 +155,7 @@ describe("SglangService provider against the fake box", function () {
             const flagged = declared((raw) => {
                 raw.memFractionStatic = 0.85;
             });
-            const cases: Array<[string, ServiceInputs]> = [
+            const cases: Array<[string, ServiceProps]> = [
                 ["providerVersion", { ...declared(), providerVersion: "sglang-serve/2" }],
                 ["connection", declared(undefined, { connection: box.connection("direct") })],
                 ["unitText", { ...declared(), unitText: `${declared().unitText}# edited\n` }],
@@ -218,6 +222,42 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(outs.flags, news.flags);
             assert.equal(outs.restart, "no");
             assert.match(outs.revision, /^[0-9a-f]{64}$/);
+        });
+
+        it("records the revision its gate passed and this run, and the ReadinessCheck of the run confirms it without polling the box", async () => {
+            const news = declared();
+            const { outs } = await create(news);
+            assert.deepEqual(outs.gatePassed, { revision: outs.revision, run: box.run.id });
+            box.forget();
+            const check = await readinessCheck.create({
+                providerVersion: outs.providerVersion,
+                connection: outs.connection,
+                unitName: outs.unitName,
+                endpoint: outs.endpoint,
+                revision: outs.revision,
+                gatePassed: outs.gatePassed,
+                apiKey: news.apiKey,
+                servedModelName: outs.servedModelName,
+                speculativeAlgorithm: outs.speculativeAlgorithm,
+                readiness: outs.readiness,
+            });
+            assert.equal(check.outs!.ready, true);
+            assert.deepEqual(box.commands, []);
+            assert.equal(box.said.filter((l) => l.includes("ready after")).length, 0, box.said.join("\n"));
+        });
+
+        it("records no gate passed when the box already runs the declared config, nor keeps an earlier one", async () => {
+            const olds = await deployed();
+            const outs = await update(olds, declared());
+            assert.equal(box.callsOf("systemctl").filter((c) => /systemctl (start|stop|restart)/.test(c)).length, 0);
+            assert.equal(outs.gatePassed, undefined);
+        });
+
+        it("keeps the gate passed in a refresh's outputs, not in the inputs it reads back", async () => {
+            const outs = await deployed();
+            const read = await provider.read!(ID, outs);
+            assert.deepEqual(read.props!.gatePassed, outs.gatePassed);
+            assert.equal("gatePassed" in read.inputs!, false);
         });
 
         it("runs the same commands straight in the container in the direct topology, without pct exec", async () => {
@@ -576,6 +616,14 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(box.server.requests.map((r) => r.path).sort(), ["/health", "/server_info"]);
         });
 
+        it("shares no look between two runs: each run's refresh reads the server itself", async () => {
+            const outs = await deployed();
+            const other = sglangServiceProvider(box.newRun());
+            box.forget();
+            await Promise.all([provider.read!(ID, outs), other.read!(ID, outs)]);
+            assert.equal(box.commands.filter((c) => /python3 -I -c/.test(c) && c.includes("server_info")).length, 2, box.commands.join("\n"));
+        });
+
         it("looks afresh in a rollout right after a refresh: the new args are recorded, not the refresh's look", async () => {
             const olds = (await provider.read!(ID, await deployed())).props!;
             assert.equal(olds.liveArgs!.memFractionStatic, 0.88);
@@ -671,7 +719,7 @@ describe("SglangService provider against the fake box", function () {
         /** What the declared server expects of the box, as components/sglang-service.ts gives it (host.gpus.memoryMiB 49140). */
         const facts = (edit: (raw: Record<string, unknown>) => void = () => undefined) => {
             const service = declaredService(box, edit);
-            return assertBoxServes(remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
+            return assertBoxServes(box.run.remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
         };
 
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {

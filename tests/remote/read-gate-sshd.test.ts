@@ -4,11 +4,11 @@ import * as fs from "fs";
 import * as path from "path";
 import { Client } from "ssh2";
 import type { Connection } from "../../components/connection";
-import { provider as gpuHost } from "../../providers/gpu-host";
-import { provider as lxcContainer } from "../../providers/lxc-container";
-import { provider as readinessCheck } from "../../providers/readiness-check";
-import { provider as sglangService } from "../../providers/sglang-service";
-import { configureProviders } from "../../providers/context";
+import { gpuHostProvider } from "../../providers/gpu-host";
+import { lxcContainerProvider } from "../../providers/lxc-container";
+import { ProviderRun } from "../../providers/provider-run";
+import { readinessCheckProvider } from "../../providers/readiness-check";
+import { sglangServiceProvider } from "../../providers/sglang-service";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { runReadGate } from "../../scripts/read-gate";
@@ -21,7 +21,6 @@ import { TestSshd } from "./sshd-fixture";
 // box. The box's pct, nvidia-smi, pveversion and systemctl are fakes that
 // log their calls; `pct exec <vmid> --` runs its command here.
 
-const POOL_KEY = Symbol.for("sglang-serve.sshPool");
 const UNITS = ["sglang-qwen.service", "sglang-other.service"];
 
 function fakes(calls: string): Record<string, string> {
@@ -86,8 +85,20 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     let calls: string;
     let pool: SshPool;
     let commands: string[];
-    let savedPool: unknown;
     let connection: Connection;
+    let gpuHost: ReturnType<typeof gpuHostProvider>;
+    let lxcContainer: ReturnType<typeof lxcContainerProvider>;
+    let sglangService: ReturnType<typeof sglangServiceProvider>;
+    let readinessCheck: ReturnType<typeof readinessCheckProvider>;
+
+    /** The providers of one run over this test's pool (which records the commands), with the key given. */
+    const runWithKey = (sshPrivateKey: string): void => {
+        const run = new ProviderRun({ pool, config: { sshPrivateKey } });
+        gpuHost = gpuHostProvider(run);
+        lxcContainer = lxcContainerProvider(run);
+        sglangService = sglangServiceProvider(run);
+        readinessCheck = readinessCheckProvider(run);
+    };
 
     before(async () => {
         sshd = await TestSshd.create();
@@ -115,15 +126,9 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         fs.writeFileSync(calls, "");
         commands = [];
         pool = new SshPool({ log: () => undefined, onCommand: (_h, c) => commands.push(c) });
-        // The providers use the process-wide pool (remote/ssh-pool.ts getSshPool): this test's records the commands.
-        const g = globalThis as unknown as Record<symbol, unknown>;
-        savedPool = g[POOL_KEY];
-        g[POOL_KEY] = pool;
     });
     afterEach(async () => {
-        (globalThis as unknown as Record<symbol, unknown>)[POOL_KEY] = savedPool;
         await pool.closeAll();
-        configureProviders({});
     });
 
     const loggedCalls = () => fs.readFileSync(calls, "utf8").trim().split("\n").filter(Boolean);
@@ -157,7 +162,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     });
 
     it("a pct-exec refresh's reads all pass the gate and run: GpuHost, LxcContainer, two SglangServices in one command, ReadinessCheck", async () => {
-        configureProviders({ sshPrivateKey: readKey("read_pct") });
+        runWithKey(readKey("read_pct"));
         const host = await gpuHost.read!("host", {
             providerVersion: "t",
             connection,
@@ -213,7 +218,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     });
 
     it("a direct refresh's reads all pass the --direct gate and run: GpuHost, SglangService, ReadinessCheck", async () => {
-        configureProviders({ sshPrivateKey: readKey("read_direct") });
+        runWithKey(readKey("read_direct"));
         const direct: Connection = { ...connection, topology: "direct" };
         const host = await gpuHost.read!("host", { providerVersion: "t", connection: direct, expectedGpus: { count: 2 } } as never);
         assert.equal((host.props as { gpus: unknown[] }).gpus.length, 2);
@@ -259,7 +264,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
     });
 
     it("a gate that refuses a read fails the refresh with the gate's message (GpuHost: not a driver hint)", async () => {
-        configureProviders({ sshPrivateKey: readKey("read_old") });
+        runWithKey(readKey("read_old"));
         await assert.rejects(gpuHost.read!("host", { providerVersion: "t", connection, expectedGpus: { count: 2 } } as never), (e: Error) => {
             assert.match(e.message, /^root@127\.0\.5\.1:\d+: sglang-serve-read-gate: refused "sh -c 'echo '\\''sgla\.\.\.": .*\(gate version 0\)$/);
             assert.doesNotMatch(e.message, /NVIDIA driver/);

@@ -6,7 +6,7 @@ import * as path from "path";
 import { fingerprintOfKeyBlob } from "../../core/host-key";
 import { SshError } from "../../remote/ssh-error";
 import { parsePinnedHostKey } from "../../remote/ssh-host-key";
-import { getSshPool, SshPool } from "../../remote/ssh-pool";
+import { SshPool } from "../../remote/ssh-pool";
 import { opensshFingerprint, TestSshd } from "./sshd-fixture";
 
 // Against a real sshd on 127.0.5.1 (see sshd-fixture.ts). MaxSessions 4 so
@@ -259,11 +259,6 @@ describe("SshPool against a real sshd", function () {
             fs.readdirSync(sshd.dir).filter((f) => f.includes(".tmp.")),
             [],
         );
-    });
-
-    it("keeps one pool per process on globalThis", () => {
-        assert.equal(getSshPool(), getSshPool());
-        assert.equal((globalThis as unknown as Record<symbol, unknown>)[Symbol.for("sglang-serve.sshPool")], getSshPool());
     });
 });
 

@@ -1,0 +1,20 @@
+/**
+ * The GpuHost resource's props and outputs, declared once: the component
+ * (components/gpu-host.ts) passes exactly these fields (each an Input), the
+ * provider (providers/gpu-host.ts) reads them.
+ */
+import type { Connection } from "../components/connection";
+import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/gpu-facts";
+
+export interface GpuHostProps {
+    providerVersion: string;
+    connection: Connection;
+    expectedGpus: GpuExpectation;
+}
+
+export interface GpuHostOutputs extends GpuHostProps {
+    gpus: GpuFact[];
+    driverVersion: string;
+    deviceMajors: DeviceMajors | null;
+    proxmoxVersion: string;
+}

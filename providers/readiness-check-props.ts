@@ -1,0 +1,32 @@
+/**
+ * The ReadinessCheck resource's props and outputs, declared once: the
+ * component (components/readiness-check.ts) passes exactly these fields (each
+ * an Input), the provider (providers/readiness-check.ts) reads them.
+ */
+import type { Connection } from "../components/connection";
+import type { ReadinessConfig } from "../core/config-schema";
+import type { GatePassed } from "./sglang-service-props";
+
+export interface ReadinessProps {
+    providerVersion: string;
+    connection: Connection;
+    unitName: string;
+    endpoint: string;
+    /** The service's rollout revision: a new revision re-runs the check. */
+    revision: string;
+    /** The service's gatePassed output: a rollout of this run that already passed the gate for `revision`. */
+    gatePassed?: GatePassed;
+    apiKey?: string;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    readiness: ReadinessConfig;
+}
+
+export interface ReadinessOutputs extends ReadinessProps {
+    /** GET /health answered 200 at the last check. */
+    ready: boolean;
+    /** /server_info normalized to the fields the stack owns (SGLang's defaults filled in). */
+    liveServerArgs: Record<string, unknown> | null;
+    /** With speculative decoding: /server_info shows it active. Null without speculation. */
+    speculativeActive: boolean | null;
+}

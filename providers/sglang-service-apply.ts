@@ -1,0 +1,112 @@
+/**
+ * The one runner of an SglangService's create and update (`applyService`),
+ * and of its delete (`removeService`): read the box, then leave a server
+ * that runs the declared config as it is, or roll out.
+ */
+import { sha256 } from "../core/digest";
+import { decideDelete, decideWrite, formatOwner } from "../core/ownership";
+import { describeFailure } from "../core/readiness";
+import { redact } from "../core/redact";
+import { unitOwner } from "../core/systemd-unit";
+import { journalPosition } from "../remote/readiness-gate";
+import type { RemoteHost } from "../remote/remote-host";
+import { assertBoxServes } from "./box-facts";
+import type { ProviderRun } from "./provider-run";
+import { ResourceInitFailed } from "./resource-provider";
+import { waitServing } from "./rollout-gate";
+import { say } from "./say";
+import { differences, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
+import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import { rollout } from "./sglang-service-rollout";
+import { previousPaths, unitPaths } from "./unit-view";
+
+/** `recorded`: the state's record before this update (absent for a create). */
+export async function applyService(run: ProviderRun, id: string, inputs: ServiceProps, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
+    const remote = run.remoteFor(inputs.connection, "server");
+    const live = await readLive(run, remote, inputs);
+    assertMayWrite(remote, inputs, live);
+    const why = differences(inputs, live);
+    if (why.length === 0) {
+        const revision = sha256(`${inputs.unitText}\n${live.secretsHash}`);
+        // Active but not answering yet: a server that is starting by itself (its container was just started). Record what it runs once it serves.
+        const waits = live.activeState === "active" && live.liveArgs === null;
+        let now = waits ? await untilServing(run, id, remote, inputs, live) : live;
+        if (now.unit && now.unit.text !== inputs.unitText) {
+            // Only the lines that record who manages it differ (the owner, the header): rewrite the file, keep the server running.
+            await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            say(`[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}); the server runs on, not restarted`);
+            now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
+        }
+        if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
+        say(`[${inputs.unitName}] already runs the declared config; not restarted`);
+        // A wait that passed the gate: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
+        return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
+    }
+    await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+    return rollout(run, id, inputs, live, recorded);
+}
+
+/**
+ * Refuses, before anything on the box changes, to write a unit another
+ * stack owns (unless service.takeOverFrom names it); says so when taking one over.
+ */
+function assertMayWrite(remote: RemoteHost, inputs: ServiceProps, live: LiveService): void {
+    const self = selfOwner(inputs);
+    if (!self) return;
+    const decision = decideWrite({ live: live.owner, self, takeOverFrom: inputs.takeOverFrom, unit: inputs.unitName, where: remote.describe() });
+    switch (decision.kind) {
+        case "ours":
+        case "unowned":
+            return;
+        case "take-over":
+            say(`[${inputs.unitName}] taking it over from stack ${formatOwner(decision.from)} (sglang-serve:service.takeOverFrom)`);
+            return;
+        case "refuse":
+            throw new Error(decision.message);
+        default: {
+            const never: never = decision;
+            throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+        }
+    }
+}
+
+/**
+ * Waits (within the startup budget) until an active server that does not
+ * answer yet serves, without restarting it (it is starting by itself, e.g.
+ * in a container just started), and reads the box again. One that does not
+ * serve fails the update with the cause, recording the box as it is.
+ */
+async function untilServing(run: ProviderRun, id: string, remote: RemoteHost, inputs: ServiceProps, live: LiveService): Promise<LiveService> {
+    say(`[${inputs.unitName}] runs the declared config but does not answer yet; waiting for it (not restarted)`);
+    const gate = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
+    if (gate.ok) return readLive(run, remote, inputs);
+    const cause = redact(describeFailure(gate.cause), [inputs.apiKey]);
+    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), [inputs.apiKey]);
+    throw new ResourceInitFailed(
+        `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
+            `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,
+        id,
+        outputsFrom(inputs, live, sha256(`${inputs.unitText}\n${live.secretsHash}`)),
+        [`${inputs.unitName} is not serving: ${cause}`],
+    );
+}
+
+/** Stops and removes the unit and its files, unless the box says another stack owns it now. */
+export async function removeService(run: ProviderRun, props: ServiceOutputs): Promise<void> {
+    const remote = run.remoteFor(props.connection, "server");
+    // Read the box, not the state: another stack may have taken the unit over since.
+    const read = await run.unitReads.read(remote, props.unitName);
+    const live = read.unitText === null ? undefined : unitOwner(read.unitText);
+    const decision = decideDelete({ live, self: selfOwner(props), unit: props.unitName, where: remote.describe() });
+    if (decision.kind === "leave") {
+        say(decision.message);
+        return;
+    }
+    const paths = unitPaths(props.unitName);
+    const prev = previousPaths(props.unitName);
+    await remote.run(["systemctl", "disable", "--now", props.unitName]);
+    await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, prev.unit, prev.environmentFile]);
+    await remote.runChecked(["systemctl", "daemon-reload"]);
+    say(`[${props.unitName}] stopped and removed (the model and the container are untouched)`);
+}

@@ -1,0 +1,152 @@
+/**
+ * What the box holds for a service (unit file, secrets hash, systemd state,
+ * the running server's args) and the service's outputs built from it; the
+ * refresh (`read`) of an SglangService.
+ */
+import { sha256 } from "../core/digest";
+import { formatOwner, parseOwner } from "../core/ownership";
+import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
+import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
+import { readBoxFacts } from "./box-facts";
+import { changedNames } from "./diff-inputs";
+import type { ProviderRun } from "./provider-run";
+import { verifyServing } from "./rollout-gate";
+import type { GatePassed, ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
+
+/** The secrets hash of an EnvironmentFile: "" when there is none, as the unit read reports it (core/unit-read.ts). */
+export function environmentFileHash(text: string | undefined): string {
+    return text === undefined ? "" : sha256(text);
+}
+
+/** Two unit texts that differ at most in the owner they record run the same server. */
+export function sameServer(a: string | undefined, b: string | undefined): boolean {
+    return a === b || (a !== undefined && b !== undefined && unitTextWithoutOwner(a) === unitTextWithoutOwner(b));
+}
+
+/** The owner this stack records, or undefined for a state written before owners were. */
+export function selfOwner(inputs: ServiceProps): UnitOwner | undefined {
+    return inputs.owner === undefined ? undefined : parseOwner(inputs.owner);
+}
+
+/** What the box holds now: unit, secrets hash, systemd state, live args. */
+export interface LiveService {
+    unit: UnitView | null;
+    /** The owner the unit file records. */
+    owner: UnitOwner | undefined;
+    secretsHash: string;
+    activeState: string;
+    enabled: boolean;
+    liveArgs: Record<string, unknown> | null;
+    liveMatchesUnit: boolean;
+}
+
+/** A unit edited beyond parsing is still drift to report and repair, not a failed refresh. */
+export function readableUnit(text: string): UnitView {
+    try {
+        return unitView(text);
+    } catch (e) {
+        return { text, command: [`(unreadable unit: ${(e as Error).message})`], flags: {}, environment: {} };
+    }
+}
+
+/**
+ * Reads the unit (batched with the run's other unit reads of the box) and,
+ * when it is active, looks at the server. `refresh`: the look is shared with
+ * the ReadinessCheck's refresh when that one is in flight (the run's looks).
+ */
+export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: ServiceProps, opts: { refresh?: boolean } = {}): Promise<LiveService> {
+    const read = await run.unitReads.read(remote, inputs.unitName);
+    const unit = read.unitText === null ? null : readableUnit(read.unitText);
+    const activeState = read.activeState;
+    let liveArgs: Record<string, unknown> | null = null;
+    let liveMatchesUnit = true;
+    if (unit && activeState === "active") {
+        const serving = await verifyServing(inputs, remote, { shared: opts.refresh ? run.looks : undefined });
+        if (serving.liveArgs) {
+            liveArgs = serving.liveArgs as Record<string, unknown>;
+            liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
+        }
+    }
+    return {
+        unit,
+        owner: read.unitText === null ? undefined : unitOwner(read.unitText),
+        secretsHash: read.environmentFileHash,
+        activeState,
+        enabled: read.enabled,
+        liveArgs,
+        liveMatchesUnit,
+    };
+}
+
+/** The outputs: the props with what the box holds on top; `gatePassed` only when this create or update's gate passed (or kept by a refresh). */
+export function outputsFrom(props: ServiceProps, live: LiveService, revision: string, gatePassed?: GatePassed): ServiceOutputs {
+    const { gatePassed: _earlier, ...inputs } = props as Partial<ServiceOutputs> & ServiceProps;
+    const fromBox = live.unit
+        ? { unitText: live.unit.text, command: live.unit.command, flags: live.unit.flags, environment: live.unit.environment }
+        : { unitText: "", command: [], flags: {}, environment: {} };
+    return {
+        ...inputs,
+        ...fromBox,
+        boxOwner: live.owner ? formatOwner(live.owner) : undefined,
+        restart: "no",
+        revision,
+        ...(gatePassed ? { gatePassed } : {}),
+        activeState: live.activeState,
+        enabled: live.enabled,
+        secretsHash: live.secretsHash,
+        liveArgs: live.liveArgs,
+        liveMatchesUnit: live.liveMatchesUnit,
+    };
+}
+
+/** Whether the box runs exactly what is declared, and if not, why (for messages and the restart decision). */
+export function differences(inputs: ServiceProps, live: LiveService): string[] {
+    const why: string[] = [];
+    if (!live.unit) return ["the unit is not on the box"];
+    if (!sameServer(live.unit.text, inputs.unitText)) {
+        const flags = changedNames(inputs.flags, live.unit.flags);
+        const env = changedNames(inputs.environment, live.unit.environment);
+        why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
+    }
+    if (live.secretsHash !== environmentFileHash(inputs.environmentFile)) why.push("secrets changed");
+    if (live.activeState !== "active") why.push(`service is ${live.activeState}`);
+    if (!live.liveMatchesUnit) why.push("the running server does not run the unit file's args (changed, not restarted)");
+    return why;
+}
+
+/** activeState recorded when the container the unit lives in is not running. */
+const CONTAINER_STOPPED = "container-stopped";
+
+/** The inputs a refresh reads back: the outputs without the fields only outputs have. */
+function inputsOf(outs: ServiceOutputs): ServiceProps {
+    const { revision: _r, gatePassed: _g, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner: _b, ...inputs } = outs;
+    return inputs;
+}
+
+/**
+ * The refresh: the box as it is, and inputs read back from it, so that
+ * `preview --refresh` shows box -> declared per field. inputs.owner too is
+ * the box's: a unit another stack took over shows (and is refused) at the
+ * next preview. A unit gone reads as gone (blank id).
+ */
+export async function refreshService(
+    run: ProviderRun,
+    id: string,
+    props: ServiceOutputs,
+): Promise<{ id: string; props?: ServiceOutputs; inputs?: ServiceProps }> {
+    const remote = run.remoteFor(props.connection, "server");
+    let live: LiveService;
+    try {
+        live = await readLive(run, remote, props, { refresh: true });
+    } catch (e) {
+        // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
+        if (!containerNotRunning(e)) throw e;
+        const outs: ServiceOutputs = { ...props, activeState: CONTAINER_STOPPED, liveArgs: null };
+        return { id, props: outs, inputs: inputsOf(outs) };
+    }
+    if (!live.unit) return { id: "" };
+    const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
+    const outs = { ...outputsFrom(props, live, props.revision, props.gatePassed), ...(boxFacts ? { boxFacts } : {}) };
+    return { id, props: outs, inputs: { ...inputsOf(outs), owner: outs.boxOwner } };
+}

@@ -1,0 +1,71 @@
+/**
+ * The SglangService resource's props and outputs, declared once: the
+ * component (components/sglang-service.ts) passes exactly these fields (each
+ * an Input), the provider (providers/sglang-service.ts) reads them.
+ */
+import type { Connection } from "../components/connection";
+import type { BoxExpectations } from "../core/box-facts";
+import type { ReadinessConfig } from "../core/config-schema";
+import type { BoxFactsRead } from "./box-facts";
+
+export interface ServiceProps {
+    providerVersion: string;
+    connection: Connection;
+    unitName: string;
+    unitText: string;
+    command: string[];
+    flags: Record<string, string>;
+    environment: Record<string, string>;
+    /** The EnvironmentFile's text (secret); absent when the server has no secrets. */
+    environmentFile?: string;
+    endpoint: string;
+    apiKey?: string;
+    servedModelName: string;
+    speculativeAlgorithm?: string;
+    gpuIndices: number[];
+    readiness: ReadinessConfig;
+    /**
+     * `<project>/<stack>` that manages the unit, recorded in the unit file.
+     * The inputs a refresh reads back hold the owner the box records instead
+     * (so the preview shows a take-over, and check refuses one not asked for).
+     * Absent in states written before owners were recorded.
+     */
+    owner?: string;
+    /** service.takeOverFrom: the stack whose unit this one may take over. */
+    takeOverFrom?: string;
+    /** Shown by the preview: whether and why the server restarts. Set by check. */
+    restart?: string;
+    /** What the declared server needs of the box (core/box-facts.ts). */
+    expectBox?: BoxExpectations;
+    /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
+    boxFacts?: BoxFactsRead;
+}
+
+/**
+ * A revision whose rollout passed the whole gate (readiness, checks, healthy
+ * window) and reported it, and the engine run it passed in
+ * (providers/provider-run.ts `id`). The ReadinessCheck takes it as an input:
+ * in the same run it confirms the server still serves instead of waiting and
+ * reporting again; in a later run it means nothing.
+ */
+export interface GatePassed {
+    revision: string;
+    run: string;
+}
+
+export interface ServiceOutputs extends ServiceProps {
+    /** Changes with every rollout; the ReadinessCheck re-runs on it. */
+    revision: string;
+    /** Set by the create or update whose gate passed; absent otherwise (and in states written before it existed). */
+    gatePassed?: GatePassed;
+    activeState: string;
+    enabled: boolean;
+    /** sha256 of the EnvironmentFile on the box (secret): secrets drift without storing them twice. */
+    secretsHash: string;
+    /** The running server's args from /server_info, normalized to the fields the stack owns; null when unreachable. */
+    liveArgs: Record<string, unknown> | null;
+    /** False when the running process does not run what the unit file says (changed, not restarted). */
+    liveMatchesUnit: boolean;
+    /** The owner the unit on the box records (`<project>/<stack>`), if any. */
+    boxOwner?: string;
+}

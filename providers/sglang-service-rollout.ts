@@ -1,0 +1,234 @@
+/**
+ * The rollout runner: runs the stop-first rollout that core/rollout-plan.ts
+ * plans, one step at a time, on the box.
+ */
+import { sha256 } from "../core/digest";
+import { redact } from "../core/redact";
+import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
+import { API_KEY_ENV } from "../core/sglang-rules";
+import { parseEnvironmentFile } from "../core/systemd-unit";
+import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } from "../core/unit-file-scripts";
+import { waitForGpuMemoryReleased } from "../remote/gpu-release";
+import type { RemoteHost } from "../remote/remote-host";
+import type { ProviderRun } from "./provider-run";
+import { ResourceInitFailed } from "./resource-provider";
+import { startAndWait } from "./rollout-gate";
+import { say } from "./say";
+import { differences, environmentFileHash, LiveService, outputsFrom, readLive } from "./sglang-service-live";
+import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import { previousPaths, unitPaths } from "./unit-view";
+
+/** GPU memory below this counts as released (the driver's own use stays far below). */
+const GPU_FREE_THRESHOLD_MIB = 1024;
+
+/**
+ * Stop-first rollout, run as the plan in core/rollout-plan.ts says: keep the
+ * previous unit, stop, wait for GPU memory release, write the new unit, start
+ * and gate it (readiness, checks, healthy window), retrying a start that can
+ * pass on retry; on failure put the previous unit back, start and gate it,
+ * and fail with the cause and the journal tail, recording what really runs
+ * so the next `up` tries the change again. This loop only runs the steps.
+ * The outputs of a rollout whose gate passed carry `gatePassed` for the
+ * ReadinessCheck of this run.
+ */
+export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
+    const remote = run.remoteFor(inputs.connection, "server");
+    const unit = inputs.unitName;
+    const secret = (text: string) => redact(text, [inputs.apiKey]);
+    say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
+    let {
+        state,
+        step,
+        say: lines,
+    } = planRollout({
+        unit,
+        hasUnit: live.unit !== null,
+        wasActive: live.activeState === "active",
+        // States written before startAttempts existed: one start, as then.
+        startAttempts: inputs.readiness.startAttempts ?? 1,
+        gpuReleaseTimeoutSeconds: inputs.readiness.gpuReleaseTimeoutSeconds,
+    });
+    const previous = previousServer(inputs, live);
+    for (;;) {
+        for (const line of lines) say(secret(line));
+        if (step.kind === "finish") break;
+        let observed: RolloutObservation;
+        try {
+            observed = await runStep(remote, inputs, previous, step);
+        } catch (e) {
+            throw await stepError(run, id, remote, inputs, recorded, onStepError(state), step, e);
+        }
+        ({ state, step, say: lines } = advanceRollout(state, observed));
+    }
+    const result = step.result;
+    if (result.ok) {
+        const after = await readLive(run, remote, inputs);
+        const revision = sha256(`${inputs.unitText}\n${environmentFileHash(inputs.environmentFile)}\n${Date.now()}`);
+        return outputsFrom(inputs, after, revision, { revision, run: run.id });
+    }
+
+    const cause = secret(result.cause);
+    const journal = secret(result.journal.slice(-20).join("\n    "));
+    const after = await readLive(run, remote, inputs);
+    // The record of the config the box holds: the previous one's (as recorded before this
+    // rollout, with what the box shows on top), so a refresh finds what the state says and
+    // the next preview still shows the change as pending.
+    const base = result.holds === "previous" && recorded ? recorded : inputs;
+    throw new ResourceInitFailed(
+        `rollout of ${unit} failed: ${cause}; ${result.outcome}.` + (journal ? `\n  Last journal lines:\n    ${journal}` : ""),
+        id,
+        outputsFrom(base, after, sha256(`failed\n${Date.now()}`)),
+        [`rollout of ${unit} failed: ${cause}`, result.outcome, ...(journal ? [`last journal lines:\n    ${journal}`] : [])],
+    );
+}
+
+/**
+ * A step that failed with an error of its own (a command systemd refused, the
+ * SSH connection gone for good): put the previous unit back and start it when
+ * the new one may be on the box (best effort), then fail with the error and a
+ * record of what the box shows, so the state does not claim the old server
+ * still runs. When the box cannot be read either, the error as it is.
+ */
+async function stepError(
+    run: ProviderRun,
+    id: string,
+    remote: RemoteHost,
+    inputs: ServiceProps,
+    recorded: ServiceOutputs | undefined,
+    after: { holds: "new" | "previous"; putBack: boolean },
+    step: RolloutStep,
+    e: unknown,
+): Promise<unknown> {
+    const unit = inputs.unitName;
+    const message = redact(e instanceof Error ? e.message : String(e), [inputs.apiKey]);
+    say(`[${unit}] the rollout stopped at its ${step.kind} step: ${message}`);
+    let holds = after.holds;
+    let outcome = "nothing was put back";
+    if (after.putBack) {
+        try {
+            say(`[${unit}] putting the previous unit back and starting it (not gated)`);
+            await restorePrevious(remote, unit);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            await remote.run(["systemctl", "reset-failed", unit]);
+            await remote.runChecked(["systemctl", "start", unit]);
+            holds = "previous";
+            outcome = "the previous unit was put back and started (not gated: check it with journalctl)";
+        } catch (again) {
+            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), [inputs.apiKey])}`;
+        }
+    }
+    let live: LiveService;
+    try {
+        live = await readLive(run, remote, inputs);
+    } catch {
+        return e;
+    }
+    const base = holds === "previous" && recorded ? recorded : inputs;
+    return new ResourceInitFailed(
+        `${message}\n  rollout of ${unit} stopped at its ${step.kind} step; ${outcome}.`,
+        id,
+        outputsFrom(base, live, sha256(`failed\n${Date.now()}`)),
+        [message, `rollout of ${unit} stopped at its ${step.kind} step`, outcome],
+    );
+}
+
+/**
+ * What the gate of the previous unit checks: its own served name, port and
+ * speculative algorithm (from the unit kept on the box), so a rollback of a
+ * change to one of them is judged by the config that runs again. The API key
+ * is read from the restored environment file when it starts (runStep).
+ */
+function previousServer(inputs: ServiceProps, live: LiveService): ServiceProps {
+    const fields = live.unit?.fields;
+    if (!fields) return inputs;
+    let endpoint = inputs.endpoint;
+    if (fields.port !== undefined) {
+        const url = new URL(inputs.endpoint);
+        url.port = String(fields.port);
+        endpoint = url.toString().replace(/\/$/, "");
+    }
+    return {
+        ...inputs,
+        endpoint,
+        servedModelName: fields.servedName ?? inputs.servedModelName,
+        speculativeAlgorithm: fields.speculative?.algorithm,
+    };
+}
+
+/** Runs one step of the rollout plan on the box and says what it found. */
+async function runStep(remote: RemoteHost, inputs: ServiceProps, previous: ServiceProps, step: RolloutStep): Promise<RolloutObservation> {
+    const unit = inputs.unitName;
+    switch (step.kind) {
+        case "keep-previous":
+            return { kind: "kept", hadPrevious: await keepPrevious(remote, unit) };
+        case "stop": {
+            await remote.run(["systemctl", "stop", unit]);
+            if (!step.waitForGpu) return { kind: "stopped", released: true };
+            const released = await waitForGpuMemoryReleased(remote, {
+                gpus: inputs.gpuIndices,
+                thresholdMiB: GPU_FREE_THRESHOLD_MIB,
+                timeoutMs: inputs.readiness.gpuReleaseTimeoutSeconds * 1000,
+                onProgress: say,
+            });
+            return released.ok ? { kind: "stopped", released: true } : { kind: "stopped", released: false, reason: released.reason };
+        }
+        case "write-new":
+            await writeServiceFiles(remote, inputs);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            await remote.runChecked(["systemctl", "enable", unit]);
+            return { kind: "written" };
+        case "restore-previous":
+            await restorePrevious(remote, unit);
+            await remote.runChecked(["systemctl", "daemon-reload"]);
+            return { kind: "restored" };
+        case "start": {
+            const server = step.config === "new" ? inputs : { ...previous, apiKey: await apiKeyOnBox(remote, unit) };
+            const attempt = { attempt: step.attempt, attempts: step.attempts };
+            const gate = await startAndWait(remote, server, attempt);
+            return {
+                kind: "started",
+                result: gate.ok ? { ok: true } : { ok: false, cause: gate.cause, startLines: gate.startLines, lastJournalLines: gate.lastJournalLines },
+            };
+        }
+        case "finish":
+            throw new Error("rollout: the finish step has nothing to run");
+        default: {
+            const never: never = step;
+            throw new Error(`unhandled rollout step ${JSON.stringify(never)}`);
+        }
+    }
+}
+
+async function writeServiceFiles(remote: RemoteHost, inputs: ServiceProps): Promise<void> {
+    const paths = unitPaths(inputs.unitName);
+    await remote.runChecked(["mkdir", "-p", "/etc/sglang"]);
+    await remote.writeFile(paths.unit, inputs.unitText, 0o644);
+    if (inputs.environmentFile !== undefined) {
+        await remote.writeFile(paths.environmentFile, inputs.environmentFile, 0o600);
+    } else {
+        await remote.runChecked(["rm", "-f", paths.environmentFile]);
+    }
+}
+
+/** Keeps the unit that runs now on the box, to put back if the new one does not come up; false when there is none. */
+async function keepPrevious(remote: RemoteHost, unitName: string): Promise<boolean> {
+    const r = await remote.run(["sh", "-c", keepPreviousUnitScript(unitPaths(unitName), previousPaths(unitName))]);
+    if (r.code === NO_UNIT_TO_KEEP) return false;
+    if (r.code !== 0) throw new Error(`cannot keep the previous unit of ${unitName}: ${r.stderr.trim()}`);
+    return true;
+}
+
+async function restorePrevious(remote: RemoteHost, unitName: string): Promise<void> {
+    await remote.runChecked(["sh", "-c", restorePreviousUnitScript(unitPaths(unitName), previousPaths(unitName))]);
+}
+
+/** The API key the unit's environment file on the box holds (the previous unit's, once restored); undefined without one. */
+async function apiKeyOnBox(remote: RemoteHost, unitName: string): Promise<string | undefined> {
+    const text = await remote.readFile(unitPaths(unitName).environmentFile);
+    if (text === null) return undefined;
+    try {
+        return parseEnvironmentFile(text)[API_KEY_ENV] || undefined;
+    } catch {
+        return undefined;
+    }
+}
