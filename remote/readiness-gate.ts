@@ -10,28 +10,23 @@ import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import { healthyWindowCondition, openHealthyWindow } from "../core/healthy-window";
 import { AttemptContext, FailureCause, HealthObservation, PhaseEntry, readinessCondition, UnitStatus } from "../core/readiness";
 import { Observe, pollUntil, PollUntilOptions } from "./await/poll-until";
-import { CheckContext, PostReadyCheck, runPostReadyChecks } from "./checks/post-ready-check";
+import { CheckContext, CheckedServer, PostReadyCheck, runPostReadyChecks } from "./checks/post-ready-check";
 import { POST_READY_CHECKS } from "./checks/registry";
-import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
+import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, ProbeOptions } from "./probe";
 import { RemoteRunner } from "./remote-host";
 import { SshError } from "./ssh-error";
 
 /** Where to start reading the unit's journal: a cursor, or a time journalctl --since understands ("@1767268800"). */
 export type JournalPosition = { cursor: string } | { time: string };
 
-export interface WaitUntilReadyOptions {
+/** The server's settings the checks read (endpoint, key, served name, chatCheck, speculation, probe timeout) are CheckedServer's. */
+export interface WaitUntilReadyOptions extends CheckedServer {
     remote: RemoteRunner;
     /** e.g. "sglang-qwen.service" */
     unit: string;
-    /** http://host:port of the OpenAI-compatible API, as reachable from this machine. */
-    endpoint: string;
-    /** SGLang --api-key: sent as a Bearer token to the chat completion and /server_info (not /health, which is open). */
-    apiKey?: string;
     startupTimeoutMs: number;
     /** Default 1000. */
     pollIntervalMs?: number;
-    /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
-    probeTimeoutMs: number;
     /**
      * Journal lines before this are not read: take it with `journalPosition`
      * right after `systemctl restart` returned, so the old process's shutdown
@@ -41,11 +36,6 @@ export interface WaitUntilReadyOptions {
     onProgress?: (message: string) => void;
     /** Progress at most this often, plus on every phase change. Default 5000. */
     progressEveryMs?: number;
-    /** The configured algorithm (NEXTN, EAGLE3, ...) when speculative decoding is on. */
-    expectedSpeculative?: string;
-    /** Send one short chat completion after ready and judge its text. */
-    chatCheck: boolean;
-    servedModelName: string;
     /** See ReadinessTimings.healthOnlyGracePolls. */
     healthOnlyGracePolls?: number;
     /**
@@ -60,10 +50,7 @@ export interface WaitUntilReadyOptions {
     /** Seams for tests: clock, sleep and HTTP. Defaults: Date.now, setTimeout, probe.ts. */
     now?: () => number;
     sleep?: (ms: number) => Promise<void>;
-    http?: {
-        get: (url: string, opts: ProbeOptions) => Promise<HttpResult>;
-        post: (url: string, payload: unknown, opts: ProbeOptions) => Promise<HttpResult>;
-    };
+    http?: CheckContext["http"];
 }
 
 export type GateResult =

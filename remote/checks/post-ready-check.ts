@@ -14,13 +14,14 @@ import type { HttpResult, ProbeOptions } from "../probe";
 export interface CheckedServer {
     /** http://host:port of the OpenAI-compatible API, as reachable from this machine. */
     endpoint: string;
-    /** SGLang --api-key, when the server has one. */
+    /** SGLang --api-key: sent as a Bearer token to the chat completion and /server_info (not /health, which is open). */
     apiKey?: string;
     servedModelName: string;
     /** readiness.chatCheck: send one short chat completion and judge its text. */
     chatCheck: boolean;
     /** The configured algorithm (NEXTN, EAGLE3, ...) when speculative decoding is on. */
     expectedSpeculative?: string;
+    /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
     probeTimeoutMs: number;
 }
 
