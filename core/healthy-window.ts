@@ -8,6 +8,7 @@
 // Pure: no I/O, no clock. The gate (remote/readiness-gate.ts) feeds it the same
 // Observations as the readiness machine (core/readiness.ts).
 
+import type { AwaitCondition, Verdict } from "./await-condition";
 import { AttemptContext, attemptSuffix, classifyJournalLine, describeFailure, describeHealth, FailureCause, Observation } from "./readiness";
 
 export interface HealthyWindowState {
@@ -95,10 +96,47 @@ export function formatWindowProgress(decision: WindowDecision, context?: Attempt
         case "healthy":
             return `[readiness] stayed healthy for ${seconds(decision.heldMs)} s after ready (same main process, unit active, no fatal log line, GET /health = 200 on ${decision.polls} polls)`;
         case "failed":
-            return `[readiness] failed after ${seconds(decision.elapsedMs)} s in the healthy window: ${describeFailure(decision.cause)}`;
+            return formatWindowFailure(decision.cause, decision.elapsedMs);
         default: {
             const never: never = decision;
             throw new Error(`unhandled decision ${JSON.stringify(never)}`);
         }
     }
+}
+
+/** e.g. "[readiness] failed after 51 s in the healthy window: could not poll the unit: ...". */
+function formatWindowFailure(cause: FailureCause, elapsedMs: number): string {
+    return `[readiness] failed after ${seconds(elapsedMs)} s in the healthy window: ${describeFailure(cause)}`;
+}
+
+export type HealthyDecision = Extract<WindowDecision, { kind: "healthy" }>;
+
+/** The healthy window as a condition of the one poll loop (core/await-condition.ts): met when the server stayed healthy for the whole window. */
+export function healthyWindowCondition(window: HealthyWindowState, o: { pollIntervalMs: number; attempt?: AttemptContext }): AwaitCondition<HealthyDecision> {
+    let state = window;
+    return {
+        judgeEarly(obs) {
+            // A crash in the journal or the unit fails the window without waiting for /health.
+            const early = earlyWindowFailure(state, obs);
+            return early && early.kind === "failed" ? { kind: "failed", cause: early.cause, message: formatWindowProgress(early, o.attempt) } : null;
+        },
+        judge(obs): Verdict<HealthyDecision> {
+            const r = stepWindow(state, obs);
+            state = r.state;
+            const d = r.decision;
+            switch (d.kind) {
+                case "failed":
+                    return { kind: "failed", cause: d.cause, message: formatWindowProgress(d, o.attempt) };
+                case "healthy":
+                    return { kind: "met", value: d, message: formatWindowProgress(d, o.attempt) };
+                case "holding":
+                    return { kind: "waiting", progress: formatWindowProgress(d, o.attempt), topic: "healthy window", nextPollMs: o.pollIntervalMs };
+                default: {
+                    const never: never = d;
+                    throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+                }
+            }
+        },
+        failureMessage: (cause, elapsedMs) => formatWindowFailure(cause, elapsedMs),
+    };
 }

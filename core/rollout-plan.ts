@@ -146,6 +146,9 @@ export function retryVerdict(cause: FailureCause, startLines: readonly string[])
                 return { retry: false, why: `the server answered the test chat completion (HTTP ${cause.status}): the same config answers the same way` };
             }
             break;
+        case "post-ready-check":
+            if (!cause.retry) return { retry: false, why: `the ${cause.check} check judges the config, not the start` };
+            break;
         case "poll-error":
             return { retry: false, why: "the box could not be polled, so a new start could not be judged either" };
         case "start-refused":

@@ -1,43 +1,32 @@
-// The I/O driver of the readiness state machine (core/readiness.ts): polls the
-// unit and its journal over SSH (one command per poll) and GET /health from
-// this machine, until the machine says ready or failed; then checks that the
-// server really generates (one short chat completion) and, with speculative
-// decoding, that the drafter is active.
+// The I/O driver of the readiness gate: polls the unit and its journal over
+// SSH (one command per poll) and GET /health from this machine, and runs the
+// one poll loop (remote/await/poll-until.ts) over the readiness machine
+// (core/readiness.ts) until ready or failed; then the registered post-ready
+// checks (remote/checks/registry.ts: the API key, a chat completion,
+// speculation), then the same loop over the healthy window
+// (core/healthy-window.ts).
 
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
-import { checkChatResponse, checkSpeculativeActive } from "../core/chat-check";
-import { earlyWindowFailure, formatWindowProgress, openHealthyWindow, stepWindow } from "../core/healthy-window";
-import {
-    AttemptContext,
-    FailureCause,
-    formatProgress,
-    HealthObservation,
-    initialReadinessState,
-    PhaseEntry,
-    ReadinessDecision,
-    step,
-    UnitStatus,
-} from "../core/readiness";
-import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, HttpResult, ProbeOptions } from "./probe";
+import { healthyWindowCondition, openHealthyWindow } from "../core/healthy-window";
+import { AttemptContext, FailureCause, HealthObservation, PhaseEntry, readinessCondition, UnitStatus } from "../core/readiness";
+import { Observe, pollUntil, PollUntilOptions } from "./await/poll-until";
+import { CheckContext, CheckedServer, PostReadyCheck, runPostReadyChecks } from "./checks/post-ready-check";
+import { POST_READY_CHECKS } from "./checks/registry";
+import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, ProbeOptions } from "./probe";
 import { RemoteRunner } from "./remote-host";
 import { SshError } from "./ssh-error";
 
 /** Where to start reading the unit's journal: a cursor, or a time journalctl --since understands ("@1767268800"). */
 export type JournalPosition = { cursor: string } | { time: string };
 
-export interface WaitUntilReadyOptions {
+/** The server's settings the checks read (endpoint, key, served name, chatCheck, speculation, probe timeout) are CheckedServer's. */
+export interface WaitUntilReadyOptions extends CheckedServer {
     remote: RemoteRunner;
     /** e.g. "sglang-qwen.service" */
     unit: string;
-    /** http://host:port of the OpenAI-compatible API, as reachable from this machine. */
-    endpoint: string;
-    /** SGLang --api-key: sent as a Bearer token to the chat completion and /server_info (not /health, which is open). */
-    apiKey?: string;
     startupTimeoutMs: number;
     /** Default 1000. */
     pollIntervalMs?: number;
-    /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
-    probeTimeoutMs: number;
     /**
      * Journal lines before this are not read: take it with `journalPosition`
      * right after `systemctl restart` returned, so the old process's shutdown
@@ -47,11 +36,6 @@ export interface WaitUntilReadyOptions {
     onProgress?: (message: string) => void;
     /** Progress at most this often, plus on every phase change. Default 5000. */
     progressEveryMs?: number;
-    /** The configured algorithm (NEXTN, EAGLE3, ...) when speculative decoding is on. */
-    expectedSpeculative?: string;
-    /** Send one short chat completion after ready and judge its text. */
-    chatCheck: boolean;
-    servedModelName: string;
     /** See ReadinessTimings.healthOnlyGracePolls. */
     healthOnlyGracePolls?: number;
     /**
@@ -61,13 +45,12 @@ export interface WaitUntilReadyOptions {
     minHealthyMs?: number;
     /** Which start of the config this is; shown in the progress lines. */
     attempt?: AttemptContext;
+    /** The post-ready checks to run, in order. Default: the registered ones (remote/checks/registry.ts). */
+    checks?: readonly PostReadyCheck[];
     /** Seams for tests: clock, sleep and HTTP. Defaults: Date.now, setTimeout, probe.ts. */
     now?: () => number;
     sleep?: (ms: number) => Promise<void>;
-    http?: {
-        get: (url: string, opts: ProbeOptions) => Promise<HttpResult>;
-        post: (url: string, payload: unknown, opts: ProbeOptions) => Promise<HttpResult>;
-    };
+    http?: CheckContext["http"];
 }
 
 export type GateResult =
@@ -186,33 +169,25 @@ export async function readJournalTail(remote: RemoteRunner, unit: string, n: num
     return lines.filter((l) => l !== "-- No entries --");
 }
 
-/** Poll interval once the server is close to ready (see the loop in waitUntilReady). */
-const NEAR_READY_POLL_MS = 250;
-
-/** An endpoint SGLang's API-key middleware guards (a "normal" route, not /health*, /ready* or /metrics). */
-const AUTH_CHECK_PATH = "/v1/models";
-
-const CHAT_PROMPT = "Answer in one short sentence: what is the capital of France?";
-
 /** Wait until the server is ready and generating, or failed. Never throws for server problems: they are results. */
 export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResult> {
     const now = o.now ?? Date.now;
     const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const http = o.http ?? { get: httpGetJson, post: httpPostJson };
     const pollIntervalMs = o.pollIntervalMs ?? 1000;
-    const progressEveryMs = o.progressEveryMs ?? 5000;
     const say = o.onProgress ?? (() => undefined);
-    const start = now();
+    const loop: PollUntilOptions = { now, sleep, startedAtMs: now(), say, progressEveryMs: o.progressEveryMs ?? 5000 };
+    const elapsed = (): number => now() - loop.startedAtMs;
 
-    let state = initialReadinessState({
-        startupTimeoutMs: o.startupTimeoutMs,
-        ...(o.healthOnlyGracePolls !== undefined ? { healthOnlyGracePolls: o.healthOnlyGracePolls } : {}),
-    });
+    const readiness = readinessCondition(
+        {
+            startupTimeoutMs: o.startupTimeoutMs,
+            ...(o.healthOnlyGracePolls !== undefined ? { healthOnlyGracePolls: o.healthOnlyGracePolls } : {}),
+        },
+        { pollIntervalMs, attempt: o.attempt },
+    );
     let position: JournalPosition = o.since;
-    let lastProgressAt = -Infinity;
-    let lastPhase: string | null = null;
     let journalWarned = false;
-    let lastUnit: UnitStatus | null = null;
     let startLines: string[] = [];
     const keepLines = (lines: readonly string[]): void => {
         if (lines.length > 0) startLines = [...startLines, ...lines].slice(-START_LINES_KEPT);
@@ -233,27 +208,23 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
             (e: unknown) => ({ error: e instanceof SshError || e instanceof Error ? e.message : String(e) }),
         );
     };
-    const took = (polled: PollResult): void => {
+    // Every poll of both phases. Both probes start together; the unit/journal
+    // answer is handed on (and can be judged) as soon as it arrives, because
+    // /health of a wedged server can take its full 20 s timeout and a crash in
+    // the journal must not wait for that.
+    const observe: Observe = async () => {
+        const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
+        const polled = await poll();
+        if ("error" in polled) return { failed: { kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` } };
         if (polled.cursor) position = { cursor: polled.cursor };
-        lastUnit = polled.unit;
         keepLines(polled.lines);
         if (polled.journalError && !journalWarned) {
             // Health and unit state still work without the journal; say it once.
             journalWarned = true;
             say(`[readiness] cannot read the journal of ${o.unit} (${polled.journalError}); judging by the unit state and /health only`);
         }
-    };
-    // How every poll of both loops opens. Both probes start together; the
-    // unit/journal answer is taken (and can be judged) as soon as it arrives,
-    // because /health of a wedged server can take its full 20 s timeout and a
-    // crash in the journal must not wait for that.
-    const observe = async (): Promise<{ pollError: FailureCause } | { polled: PollResult; health: Promise<HealthObservation> }> => {
-        const healthP = http.get(endpointUrl(o.endpoint, "/health"), { timeoutMs: o.probeTimeoutMs });
-        const polled = await poll();
-        if ("error" in polled) return { pollError: { kind: "poll-error", reason: `${o.remote.describe()}: ${polled.error}` } };
-        took(polled);
         const health = healthP.then((h): HealthObservation => ("status" in h ? { status: h.status } : { error: h.error }));
-        return { polled, health };
+        return { unit: polled.unit, newJournalLines: polled.lines, health };
     };
 
     const fail = async (cause: FailureCause, message: string): Promise<GateResult> => {
@@ -268,154 +239,56 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
         try {
             lastJournalLines = await readJournalTail(o.remote, o.unit, 30);
         } catch {
-            lastJournalLines = [...state.recentLines];
+            lastJournalLines = [...readiness.state.recentLines];
         }
-        return { ok: false, cause, message, lastJournalLines, phaseTimeline: [...state.phaseTimeline], startLines };
+        return { ok: false, cause, message, lastJournalLines, phaseTimeline: [...readiness.state.phaseTimeline], startLines };
     };
-    const failWith = (decision: Extract<ReadinessDecision, { kind: "failed" }>): Promise<GateResult> =>
-        fail(decision.cause, formatProgress(decision, o.attempt));
-    const failNow = (cause: FailureCause): Promise<GateResult> => failWith({ kind: "failed", elapsedMs: now() - start, phase: state.phase, cause });
 
-    let ready: Extract<ReadinessDecision, { kind: "ready" }>;
-    for (;;) {
-        const pollStart = now();
-        const observed = await observe();
-        if ("pollError" in observed) return failNow(observed.pollError);
-        const { polled } = observed;
-        // Fatal lines, the unit's state and restarts are judged before /health in
-        // `step`, so a failure found without /health's answer stands as it is.
-        // (Not the deadline: its message names the last /health answer.)
-        const early = step(state, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: { error: "pending" } });
-        if (early.decision.kind === "failed" && early.decision.cause.kind !== "deadline") {
-            state = early.state;
-            return failWith(early.decision);
-        }
-        const healthObs = await observed.health;
-        const r = step(state, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: healthObs });
-        state = r.state;
-        const d = r.decision;
-        if (d.kind === "failed") return failWith(d);
-        if (d.kind === "ready") {
-            ready = d;
-            break;
-        }
-        if (d.phase !== lastPhase || now() - lastProgressAt >= progressEveryMs) {
-            say(formatProgress(d, o.attempt));
-            lastPhase = d.phase;
-            lastProgressAt = now();
-        }
-        // Once the HTTP server is up (warmup under way) or the ready line was seen,
-        // readiness is moments away: poll faster so it is noticed within a quarter
-        // second, without polling the long weight-loading phase more often.
-        const nearReady = d.phase === "starting HTTP server" || d.phase === "warming up" || state.readyLineSeen;
-        const interval = nearReady ? Math.min(pollIntervalMs, NEAR_READY_POLL_MS) : pollIntervalMs;
-        await sleep(Math.max(0, interval - (now() - pollStart)));
-    }
-    say(formatProgress(ready));
+    const ready = await pollUntil(readiness, observe, loop);
+    if (ready.kind === "failed") return fail(ready.cause, ready.message);
 
-    const probe: ProbeOptions = { timeoutMs: o.probeTimeoutMs, ...(o.apiKey ? { bearer: o.apiKey } : {}) };
-
-    if (o.apiKey) {
-        // A server that was given a key must refuse a request without it. SGLang
-        // authenticates only with a non-empty --api-key (an empty SGLANG_API_KEY
-        // turns it off) and exempts /health*, /ready* and /metrics: ask an
-        // endpoint it guards, with no Authorization header.
-        const url = endpointUrl(o.endpoint, AUTH_CHECK_PATH);
-        const res = await http.get(url, { timeoutMs: o.probeTimeoutMs });
-        if ("error" in res) return failNow({ kind: "auth-check", reason: `GET ${AUTH_CHECK_PATH} without the key: ${res.error}` });
-        if (res.status !== 401) {
-            return failNow({
-                kind: "auth-check",
-                reason:
-                    `GET ${AUTH_CHECK_PATH} without the key answered HTTP ${res.status}, not 401: anyone who reaches ${o.endpoint} can use it ` +
-                    "(check that the unit passes --api-key ${SGLANG_API_KEY} and that the EnvironmentFile sets a non-empty SGLANG_API_KEY)",
-            });
-        }
-        say(`[readiness] a request without the API key is refused (GET ${AUTH_CHECK_PATH} = 401)`);
-    }
-
-    let chatText: string | null = null;
-    if (o.chatCheck) {
-        const res = await http.post(
-            endpointUrl(o.endpoint, "/v1/chat/completions"),
-            {
-                model: o.servedModelName,
-                messages: [{ role: "user", content: CHAT_PROMPT }],
-                max_tokens: 16,
-                temperature: 0,
-                // Thinking models (Qwen3.x) would spend 16 tokens inside <think>;
-                // SGLang passes this to the chat template. Ignored by other templates.
-                chat_template_kwargs: { enable_thinking: false },
-            },
-            probe,
-        );
-        if ("error" in res) return failNow({ kind: "chat-check", reason: `POST /v1/chat/completions: ${res.error}` });
-        if (res.status !== 200) {
-            return failNow({
-                kind: "chat-check",
-                status: res.status,
-                reason: `POST /v1/chat/completions answered HTTP ${res.status}: ${res.text.trim().slice(0, 300)}`,
-            });
-        }
-        const verdict = checkChatResponse(res.body);
-        if (!verdict.ok) return failNow({ kind: "chat-check", status: res.status, reason: verdict.reason });
-        chatText = verdict.text;
-        say(`[readiness] chat check passed: ${JSON.stringify(chatText.slice(0, 80))}`);
-    }
-
-    const info = await getServerInfo(o.endpoint, probe, http.get);
-    let acceptLength: number | null = null;
-    if (o.expectedSpeculative) {
-        if ("error" in info) return failNow({ kind: "speculative-check", reason: info.error });
-        const verdict = checkSpeculativeActive(info.body, o.expectedSpeculative);
-        if (!verdict.ok) return failNow({ kind: "speculative-check", reason: verdict.reason });
-        acceptLength = verdict.acceptLength;
-        say(
-            `[readiness] speculative decoding active: ${verdict.algorithm}` +
-                (verdict.acceptLength !== null ? `, avg accept length ${verdict.acceptLength.toFixed(2)}` : ""),
-        );
-    }
+    let serverInfo: ReturnType<CheckContext["serverInfo"]> | null = null;
+    const withKey: ProbeOptions = { timeoutMs: o.probeTimeoutMs, ...(o.apiKey ? { bearer: o.apiKey } : {}) };
+    const checks = await runPostReadyChecks(
+        o.checks ?? POST_READY_CHECKS,
+        {
+            endpoint: o.endpoint,
+            ...(o.apiKey ? { apiKey: o.apiKey } : {}),
+            servedModelName: o.servedModelName,
+            chatCheck: o.chatCheck,
+            ...(o.expectedSpeculative ? { expectedSpeculative: o.expectedSpeculative } : {}),
+            probeTimeoutMs: o.probeTimeoutMs,
+            http,
+            withKey,
+            serverInfo: () => (serverInfo ??= getServerInfo(o.endpoint, withKey, http.get)),
+        },
+        say,
+    );
+    // A check's failure is told as the readiness machine tells any failure (phase, elapsed, attempt).
+    if (!checks.ok) return fail(checks.cause, readiness.failureMessage(checks.cause, elapsed()));
+    const info = await (serverInfo ??= getServerInfo(o.endpoint, withKey, http.get));
 
     const minHealthyMs = o.minHealthyMs ?? 0;
-    if (minHealthyMs > 0 && lastUnit) {
+    if (minHealthyMs > 0) {
         // The healthy window: the server that was ready and passed the checks must
         // stay so (same main process, unit active, no fatal line, /health 200 on
         // every poll) for minHealthyMs before the gate passes.
-        const unitAtReady: UnitStatus = lastUnit;
-        let win = openHealthyWindow({ elapsedMs: now() - start, mainPid: unitAtReady.mainPid, nRestarts: unitAtReady.nRestarts }, minHealthyMs);
-        let lastWindowProgressAt = -Infinity;
-        for (;;) {
-            const pollStart = now();
-            const observed = await observe();
-            if ("pollError" in observed) return failNow(observed.pollError);
-            const { polled } = observed;
-            // A crash in the journal or the unit fails the window without waiting for /health.
-            const early = earlyWindowFailure(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines });
-            if (early && early.kind === "failed") return fail(early.cause, formatWindowProgress(early, o.attempt));
-            const healthObs = await observed.health;
-            const r = stepWindow(win, { elapsedMs: now() - start, unit: polled.unit, newJournalLines: polled.lines, health: healthObs });
-            win = r.state;
-            const d = r.decision;
-            if (d.kind === "failed") return fail(d.cause, formatWindowProgress(d, o.attempt));
-            if (d.kind === "healthy") {
-                say(formatWindowProgress(d, o.attempt));
-                break;
-            }
-            if (now() - lastWindowProgressAt >= progressEveryMs) {
-                say(formatWindowProgress(d, o.attempt));
-                lastWindowProgressAt = now();
-            }
-            await sleep(Math.max(0, pollIntervalMs - (now() - pollStart)));
-        }
+        const { mainPid, nRestarts } = ready.value.unit;
+        const window = healthyWindowCondition(openHealthyWindow({ elapsedMs: elapsed(), mainPid, nRestarts }, minHealthyMs), {
+            pollIntervalMs,
+            attempt: o.attempt,
+        });
+        const held = await pollUntil(window, observe, loop);
+        if (held.kind === "failed") return fail(held.cause, held.message);
     }
 
     return {
         ok: true,
-        readyAtMs: ready.elapsedMs,
-        corroboratedBy: ready.corroboratedBy,
-        phaseTimeline: [...state.phaseTimeline],
+        readyAtMs: ready.value.ready.elapsedMs,
+        corroboratedBy: ready.value.ready.corroboratedBy,
+        phaseTimeline: [...readiness.state.phaseTimeline],
         serverInfo: "error" in info ? null : info.body,
-        chatText,
-        acceptLength,
+        chatText: checks.findings.chatText ?? null,
+        acceptLength: checks.findings.acceptLength ?? null,
     };
 }

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { earlyWindowFailure, formatWindowProgress, HealthyWindowState, openHealthyWindow, stepWindow, WindowDecision } from "../../core/healthy-window";
+import {
+    earlyWindowFailure,
+    formatWindowProgress,
+    healthyWindowCondition,
+    HealthyWindowState,
+    openHealthyWindow,
+    stepWindow,
+    WindowDecision,
+} from "../../core/healthy-window";
 import type { HealthObservation, Observation, UnitStatus } from "../../core/readiness";
 
 // The healthy window after ready (issue 13): polls of a server that was ready
@@ -101,6 +109,39 @@ describe("healthy window", () => {
         assert.equal(
             formatWindowProgress(dead!),
             "[readiness] failed after 103 s in the healthy window: the server was ready but did not stay healthy for 30 s (readiness.minHealthySeconds): after 3 s, the main process 4242 exited",
+        );
+    });
+});
+
+describe("the healthy window as a condition of the poll loop", () => {
+    const open = () => openHealthyWindow({ elapsedMs: 100_000, mainPid: 4242, nRestarts: 0 }, 30_000);
+
+    it("holds at the poll interval under one topic, and is met once the window is over", () => {
+        const c = healthyWindowCondition(open(), { pollIntervalMs: 1_000, attempt: { attempt: 1, attempts: 2 } });
+        assert.deepEqual(c.judge(obs(110_000)), {
+            kind: "waiting",
+            topic: "healthy window",
+            nextPollMs: 1_000,
+            progress: "[readiness] healthy window — 110 s elapsed, healthy for 10 s of 30 s (budget 30 s, attempt 1 of 2)",
+        });
+        const v = c.judge(obs(130_000));
+        assert.equal(v.kind, "met");
+        assert.match(v.kind === "met" ? v.message : "", /^\[readiness\] stayed healthy for 30 s after ready .* on 2 polls\)$/);
+    });
+
+    it("fails on a crash in the journal before /health answers", () => {
+        const c = healthyWindowCondition(open(), { pollIntervalMs: 1_000 });
+        assert.equal(c.judgeEarly({ elapsedMs: 105_000, unit: RUNNING, newJournalLines: [] }), null);
+        const f = c.judgeEarly({ elapsedMs: 106_000, unit: RUNNING, newJournalLines: ["[TP0] Scheduler hit an exception: boom"] });
+        assert.equal(f?.cause.kind === "unhealthy" && f.cause.fatalReason, "scheduler died");
+        assert.match(f?.message ?? "", /^\[readiness\] failed after 106 s in the healthy window: the server was ready but did not stay healthy/);
+    });
+
+    it("tells a poll that failed inside the window as a failure in the window", () => {
+        const c = healthyWindowCondition(open(), { pollIntervalMs: 1_000 });
+        assert.equal(
+            c.failureMessage({ kind: "poll-error", reason: "box: connection reset" }, 104_000),
+            "[readiness] failed after 104 s in the healthy window: could not poll the unit: box: connection reset",
         );
     });
 });

@@ -3,8 +3,10 @@ import {
     classifyJournalLine,
     formatProgress,
     HealthObservation,
+    describeFailure,
     initialReadinessState,
     Observation,
+    readinessCondition,
     ReadinessDecision,
     step,
     UnitStatus,
@@ -313,5 +315,71 @@ describe("readiness state machine", () => {
     it("puts the fatal line into the failure message", () => {
         const d = runAll([obs(14_000, VALUE_ERROR_STARTUP)]);
         assert.match(formatProgress(d[0]!), /failed after 14 s during starting: fatal log line \(ValueError\): ValueError: Speculative decoding/);
+    });
+});
+
+describe("the readiness machine as a condition of the poll loop", () => {
+    const early = (o: Observation) => ({ elapsedMs: o.elapsedMs, unit: o.unit, newJournalLines: o.newJournalLines });
+
+    it("waits by phase at the poll interval, then polls at 250 ms once the HTTP server is up", () => {
+        const c = readinessCondition({ startupTimeoutMs: BUDGET }, { pollIntervalMs: 1_000, attempt: { attempt: 1, attempts: 2 } });
+        const loading = c.judge(obs(7_000, GOOD_STARTUP.weights));
+        assert.deepEqual(loading, {
+            kind: "waiting",
+            topic: "loading weights",
+            nextPollMs: 1_000,
+            progress: "[readiness] loading weights — 7 s elapsed, waiting for GET /health = 200 (budget 900 s, attempt 1 of 2)",
+        });
+        const http = c.judge(obs(160_000, GOOD_STARTUP.http));
+        assert.equal(http.kind === "waiting" && http.nextPollMs, 250);
+        // A poll interval shorter than that is kept.
+        const fast = readinessCondition({ startupTimeoutMs: BUDGET }, { pollIntervalMs: 100 });
+        const v = fast.judge(obs(160_000, GOOD_STARTUP.http));
+        assert.equal(v.kind === "waiting" && v.nextPollMs, 100);
+    });
+
+    it("is met when ready, with the unit the ready poll saw", () => {
+        const c = readinessCondition({ startupTimeoutMs: BUDGET }, { pollIntervalMs: 1_000 });
+        c.judge(obs(160_000, [...GOOD_STARTUP.http, ...GOOD_STARTUP.warmup], { status: 503 }, running(4343, 1)));
+        const v = c.judge(obs(163_000, GOOD_STARTUP.ready, { status: 200 }, running(4343, 1)));
+        assert.equal(v.kind, "met");
+        if (v.kind !== "met") return;
+        assert.deepEqual(v.value.unit, running(4343, 1));
+        assert.equal(v.value.ready.corroboratedBy, "health+log");
+        assert.equal(v.message, "[readiness] ready after 163 s (GET /health = 200 and the ready log line)");
+    });
+
+    it("fails on a fatal line before /health answers, and keeps the phase it failed in", () => {
+        const c = readinessCondition({ startupTimeoutMs: BUDGET }, { pollIntervalMs: 1_000 });
+        assert.equal(c.judgeEarly(early(obs(7_000, GOOD_STARTUP.weights))), null);
+        const f = c.judgeEarly(early(obs(20_000, ["CUDA out of memory. Tried to allocate 2.00 GiB"])));
+        assert.equal(f?.cause.kind, "fatal-log");
+        assert.match(f?.message ?? "", /^\[readiness\] failed after 20 s during starting: fatal log line \(CUDA out of memory\)/);
+        assert.equal(c.state.final?.kind, "failed");
+    });
+
+    it("leaves the deadline to the whole poll, whose message names the last /health answer", () => {
+        const c = readinessCondition({ startupTimeoutMs: 10_000 }, { pollIntervalMs: 1_000 });
+        assert.equal(c.judgeEarly(early(obs(11_000, []))), null);
+        const v = c.judge(obs(11_000, [], { status: 503 }));
+        assert.match(v.kind === "failed" ? v.message : "", /last GET \/health: HTTP 503/);
+    });
+
+    it("tells a failure found outside it (the poll, a post-ready check) with its phase and attempt", () => {
+        const c = readinessCondition({ startupTimeoutMs: BUDGET }, { pollIntervalMs: 1_000, attempt: { attempt: 2, attempts: 2 } });
+        c.judge(obs(7_000, GOOD_STARTUP.weights));
+        assert.equal(
+            c.failureMessage({ kind: "post-ready-check", check: "tool-call", reason: "no tool call in the answer", retry: false }, 9_000),
+            "[readiness] failed after 9 s during loading weights: the server is up but failed the tool-call check: no tool call in the answer",
+        );
+    });
+});
+
+describe("describeFailure of a post-ready check", () => {
+    it("names the check and its reason", () => {
+        assert.equal(
+            describeFailure({ kind: "post-ready-check", check: "served-model-listed", reason: "GET /v1/models lists no qwen", retry: true }),
+            "the server is up but failed the served-model-listed check: GET /v1/models lists no qwen",
+        );
     });
 });

@@ -291,4 +291,20 @@ describe("retry verdict", () => {
         assert.equal(verdict({ kind: "chat-check", status: 200, reason: "degenerate output" }).retry, false);
         assert.equal(verdict({ kind: "poll-error", reason: "connection refused" }).retry, false);
     });
+
+    it("retries a registered post-ready check's failure only when the check says a new start could pass it", () => {
+        assert.deepEqual(verdict({ kind: "post-ready-check", check: "tool-call", reason: "no tool call in the answer", retry: false }), {
+            retry: false,
+            why: "the tool-call check judges the config, not the start",
+        });
+        assert.deepEqual(verdict({ kind: "post-ready-check", check: "tool-call", reason: "POST /v1/chat/completions: connection reset", retry: true }), {
+            retry: true,
+        });
+        // The journal still overrules a retry: out of memory fails every start.
+        assert.equal(
+            verdict({ kind: "post-ready-check", check: "tool-call", reason: "connection reset", retry: true }, ["torch.OutOfMemoryError: CUDA out of memory."])
+                .retry,
+            false,
+        );
+    });
 });

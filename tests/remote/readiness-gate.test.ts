@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import type { UnitStatus } from "../../core/readiness";
 import { HttpResult, ProbeOptions } from "../../remote/probe";
+import { POST_READY_CHECKS } from "../../remote/checks/registry";
 import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-gate";
 import { FakeBox } from "./fake-box";
+import { servedModelListedCheck } from "./served-model-listed-check";
 
 // The gate's real poll script runs in a local shell against fake systemctl and
 // journalctl (fake-box.ts); HTTP and the clock are fakes driven by a scenario:
@@ -52,7 +54,7 @@ interface Run {
 
 async function runGate(
     frames: Frame[],
-    extra: Partial<WaitUntilReadyOptions> & { chat?: HttpResult; info?: HttpResult; modelsWithoutKey?: HttpResult } = {},
+    extra: Partial<WaitUntilReadyOptions> & { chat?: HttpResult; info?: HttpResult; modelsWithoutKey?: HttpResult; modelsWithKey?: HttpResult } = {},
 ): Promise<{ result: Awaited<ReturnType<typeof waitUntilReady>>; calls: string[] } & Run> {
     const box = new FakeBox();
     const progress: string[] = [];
@@ -93,7 +95,9 @@ async function runGate(
                     if (url.endsWith("/server_info")) return extra.info ?? status(200, serverInfo("EAGLE", 1.8));
                     // SGLang's API-key middleware: 401 without the Bearer token.
                     if (url.endsWith("/v1/models")) {
-                        return opts.bearer ? status(200, { object: "list", data: [] }) : (extra.modelsWithoutKey ?? status(401, { error: "Unauthorized" }));
+                        return opts.bearer
+                            ? (extra.modelsWithKey ?? status(200, { object: "list", data: [] }))
+                            : (extra.modelsWithoutKey ?? status(401, { error: "Unauthorized" }));
                     }
                     return status(404);
                 },
@@ -301,6 +305,64 @@ describe("waitUntilReady", () => {
         });
         assert.equal(!result.ok && result.cause.kind, "poll-error");
         assert.match(!result.ok && result.cause.kind === "poll-error" ? result.cause.reason : "", /systemctl: not found/);
+    });
+});
+
+describe("waitUntilReady: a check registered beside the others", () => {
+    // remote/checks/registry.ts holds the list; a new check is one file
+    // (served-model-listed-check.ts here) and its line in that list.
+    const checks = [...POST_READY_CHECKS, servedModelListedCheck];
+    const listed = status(200, { object: "list", data: [{ id: "qwen3.6-27b", object: "model" }] });
+
+    it("runs after the registered checks, with the key, and says its pass", async () => {
+        const { result, progress, gets } = await runGate(
+            GOOD.map((f) => ({ ...f })),
+            { checks, modelsWithKey: listed },
+        );
+        assert.equal(result.ok, true, JSON.stringify(result));
+        const speculationAt = progress.findIndex((m) => m.startsWith("[readiness] speculative decoding active"));
+        const listedAt = progress.indexOf("[readiness] GET /v1/models lists qwen3.6-27b");
+        assert.ok(speculationAt >= 0 && listedAt > speculationAt, progress.join("\n"));
+        assert.deepEqual(
+            gets.filter((g) => g.url.endsWith("/v1/models")).map((g) => g.opts.bearer),
+            [undefined, "sk-test-key"],
+        );
+    });
+
+    it("fails the start with its own cause, told as every failure of the gate is", async () => {
+        const { result, progress } = await runGate(
+            GOOD.map((f) => ({ ...f })),
+            { checks },
+        );
+        assert.equal(result.ok, false);
+        if (result.ok) return;
+        assert.deepEqual(result.cause, {
+            kind: "post-ready-check",
+            check: "served-model-listed",
+            reason: "GET /v1/models (HTTP 200) lists [], not qwen3.6-27b",
+            retry: false,
+        });
+        assert.equal(
+            result.message,
+            "[readiness] failed after 5 s during warming up: the server is up but failed the served-model-listed check: GET /v1/models (HTTP 200) lists [], not qwen3.6-27b",
+        );
+        assert.ok(progress.includes(result.message));
+        assert.deepEqual(
+            result.phaseTimeline.map((p) => p.phase),
+            ["starting", "loading weights", "allocating caches", "capturing CUDA graphs", "starting HTTP server", "warming up"],
+        );
+    });
+
+    it("is not run when a registered check before it failed", async () => {
+        const { result, gets } = await runGate(
+            GOOD.map((f) => ({ ...f })),
+            { checks, chat: status(200, completion("!!!!!!!!!!!!!!!!")), modelsWithKey: listed },
+        );
+        assert.equal(!result.ok && result.cause.kind, "chat-check");
+        assert.deepEqual(
+            gets.filter((g) => g.url.endsWith("/v1/models")).map((g) => g.opts.bearer),
+            [undefined],
+        );
     });
 });
 

@@ -1,0 +1,11 @@
+// The post-ready checks the gate runs, in this order (post-ready-check.ts).
+// The API key first: an open server is not rolled out however well it
+// answers. Then the chat completion, then speculation (whose /server_info
+// read the gate's result reuses).
+
+import { apiKeyRefusedCheck } from "./api-key-refused";
+import { chatCheck } from "./chat";
+import type { PostReadyCheck } from "./post-ready-check";
+import { speculativeCheck } from "./speculative";
+
+export const POST_READY_CHECKS: readonly PostReadyCheck[] = [apiKeyRefusedCheck, chatCheck, speculativeCheck];
