@@ -12,6 +12,6 @@ npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 # Suites in order: fast pure ones first, the real engine against the lab last.
 if [ $# -eq 0 ]; then
-  set -- "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/e2e/**/*.test.ts"
+  set -- "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/e2e/**/*.test.ts"
 fi
 npx mocha "$@"

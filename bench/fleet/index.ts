@@ -27,8 +27,11 @@ const stacks: StackConfig[] = fleet.map((f) => {
 const { host, container, readiness } = stacks[0]!;
 
 const box = declareBox(host, container);
+// Per server, what index.ts exports for its one.
 export const endpoints: Record<string, pulumi.Output<string>> = {};
+export const liveServerArgs: Record<string, pulumi.Output<Record<string, unknown>>> = {};
 for (const { service } of stacks) {
-    const { server } = declareServer(box, service, readiness, serverApiKey(pulumiConfig, service));
+    const { server, check } = declareServer(box, service, readiness, serverApiKey(pulumiConfig, service));
     endpoints[service.name] = server.endpoint;
+    liveServerArgs[service.name] = check.liveServerArgs;
 }
