@@ -2,7 +2,7 @@
 // with the real engine (scripts/pulumi.sh), printed as a table of medians and
 // ranges and written to bench-results/bench-<date>.json. Not part of the tests.
 //
-//   npm run bench                          everything (about 6 minutes on 2 cores)
+//   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
 //   npm run bench -- --only preview,up     some phases: preview refresh up profile readiness crash fleet stacks
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3
