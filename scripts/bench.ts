@@ -2,7 +2,7 @@
 // with the real engine (scripts/pulumi.sh), printed as a table of medians and
 // ranges and written to bench-results/bench-<date>.json. Not part of the tests.
 //
-//   npm run bench                          everything (about 6 minutes on 2 cores)
+//   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
 //   npm run bench -- --only preview,up     some phases: preview refresh up profile readiness crash fleet stacks
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3
@@ -21,6 +21,7 @@ import { labDown, labUp, readLabInfo } from "../lab/control";
 import { labStackConfig } from "../lab/stack";
 import { createFloorProject, expectCode, Floors, runEngine, stopRunningEngines, useTree } from "../bench/lib/engine";
 import { Report, table } from "../bench/lib/figures";
+import { FLEET_GPU, planFleet } from "../bench/lib/fleet-plan";
 import { log } from "../bench/lib/log";
 import { Profile, profileText } from "../bench/lib/profile";
 import { Snapshot } from "../bench/lib/snapshot";
@@ -87,6 +88,9 @@ const only = options.only;
 const REF = options.ref;
 const phases = new Set<Phase>(only ? (only.split(",") as Phase[]) : PHASES);
 for (const p of phases) if (!PHASES.includes(p)) throw new Error(`unknown phase ${p}; phases: ${PHASES.join(" ")}`);
+const FLEET_STACKS = phases.has("stacks") ? STACKS : [];
+/** The fleet lab's servers, planned before any lab starts so that sizes it cannot hold fail at once. */
+const FLEET_PLAN = planFleet(phases.has("fleet") ? FLEET : [], Math.max(0, ...FLEET_STACKS));
 
 // ---------------------------------------------------------------------------
 // The run: labs up, the phases, the results written and printed, labs down
@@ -175,26 +179,15 @@ async function main(): Promise<void> {
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);
         }
         if (phases.has("fleet") || phases.has("stacks")) {
-            log(`fleet lab up in ${fleetLabDir} (127.0.121.5 / 127.0.121.29, 2 GPUs of 768 GiB)`);
+            log(`fleet lab up in ${fleetLabDir} (127.0.121.5 / 127.0.121.29, 2 GPUs of ${FLEET_GPU.memoryMiB / 1024} GiB)`);
             await labUp({
                 labDir: fleetLabDir,
                 hostAddress: "127.0.121.5",
                 containerAddress: "127.0.121.29",
                 fresh: true,
-                gpus: [
-                    { name: "NVIDIA Bench-Fleet 768GB", memoryMiB: 786432 },
-                    { name: "NVIDIA Bench-Fleet 768GB", memoryMiB: 786432 },
-                ],
+                gpus: [FLEET_GPU, FLEET_GPU],
             });
-            await phaseFleet(
-                report,
-                tree,
-                fleetLabDir,
-                readLabInfo(fleetLabDir),
-                { fleet: phases.has("fleet") ? FLEET : undefined, stacks: phases.has("stacks") ? STACKS : undefined, runs: FLEET_RUNS },
-                API_KEY,
-                cleanup,
-            );
+            await phaseFleet(report, tree, fleetLabDir, readLabInfo(fleetLabDir), FLEET_PLAN, { stacks: FLEET_STACKS, runs: FLEET_RUNS }, API_KEY, cleanup);
         }
     } catch (e) {
         failed = e;

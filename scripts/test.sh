@@ -18,6 +18,6 @@ npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 # run side by side. The longest files are handed out first: the end-to-end
 # deploys with the real engine, then the lab, then the fast pure suites.
 if [ $# -eq 0 ]; then
-  set -- "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts"
+  set -- "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
 fi
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-6}" "$@"

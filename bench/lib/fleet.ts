@@ -5,30 +5,11 @@ import { formatConfigIssues } from "../../core/config-issues";
 import type { ServiceConfig } from "../../core/config-schema";
 import { ENVIRONMENT_DIRECTORY, renderEnvironmentFile, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
-import { labStackConfig, StackConfigFile } from "../../lab/stack";
-
-/**
- * The fleet lab's GPUs: two of them, large enough for 16 servers of the
- * stack's model at TP 2 side by side (the simulator reserves
- * --mem-fraction-static of each GPU per server; nvidia-smi shows the sum).
- * 16 x 0.055 x 768 GiB = 676 GiB of 768 GiB; each server's static pool
- * (42 GiB) holds its 24.2 GiB of weights per GPU plus the KV cache.
- */
-export const FLEET_GPU = { name: "NVIDIA Bench-Fleet 768GB", memoryMiB: 786432 };
-export const FLEET_MEM_FRACTION = 0.055;
-export const FLEET_BASE_PORT = 30000;
-
-export interface FleetMember {
-    name: string;
-    port: number;
-}
-
-export function fleetMembers(n: number): FleetMember[] {
-    return Array.from({ length: n }, (_, i) => ({ name: `f${i}`, port: FLEET_BASE_PORT + i }));
-}
+import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
+import { FLEET_GPU, FLEET_MEM_FRACTION, FleetMember } from "./fleet-plan";
 
 /** A one-service stack config for the fleet lab: the lab stack's, with the fleet GPUs and the member's name and port. */
-export function fleetStackConfig(info: LabInfo, member: FleetMember): StackConfigFile {
+export function fleetStackConfig(info: LabMachines, member: FleetMember): StackConfigFile {
     const config = labStackConfig(info, "pct-exec");
     Object.assign(config["sglang-serve:host"].gpus as Record<string, unknown>, { name: FLEET_GPU.name, memoryMiB: FLEET_GPU.memoryMiB });
     Object.assign(config["sglang-serve:service"], { name: member.name, port: member.port, memFractionStatic: FLEET_MEM_FRACTION });
@@ -36,7 +17,7 @@ export function fleetStackConfig(info: LabInfo, member: FleetMember): StackConfi
 }
 
 /** The config of the fleet program (bench/fleet/index.ts): the first member's stack config plus the list. */
-export function fleetProgramConfig(info: LabInfo, members: FleetMember[]): StackConfigFile {
+export function fleetProgramConfig(info: LabMachines, members: FleetMember[]): StackConfigFile {
     const config = fleetStackConfig(info, members[0]!);
     return { ...config, "sglang-serve:fleet": members as unknown as Record<string, unknown> };
 }

@@ -6,58 +6,56 @@ import type { Deployment } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
-import { fleetMembers, fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
+import { fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
+import type { FleetPlan } from "../lib/fleet-plan";
 import { log } from "../lib/log";
 import type { Snapshot } from "../lib/snapshot";
 import { sshFigures, sshOf, SshSample, sshTail } from "../lib/ssh-figures";
 import { nowMs, summarize } from "../lib/stats";
 
 /**
- * The fleet figures: `counts.fleet` and `counts.stacks` are the sizes of the
- * phases of those names, undefined where that phase is not run.
+ * The fleet figures: the fleet program of each size in `plan.programs`, and
+ * the first N one-service stacks for each N in `counts.stacks` (empty where
+ * that phase is not run), on the servers `plan` gives them.
  */
 export async function phaseFleet(
     report: Report,
     tree: Snapshot,
     fleetLabDir: string,
     fleetInfo: LabInfo,
-    counts: { fleet?: number[]; stacks?: number[]; runs: number },
+    plan: FleetPlan,
+    counts: { stacks: number[]; runs: number },
     apiKey: string,
     cleanup: Array<() => void>,
 ): Promise<void> {
-    const sizes = counts.fleet ?? [];
-    const stackSizes = counts.stacks ?? [];
-    const maxN = Math.max(...sizes, ...stackSizes);
-    log(`fleet: placing ${maxN} servers (sglang-f0..f${maxN - 1}, ports 30000+) in the fleet lab's container`);
-    await preplaceFleet(fleetLabDir, fleetInfo, fleetMembers(maxN), apiKey);
+    const sizes = [...plan.programs.keys()];
+    const stackSizes = counts.stacks;
+    log(`fleet: placing ${plan.all.length} servers (ports ${plan.all[0]?.port}..${plan.all.at(-1)?.port}) in the fleet lab's container`);
+    await preplaceFleet(fleetLabDir, fleetInfo, plan.all, apiKey);
     const launchedAfterPlacing = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length;
 
     // (B) one operation over N services: the fleet program.
     const programs = new Map<number, Deployment>();
-    if (counts.fleet) {
-        for (const n of sizes) {
-            const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, fleetMembers(n)) as unknown as StackConfigFile);
-            cleanup.push(() => d.cleanup());
-            // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
-            fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
-            await d.setSecret("sglang-serve:apiKey", apiKey);
-            const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
-            log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
-            programs.set(n, d);
-        }
+    for (const [n, members] of plan.programs) {
+        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members) as unknown as StackConfigFile);
+        cleanup.push(() => d.cleanup());
+        // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
+        fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
+        await d.setSecret("sglang-serve:apiKey", apiKey);
+        const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
+        log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
+        programs.set(n, d);
     }
     // (A) N one-service stacks (the stack program as it is, one stack per server).
     const stacks: Deployment[] = [];
-    if (counts.stacks) {
-        for (let i = 0; i < Math.max(0, ...stackSizes); i++) {
-            const d = await tree.deployment(`fleet-f${i}`, fleetStackConfig(fleetInfo, fleetMembers(maxN)[i]!));
-            cleanup.push(() => d.cleanup());
-            await d.setSecret("sglang-serve:apiKey", apiKey);
-            expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack f${i} up (adopting)`);
-            stacks.push(d);
-        }
-        log(`  ${stacks.length} one-service stacks deployed (adopted)`);
+    for (const member of plan.stacks) {
+        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member));
+        cleanup.push(() => d.cleanup());
+        await d.setSecret("sglang-serve:apiKey", apiKey);
+        expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);
+        stacks.push(d);
     }
+    if (stacks.length > 0) log(`  ${stacks.length} one-service stacks deployed (adopted)`);
     const launched = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length - launchedAfterPlacing;
     if (launched > 0) throw new Error(`adopting the fleet restarted ${launched} server(s): the placed units differ from what the stack renders`);
 

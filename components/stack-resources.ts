@@ -1,0 +1,105 @@
+import * as pulumi from "./pulumi";
+import type { ContainerConfig, HostConfig, ReadinessConfig, ServiceConfig } from "../core/config-schema";
+import { Connection } from "./connection";
+import { GpuHost } from "./gpu-host";
+import { LxcContainer } from "./lxc-container";
+import { ReadinessCheck } from "./readiness-check";
+import { SglangService } from "./sglang-service";
+
+// The stack's resources, declared from its validated config: the box (the GPU
+// host and, with pct-exec, the container) and a server on it (the service and
+// its readiness check). index.ts declares one server; the bench's fleet
+// program (bench/fleet/index.ts) declares several on one box with the same
+// functions, so both declare the same resources under the same names (URNs).
+
+/** Where the servers run: the GPU host, and the container when there is one. */
+export interface Box {
+    gpuHost: GpuHost;
+    /** Where a server's commands go: the container (through `pct exec`), or the host itself (direct). */
+    serverConnection: pulumi.Input<Connection>;
+    /** What a server waits for: the container when there is one, else the host. */
+    placement: pulumi.Resource;
+    /** The GPUs as the server sees them. */
+    gpuIndices: number[];
+    /** One GPU's memory, for the service's memory check. */
+    gpuMemoryMiB: number;
+}
+
+/** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
+export function declareBox(host: HostConfig, container: ContainerConfig | undefined): Box {
+    const hostConnection: Connection = {
+        address: host.address,
+        port: host.port,
+        user: host.user,
+        hostKey: host.hostKey,
+        topology: host.topology,
+    };
+    const gpuHost = new GpuHost(host.name, { connection: hostConnection, expectedGpus: host.gpus });
+    const box: Box = {
+        gpuHost,
+        serverConnection: hostConnection,
+        placement: gpuHost,
+        gpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
+        gpuMemoryMiB: host.gpus.memoryMiB,
+    };
+    if (!container) return box;
+    const ct = new LxcContainer(`ct${container.vmid}`, {
+        connection: hostConnection,
+        container,
+        deviceMajors: gpuHost.deviceMajors,
+    });
+    return {
+        ...box,
+        serverConnection: ct.vmid.apply((vmid) => ({ ...hostConnection, vmid })),
+        placement: ct,
+        // Inside the container the passed-through GPUs are numbered from 0.
+        gpuIndices: container.gpus.map((_, i) => i),
+    };
+}
+
+/** @pulumi/random, loaded only when a key is generated: its index loads all of @pulumi/pulumi (~0.3 s). */
+function randomProvider(): typeof import("@pulumi/random") {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require("@pulumi/random");
+}
+
+/**
+ * The server's API key: the secret `sglang-serve:apiKey`, else with
+ * `sglang-serve:generateApiKey: true` a RandomPassword `<service>-api-key`,
+ * else none.
+ */
+export function serverApiKey(config: pulumi.Config, service: ServiceConfig): pulumi.Output<string> | undefined {
+    return (
+        config.getSecret("apiKey") ??
+        // Generated keys need @pulumi/random's plugin; the real-engine tests set the key in config instead.
+        (config.getBoolean("generateApiKey")
+            ? new (randomProvider().RandomPassword)(`${service.name}-api-key`, { length: 40, special: false }).result
+            : undefined)
+    );
+}
+
+/** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`. */
+export function declareServer(
+    box: Box,
+    service: ServiceConfig,
+    readiness: ReadinessConfig,
+    apiKey: pulumi.Output<string> | undefined,
+): { server: SglangService; check: ReadinessCheck } {
+    const server = new SglangService(
+        service.name,
+        { connection: box.serverConnection, service, readiness, apiKey, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB },
+        { dependsOn: [box.placement] },
+    );
+    const check = new ReadinessCheck(`${service.name}-ready`, {
+        connection: box.serverConnection,
+        unitName: server.unitName,
+        endpoint: server.endpoint,
+        revision: server.revision,
+        gatePassed: server.gatePassed,
+        apiKey,
+        servedModelName: service.model.servedName,
+        speculativeAlgorithm: service.speculative?.algorithm,
+        readiness,
+    });
+    return { server, check };
+}
