@@ -29,6 +29,9 @@ function accepted(raw: unknown) {
     return result;
 }
 
+/** The field config with a key file instead of kpro5's ssh-agent. */
+const withKeyFile = () => withField((r) => (r.host.sshPrivateKeyPath = "~/.ssh/id_ed25519"));
+
 /** ct129: the same container reached directly. */
 function directConfig(edit: (raw: FieldRaw) => void = () => {}): unknown {
     return withField((raw) => {
@@ -621,7 +624,7 @@ describe("stack config: host, container, readiness", () => {
     });
 
     it("rejects both an SSH key path and the SSH key secret", () => {
-        issueAt({ ...fieldConfig(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
+        issueAt({ ...withKeyFile(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
     });
 
     it("rejects a probe timeout within SGLang's own health-check timeout", () => {
@@ -754,7 +757,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
         const { config } = accepted(
             withField((r) => {
                 (r.service as Record<string, unknown>).disableRadixCache = "false";
-                (r as Record<string, unknown>).readiness = { chatCheck: "true" };
+                r.readiness = { chatCheck: "true" };
             }),
         ) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.service.disableRadixCache, false);
@@ -806,7 +809,7 @@ describe("stack config: SSH credentials", () => {
     });
 
     it("does not warn about the agent when a key file is set", () => {
-        const result = validateStackConfig(fieldConfig(), { sshAgentAvailable: false });
+        const result = validateStackConfig(withKeyFile(), { sshAgentAvailable: false });
         assert.ok(!result.warnings.some((w) => w.includes("ssh-agent")));
     });
 });
