@@ -17,7 +17,7 @@ export function loadStackConfig(config = new pulumi.Config()): StackConfig {
     // The providers run where the program runs, with its environment: SSH_AUTH_SOCK there is the agent they use.
     const result = validateStackConfig(readRawStackConfig(config), { sshAgentAvailable: Boolean(process.env.SSH_AUTH_SOCK) });
     if (!result.ok) {
-        throw new pulumi.RunError(formatConfigIssues(result.issues));
+        throw new pulumi.RunError(formatConfigIssues(result.issues, pulumi.getStack()));
     }
     for (const warning of result.warnings ?? []) {
         pulumi.log.warn(warning);

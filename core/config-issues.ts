@@ -36,17 +36,40 @@ function describeValue(path: string, value: unknown): string {
     return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
+/** The sections every stack must set (host, service): the others are optional or have defaults. */
+const REQUIRED_SECTIONS: readonly string[] = Object.entries(StackConfigSchema.shape)
+    .filter(([, schema]) => !schema.safeParse(undefined).success)
+    .map(([name]) => name);
+
+/** A required section not set: the stack's config is not filled in yet. */
+function isMissingSection(issue: ConfigIssue): boolean {
+    return issue.value === undefined && REQUIRED_SECTIONS.includes(issue.path);
+}
+
+/** Where a stack's config starts from: the committed example stacks, the steps, and the reference of every key. */
+function exampleHint(file: string): string {
+    return [
+        `Start from an example: copy the config: section of Pulumi.kpro5.yaml (a Proxmox host, commands through pct exec)`,
+        `or Pulumi.ct129.yaml (a box reached straight over SSH) into ${file}, leaving out its secure: values, and edit it`,
+        `(docs/operator-guide.md, "Adding a host or a stack"); docs/design.md, "Stack config", describes every key.`,
+    ].join("\n");
+}
+
 /**
  * One message listing every problem: the Pulumi key, the value given, and
- * the fix. Secret values are shown as `[secret]`.
+ * the fix. Secret values are shown as `[secret]`. A stack with a whole
+ * section missing (a new stack's first preview) is also told where the
+ * example config is.
  */
-export function formatConfigIssues(issues: readonly ConfigIssue[]): string {
+export function formatConfigIssues(issues: readonly ConfigIssue[], stack?: string): string {
+    const file = `Pulumi.${stack ?? "<stack>"}.yaml`;
     const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
-    const lines = [`Invalid ${CONFIG_NAMESPACE} stack config (${count}); fix these keys in Pulumi.<stack>.yaml:`];
+    const lines = [`Invalid ${CONFIG_NAMESPACE} stack config (${count}); fix these keys in ${file}:`];
     issues.forEach((issue, i) => {
         lines.push(`  ${i + 1}. ${pulumiKey(issue.path)} = ${describeValue(issue.path, issue.value)}`);
         lines.push(`     ${issue.message}`);
     });
+    if (issues.some(isMissingSection)) lines.push(exampleHint(file));
     return lines.join("\n");
 }
 

@@ -39,7 +39,7 @@ import { Faults } from "./sglang/faults";
 import { ensureInstalled, realDir } from "./sglang/real/oracle";
 import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs, releasesCacheDir } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
-import * as yaml from "js-yaml";
+import { readStackConfig, writeStackFile } from "./stack-file";
 
 export type { Faults } from "./sglang/faults";
 export type { SimulatorEvent } from "./sglang/events";
@@ -469,54 +469,12 @@ export function simulatorEvents(labDir?: string): SimulatorEvent[] {
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : {});
 
-/** The contract's example values (docs/design.md), used where Pulumi.kpro5.yaml does not say. */
-const KPRO5_DEFAULTS: Obj = {
-    "sglang-serve:host": {
-        name: "kpro5",
-        address: "10.1.2.5",
-        port: 22,
-        user: "root",
-        topology: "pct-exec",
-        gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 },
-    },
-    "sglang-serve:container": {
-        vmid: 129,
-        hostname: "llm-two",
-        adopt: true,
-        allowDelete: false,
-        cores: 32,
-        memoryMiB: 131072,
-        swapMiB: 0,
-        onboot: true,
-        features: { nesting: true },
-        network: { name: "eth0", bridge: "vmbr0", ip: "10.1.230.172/24", gateway: "10.1.230.1" },
-        gpus: [0, 1],
-    },
-    "sglang-serve:service": {
-        name: "qwen",
-        sglangVersion: "0.5.11",
-        python: "/opt/sglang/venv/bin/python3",
-        launcher: "auto",
-        model: { path: "/models/Qwen3.6-27B", architecture: "Qwen3_5ForConditionalGeneration", weightsGB: 52, servedName: "qwen3.6-27b" },
-        tensorParallelSize: 2,
-        speculative: { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 },
-        mambaSchedulerStrategy: "extra_buffer",
-        disableRadixCache: false,
-        memFractionStatic: 0.88,
-        listenHost: "0.0.0.0",
-        port: 30000,
-        endpointHost: "10.1.230.172",
-        extraArgs: [],
-        environment: { SGLANG_ENABLE_SPEC_V2: "1" },
-    },
-    "sglang-serve:readiness": { startupTimeoutSeconds: 900, pollIntervalSeconds: 1, probeTimeoutSeconds: 30, gpuReleaseTimeoutSeconds: 120, chatCheck: true },
-};
-
 /** The parts of lab.json a stack config needs. */
 export type LabMachines = Pick<LabInfo, "host" | "container" | "clientKeyPath" | "vmid">;
 
 /**
- * A stack config for the lab from kpro5's: the model and server settings
+ * A stack config for the lab from kpro5's settings (lab/stack-file.ts
+ * readStackConfig: no secrets, they are kpro5's own): the model and server settings
  * unchanged, pointed at the lab's machines with their pinned host keys and
  * the lab's client key. `pct-exec` goes through the simulated Proxmox host
  * (kpro5 topology); `direct` ssh-es straight into the container (ct129
@@ -536,7 +494,7 @@ export function labStackConfig(info: LabMachines, topology: "pct-exec" | "direct
         topology,
         sshPrivateKeyPath: info.clientKeyPath,
     };
-    // The lab key replaces the field's secret key.
+    // The lab key replaces the field's SSH key.
     delete config["sglang-serve:sshPrivateKey"];
     if (topology === "pct-exec") config["sglang-serve:container"] = { ...config["sglang-serve:container"], vmid: info.vmid };
     else delete config["sglang-serve:container"];
@@ -545,23 +503,18 @@ export function labStackConfig(info: LabMachines, topology: "pct-exec" | "direct
 }
 
 /**
- * Writes <repo>/Pulumi.lab.yaml: kpro5's model and server settings with the
- * lab's host (address, port, pinned host key, lab client key, pct-exec) and
- * the container's lab address as listen/endpoint host. Returns the file.
+ * Writes <repo>/Pulumi.lab.yaml: kpro5's model and server settings (its
+ * committed Pulumi.kpro5.yaml, never its salt or secrets) with the lab's host
+ * (address, port, pinned host key, lab client key, pct-exec) and the
+ * container's lab address as listen/endpoint host. The lab stack's own salt
+ * and secrets (its API key) are kept from the file as it was. Returns the file.
  */
 export function writeLabStackConfig(opts: { labDir?: string; file?: string; kpro5File?: string } = {}): string {
     const info = readLabInfo(opts.labDir);
     const kpro5File = opts.kpro5File ?? path.join(info.repoDir, "Pulumi.kpro5.yaml");
-    const doc = fs.existsSync(kpro5File) ? asObj(yaml.load(fs.readFileSync(kpro5File, "utf8"))) : {};
-    const kpro5: Obj = { ...asObj(doc.config) };
-    for (const [k, v] of Object.entries(KPRO5_DEFAULTS)) if (kpro5[k] === undefined) kpro5[k] = v;
-    const out: Obj = {};
-    if (doc.encryptionsalt !== undefined) out.encryptionsalt = doc.encryptionsalt;
-    out.config = labStackConfig(info, "pct-exec", kpro5);
+    if (!fs.existsSync(kpro5File)) throw new Error(`lab: ${kpro5File} is missing: the lab stack takes its server settings from kpro5's stack file`);
     const file = opts.file ?? path.join(info.repoDir, "Pulumi.lab.yaml");
-    fs.writeFileSync(
-        file,
-        `# Generated by lab/control.ts writeLabStackConfig() for the lab in ${info.labDir}; do not commit.\n${yaml.dump(out, { lineWidth: 200, noRefs: true })}`,
-    );
+    const config = labStackConfig(info, "pct-exec", readStackConfig(kpro5File));
+    writeStackFile(file, config, `# Generated by lab/control.ts writeLabStackConfig() for the lab in ${info.labDir}; do not commit.\n`);
     return file;
 }

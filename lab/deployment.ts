@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import * as yaml from "js-yaml";
+import { writeStackFile } from "./stack-file";
 
 const repo = path.resolve(__dirname, "..");
 
@@ -49,22 +49,14 @@ export class Deployment {
         return deployment;
     }
 
-    /**
-     * Writes Pulumi.<stack>.yaml: `{ "sglang-serve:host": {...}, ... }` as
-     * JSON, which is YAML. The salt and the secrets set with setSecret are kept.
-     */
+    /** Another stack of this project copy, with the same backend and passphrase: `--stack <name>` in the same checkout. */
+    otherStack(stack: string): Deployment {
+        return new Deployment(this.dir, stack, this.engine);
+    }
+
+    /** Writes Pulumi.<stack>.yaml with `config`; the stack's salt and the secrets set with setSecret are kept (lab/stack-file.ts). */
     writeConfig(config: Record<string, unknown>): void {
-        const file = path.join(this.dir, `Pulumi.${this.stack}.yaml`);
-        let salt = "";
-        const secure: Record<string, unknown> = {};
-        if (fs.existsSync(file)) {
-            const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as { encryptionsalt?: string; config?: Record<string, unknown> };
-            if (doc.encryptionsalt) salt = `encryptionsalt: ${doc.encryptionsalt}\n`;
-            for (const [k, v] of Object.entries(doc.config ?? {})) {
-                if (v !== null && typeof v === "object" && "secure" in v) secure[k] = v;
-            }
-        }
-        fs.writeFileSync(file, `${salt}config: ${JSON.stringify({ ...config, ...secure })}\n`);
+        writeStackFile(path.join(this.dir, `Pulumi.${this.stack}.yaml`), config);
     }
 
     /** `pulumi config set --secret KEY` with the value on stdin (never on a command line). */

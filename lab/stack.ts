@@ -1,15 +1,13 @@
-import * as fs from "fs";
 import * as path from "path";
-import * as yaml from "js-yaml";
 import { labStackConfig as labConfigFrom, LabMachines } from "./control";
+import { readStackConfig } from "./stack-file";
 
 export type { LabMachines };
 export type StackConfigFile = Record<string, Record<string, unknown>>;
 
-/** kpro5's committed config: the model and server settings every lab stack uses. */
+/** kpro5's committed settings (never its secrets): the model and server settings every lab stack uses. */
 export function kpro5Config(): StackConfigFile {
-    const text = fs.readFileSync(path.join(__dirname, "..", "Pulumi.kpro5.yaml"), "utf8");
-    return structuredClone((yaml.load(text) as { config: StackConfigFile }).config);
+    return readStackConfig(path.join(__dirname, "..", "Pulumi.kpro5.yaml"));
 }
 
 /**

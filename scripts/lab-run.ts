@@ -16,7 +16,6 @@ import * as yaml from "js-yaml";
 
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
-const stackFile = path.join(repo, "Pulumi.lab.yaml");
 
 function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}) {
     const r = spawnSync(pulumiSh, args, {
@@ -28,11 +27,10 @@ function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}
     return { code: r.status ?? 1, stdout: r.stdout ?? "" };
 }
 
-/** What must survive regenerating Pulumi.lab.yaml: the salt the state's secrets use, and the API key. */
-function keptFromStackFile(): { salt?: string; apiKey?: unknown } {
-    if (!fs.existsSync(stackFile)) return {};
-    const doc = (yaml.load(fs.readFileSync(stackFile, "utf8")) ?? {}) as { encryptionsalt?: string; config?: Record<string, unknown> };
-    return { salt: doc.encryptionsalt, apiKey: doc.config?.["sglang-serve:apiKey"] };
+/** Whether the lab stack has its API key (set by the first `npm run lab`, kept when its file is written again). */
+function hasApiKey(file: string): boolean {
+    const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as { config?: Record<string, unknown> };
+    return doc.config?.["sglang-serve:apiKey"] !== undefined;
 }
 
 async function main(): Promise<number> {
@@ -42,16 +40,8 @@ async function main(): Promise<number> {
         await labUp();
     }
     const info = readLabInfo();
-    const kept = keptFromStackFile();
-    writeLabStackConfig();
-    if (kept.salt || kept.apiKey) {
-        // Re-add what the generated file does not know, as the YAML Pulumi wrote it.
-        let text = fs.readFileSync(stackFile, "utf8");
-        if (kept.salt) text = text.replace(/^config:/m, `encryptionsalt: ${kept.salt}\nconfig:`);
-        if (kept.apiKey) text += `  sglang-serve:apiKey:\n    secure: ${(kept.apiKey as { secure: string }).secure}\n`;
-        fs.writeFileSync(stackFile, text);
-    }
-    if (!kept.apiKey) {
+    const stackFile = writeLabStackConfig();
+    if (!hasApiKey(stackFile)) {
         const key = randomBytes(24).toString("hex");
         // The key goes through stdin, never a command line.
         const set = pulumi(["config", "set", "--secret", "sglang-serve:apiKey", "--stack", "lab"], { input: key });

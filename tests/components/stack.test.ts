@@ -1,8 +1,6 @@
 import * as assert from "node:assert/strict";
-import * as fs from "fs";
-import * as path from "path";
 import * as pulumi from "@pulumi/pulumi";
-import * as yaml from "js-yaml";
+import { committedStackSettings } from "../core/fixtures";
 
 interface Registered {
     type: string;
@@ -47,10 +45,9 @@ function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
     return new Promise((resolve) => output.apply((v) => resolve(v)));
 }
 
+/** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {
-    const file = path.join(__dirname, "..", "..", `Pulumi.${stack}.yaml`);
-    const parsed = yaml.load(fs.readFileSync(file, "utf8")) as { config: Record<string, unknown> };
-    return Object.fromEntries(Object.entries(parsed.config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
+    return Object.fromEntries(Object.entries(committedStackSettings(stack)).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
 }
 
 /** The field stacks listen on 0.0.0.0: operators set this secret (the committed files hold none). */

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { validateStackConfig } from "../../core/config";
 import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
 import { STATIC_POOL_RESERVE_GIB } from "../../core/config-rules";
@@ -6,6 +8,7 @@ import { hostKeyProblem } from "../../core/config-values";
 import { radixSpeculativeError } from "../../core/sglang-rules";
 import { fieldConfig, FieldRaw, withField } from "./fixtures";
 import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
+import { rawStackConfig } from "../../core/stack-config-source";
 
 function issuesOf(raw: unknown): ConfigIssue[] {
     const result = validateStackConfig(raw);
@@ -25,6 +28,9 @@ function accepted(raw: unknown) {
     assert.ok(result.ok, result.ok ? "" : formatConfigIssues(result.issues));
     return result;
 }
+
+/** The field config with a key file instead of kpro5's ssh-agent. */
+const withKeyFile = () => withField((r) => (r.host.sshPrivateKeyPath = "~/.ssh/id_ed25519"));
 
 /** ct129: the same container reached directly. */
 function directConfig(edit: (raw: FieldRaw) => void = () => {}): unknown {
@@ -618,7 +624,7 @@ describe("stack config: host, container, readiness", () => {
     });
 
     it("rejects both an SSH key path and the SSH key secret", () => {
-        issueAt({ ...fieldConfig(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
+        issueAt({ ...withKeyFile(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
     });
 
     it("rejects a probe timeout within SGLang's own health-check timeout", () => {
@@ -751,7 +757,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
         const { config } = accepted(
             withField((r) => {
                 (r.service as Record<string, unknown>).disableRadixCache = "false";
-                (r as Record<string, unknown>).readiness = { chatCheck: "true" };
+                r.readiness = { chatCheck: "true" };
             }),
         ) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.service.disableRadixCache, false);
@@ -803,7 +809,41 @@ describe("stack config: SSH credentials", () => {
     });
 
     it("does not warn about the agent when a key file is set", () => {
-        const result = validateStackConfig(fieldConfig(), { sshAgentAvailable: false });
+        const result = validateStackConfig(withKeyFile(), { sshAgentAvailable: false });
         assert.ok(!result.warnings.some((w) => w.includes("ssh-agent")));
+    });
+});
+
+describe("stack config: a new stack with no config yet (pulumi stack init, then preview)", () => {
+    const repo = path.join(__dirname, "..", "..");
+    const newStackMessage = () => formatConfigIssues(issuesOf(rawStackConfig(() => undefined)), "newbox");
+
+    it("names the sections to set in the stack's own file, and where the example config is", () => {
+        const message = newStackMessage();
+        assert.match(message, /fix these keys in Pulumi\.newbox\.yaml:/);
+        assert.match(message, /sglang-serve:host = \(not set\)\n\s+host is required/);
+        assert.match(message, /sglang-serve:service = \(not set\)\n\s+service is required/);
+        assert.match(message, /Start from an example: copy the config: section of Pulumi\.kpro5\.yaml .*\nor Pulumi\.ct129\.yaml .* into Pulumi\.newbox\.yaml/);
+        assert.match(message, /docs\/design\.md, "Stack config", describes every key/);
+    });
+
+    it("points at files and headings that exist", () => {
+        const message = newStackMessage();
+        for (const stack of ["kpro5", "ct129"]) assert.ok(fs.existsSync(path.join(repo, `Pulumi.${stack}.yaml`)), `Pulumi.${stack}.yaml`);
+        const headings = (doc: string) => fs.readFileSync(path.join(repo, doc), "utf8").match(/^#+ .*$/gm) ?? [];
+        const cited = [...message.matchAll(/(docs\/[\w-]+\.md), "([^"]+)"/g)];
+        assert.equal(cited.length, 2, message);
+        for (const [, doc, heading] of cited) {
+            assert.ok(
+                headings(doc).some((h) => h.replace(/^#+ /, "").startsWith(heading)),
+                `${doc} has no heading "${heading}"`,
+            );
+        }
+    });
+
+    it("does not repeat the example's pointer for a filled-in config with a bad value", () => {
+        const message = formatConfigIssues(issuesOf(withField((r) => (r.service.port = 70000))), "kpro5");
+        assert.match(message, /fix these keys in Pulumi\.kpro5\.yaml:/);
+        assert.doesNotMatch(message, /Start from an example/);
     });
 });

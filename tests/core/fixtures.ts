@@ -8,49 +8,73 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config-schema";
-import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
+import * as yaml from "js-yaml";
+import { CONFIG_NAMESPACE, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config-schema";
+import { isRecord } from "../../core/is-record";
 import { OWNED_FLAGS } from "../../core/sglang-rules";
 
-/** kpro5 as the field runs it: Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2. */
-export function fieldConfig() {
-    return {
-        host: {
-            name: "kpro5",
-            address: "10.1.2.5",
-            hostKey: PLACEHOLDER_HOST_KEY,
-            topology: "pct-exec",
-            sshPrivateKeyPath: "~/.ssh/id_ed25519",
-            gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 },
-        },
-        container: { vmid: 129, hostname: "llm-two", adopt: true, gpus: [0, 1] },
-        service: {
-            name: "qwen",
-            sglangVersion: "0.5.11",
-            python: "/opt/sglang/venv/bin/python3",
-            model: {
-                path: "/models/Qwen3.6-27B",
-                architecture: "Qwen3_5ForConditionalGeneration",
-                weightsGB: 52,
-                servedName: "qwen3.6-27b",
-            },
-            tensorParallelSize: 2,
-            speculative: { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 } as SpeculativeConfig,
-            mambaSchedulerStrategy: "extra_buffer",
-            memFractionStatic: 0.88,
-            listenHost: "0.0.0.0",
-            port: 30000,
-            endpointHost: "10.1.230.172",
-            environment: { SGLANG_ENABLE_SPEC_V2: "1" },
-        },
-        // The field listens on 0.0.0.0: it needs a key (a secret in the field; any valid key here).
-        apiKey: "0123456789abcdef0123456789abcdef",
-    };
+const repo = path.join(__dirname, "..", "..");
+
+/**
+ * A committed stack file's settings: its `config:` map (namespaced keys)
+ * without `secure:` values. The files are committed without secrets, but a
+ * checkout where an operator set them (README "Secrets") holds ciphertext
+ * under that stack's own salt, which no test can read.
+ */
+export function committedStackSettings(stack: string): Record<string, unknown> {
+    const doc = yaml.load(fs.readFileSync(path.join(repo, `Pulumi.${stack}.yaml`), "utf8")) as { config?: Record<string, unknown> };
+    return Object.fromEntries(Object.entries(doc.config ?? {}).filter(([, v]) => !(isRecord(v) && "secure" in v)));
 }
 
-/** The field config with `edit` applied to a deep copy (tests mutate freely). */
-export type FieldRaw = ReturnType<typeof fieldConfig>;
+/** The raw config sections, as validateStackConfig takes them (editable in tests; the values come from a stack file). */
+export interface FieldRaw {
+    host: {
+        name: string;
+        address: string;
+        port?: number;
+        user?: string;
+        hostKey: string;
+        topology: string;
+        sshPrivateKeyPath?: string;
+        gpus: { count: number; name: string; memoryMiB: number };
+    };
+    container: { vmid: number; hostname: string; adopt: boolean; allowDelete?: boolean; gpus: number[] };
+    service: {
+        name: string;
+        sglangVersion: string;
+        python: string;
+        launcher?: string;
+        model: { path: string; architecture: string; weightsGB: number; servedName: string };
+        tensorParallelSize: number;
+        speculative: SpeculativeConfig;
+        mambaSchedulerStrategy: string;
+        environment: { SGLANG_ENABLE_SPEC_V2: string };
+        disableRadixCache?: boolean;
+        memFractionStatic: number;
+        listenHost: string;
+        port: number;
+        endpointHost: string;
+        extraArgs?: string[];
+    };
+    readiness?: Record<string, unknown>;
+    apiKey: string;
+}
 
+/**
+ * kpro5 as the field runs it (Pulumi.kpro5.yaml, the one example config:
+ * Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2), as
+ * raw sections, with an API key: the field listens on 0.0.0.0 and sets its
+ * key as a secret; any valid key here.
+ */
+export function fieldConfig(): FieldRaw {
+    const prefix = `${CONFIG_NAMESPACE}:`;
+    const sections = Object.entries(committedStackSettings("kpro5"))
+        .filter(([key]) => key.startsWith(prefix))
+        .map(([key, value]) => [key.slice(prefix.length), value]);
+    return { ...Object.fromEntries(sections), apiKey: "0123456789abcdef0123456789abcdef" } as FieldRaw;
+}
+
+/** The field config with `edit` applied to a fresh copy (tests mutate freely). */
 export function withField(edit: (raw: FieldRaw) => void): FieldRaw {
     const raw = fieldConfig();
     edit(raw);

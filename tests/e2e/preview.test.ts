@@ -58,6 +58,21 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.match(second.stdout, /editedInThisCheckout\s*:\s*"edit-42"/);
     });
 
+    it("fails a new stack's first preview (stack init, no config yet) with the stack's own message, not the SDK's TypeError", async () => {
+        const d = await Deployment.create("newbox", {});
+        deployments.push(d);
+        // docs/operator-guide.md "Adding a host or a stack", before the stack file is filled in: no Pulumi.newbox.yaml yet.
+        fs.rmSync(path.join(d.dir, "Pulumi.newbox.yaml"));
+        expectExit(await d.plainPulumi(["stack", "init"]), 0, "stack init newbox");
+        const r = await d.plainPulumi(["preview"]);
+        assert.notEqual(r.code, 0, r.output);
+        assert.doesNotMatch(r.output, /TypeError|Cannot convert undefined or null to object/);
+        assert.match(r.output, /fix these keys in Pulumi\.newbox\.yaml/);
+        assert.match(r.output, /sglang-serve:host = \(not set\)/);
+        assert.match(r.output, /sglang-serve:service = \(not set\)/);
+        assert.match(r.output, /Start from an example: copy the config: section of Pulumi\.kpro5\.yaml/);
+    });
+
     it("takes a number set with `pulumi config set --path` (stored as a string)", async () => {
         const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
         deployments.push(d);

@@ -2,9 +2,15 @@ import assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
 import { LabInfo, writeLabStackConfig } from "../../lab/control";
+import { Deployment, expectExit } from "../../lab/deployment";
 import { lab, testLabDir } from "./lab-fixture";
 
 import * as yaml from "js-yaml";
+
+const repo = path.join(__dirname, "..", "..");
+
+type StackDoc = { encryptionsalt?: string; config: Record<string, Record<string, unknown>> };
+const readDoc = (file: string) => yaml.load(fs.readFileSync(file, "utf8")) as StackDoc;
 
 describe("lab stack config", function () {
     let info: LabInfo;
@@ -14,7 +20,8 @@ describe("lab stack config", function () {
         info = await lab();
     });
 
-    it("writes kpro5's settings with the lab's host, key and container address", () => {
+    /** A kpro5 stack file with a salt and secrets, as `config set --secret` leaves it. */
+    function kpro5WithSecrets(): string {
         const kpro5 = path.join(testLabDir(), "Pulumi.kpro5.yaml");
         fs.writeFileSync(
             kpro5,
@@ -29,6 +36,8 @@ describe("lab stack config", function () {
                 "    gpus: { count: 2, name: NVIDIA RTX A6000, memoryMiB: 49140 }",
                 "  sglang-serve:sshPrivateKey:",
                 "    secure: v1:field-secret",
+                "  sglang-serve:apiKey:",
+                "    secure: v1:field-api-key",
                 "  sglang-serve:service:",
                 "    name: qwen",
                 "    port: 30000",
@@ -41,9 +50,16 @@ describe("lab stack config", function () {
                 "",
             ].join("\n"),
         );
-        const file = writeLabStackConfig({ labDir: testLabDir(), kpro5File: kpro5, file: path.join(testLabDir(), "Pulumi.lab.yaml") });
-        const doc = yaml.load(fs.readFileSync(file, "utf8")) as { encryptionsalt: string; config: Record<string, Record<string, unknown>> };
-        assert.equal(doc.encryptionsalt, "v1:c2FsdA==:v1:abc");
+        return kpro5;
+    }
+
+    it("writes kpro5's settings with the lab's host, key and container address, and none of kpro5's salt or secrets", () => {
+        const labFile = path.join(testLabDir(), "Pulumi.lab.yaml");
+        fs.rmSync(labFile, { force: true });
+        const file = writeLabStackConfig({ labDir: testLabDir(), kpro5File: kpro5WithSecrets(), file: labFile });
+        const doc = readDoc(file);
+        // kpro5's salt and ciphertexts belong to kpro5: the lab stack makes its own (issue 22).
+        assert.equal(doc.encryptionsalt, undefined);
         const c = doc.config;
         assert.deepEqual(c["sglang-serve:host"], {
             name: "kpro5",
@@ -56,6 +72,7 @@ describe("lab stack config", function () {
             gpus: { count: 2, name: "NVIDIA RTX A6000", memoryMiB: 49140 },
         });
         assert.equal(c["sglang-serve:sshPrivateKey"], undefined);
+        assert.equal(c["sglang-serve:apiKey"], undefined);
         assert.deepEqual(c["sglang-serve:service"], {
             name: "qwen",
             port: 30000,
@@ -66,5 +83,62 @@ describe("lab stack config", function () {
         });
         assert.deepEqual(c["sglang-serve:readiness"], { startupTimeoutSeconds: 900 });
         assert.equal((c["sglang-serve:container"] as { vmid: number }).vmid, 129);
+    });
+
+    it("keeps the lab stack's own salt and API key when it writes the file again", () => {
+        const labFile = path.join(testLabDir(), "Pulumi.lab.yaml");
+        fs.writeFileSync(labFile, "encryptionsalt: v1:bGFi:v1:lab\nconfig:\n  sglang-serve:apiKey:\n    secure: v1:lab-api-key\n");
+        writeLabStackConfig({ labDir: testLabDir(), kpro5File: kpro5WithSecrets(), file: labFile });
+        const doc = readDoc(labFile);
+        assert.equal(doc.encryptionsalt, "v1:bGFi:v1:lab");
+        assert.deepEqual(doc.config["sglang-serve:apiKey"], { secure: "v1:lab-api-key" });
+        assert.equal(doc.config["sglang-serve:service"].memFractionStatic, 0.88);
+    });
+
+    it("mends a lab file written before the fix, which holds kpro5's salt and then its own: the lab's own is kept", () => {
+        const labFile = path.join(testLabDir(), "Pulumi.lab.yaml");
+        fs.writeFileSync(
+            labFile,
+            "encryptionsalt: v1:c2FsdA==:v1:abc\nencryptionsalt: v1:bGFi:v1:lab\nconfig:\n  sglang-serve:apiKey:\n    secure: v1:lab-api-key\n",
+        );
+        writeLabStackConfig({ labDir: testLabDir(), kpro5File: kpro5WithSecrets(), file: labFile });
+        const text = fs.readFileSync(labFile, "utf8");
+        assert.equal(text.match(/^encryptionsalt:/gm)?.length, 1, text);
+        assert.equal(readDoc(labFile).encryptionsalt, "v1:bGFi:v1:lab");
+    });
+
+    it("after kpro5's API key is set the README's way, `npm run lab`'s stack keeps its own key and the engine loads its config", async function () {
+        this.timeout(240_000);
+        const labKey = "lab-api-key-0123456789abcdef0123";
+        const kpro5 = await Deployment.create("kpro5", {});
+        try {
+            // A checkout's kpro5 file as committed, then the README's step:
+            // `npm run pulumi -- config set --secret sglang-serve:apiKey --stack kpro5`, the value on stdin.
+            const kpro5File = path.join(kpro5.dir, "Pulumi.kpro5.yaml");
+            fs.copyFileSync(path.join(repo, "Pulumi.kpro5.yaml"), kpro5File);
+            await kpro5.setSecret("sglang-serve:apiKey", "kpro5-field-api-key-0123456789abcdef");
+            const kpro5Salt = readDoc(kpro5File).encryptionsalt;
+            assert.ok(kpro5Salt, "the README's step writes a salt into Pulumi.kpro5.yaml");
+
+            // What `npm run lab` does with the stack file (scripts/lab-run.ts): write it, set the lab's own key the
+            // first time; the next `npm run lab` writes it again.
+            const lab = kpro5.otherStack("lab");
+            const labFile = path.join(kpro5.dir, "Pulumi.lab.yaml");
+            writeLabStackConfig({ labDir: testLabDir(), kpro5File, file: labFile });
+            await lab.setSecret("sglang-serve:apiKey", labKey);
+            writeLabStackConfig({ labDir: testLabDir(), kpro5File, file: labFile });
+
+            const text = fs.readFileSync(labFile, "utf8");
+            assert.equal(text.match(/^encryptionsalt:/gm)?.length, 1, text);
+            assert.notEqual(readDoc(labFile).encryptionsalt, kpro5Salt);
+            const key = await lab.run(["config", "get", "sglang-serve:apiKey"]);
+            expectExit(key, 0, "config get sglang-serve:apiKey --stack lab");
+            assert.equal(key.stdout.trim(), labKey);
+            const preview = await lab.preview();
+            expectExit(preview, 0, "preview --stack lab");
+            assert.match(preview.stdout, /sglang-serve:index:SglangService/);
+        } finally {
+            kpro5.cleanup();
+        }
     });
 });

@@ -234,6 +234,19 @@ func (h *host) runArgs(runPath string, req *pulumirpc.RunRequest) []string {
 	return append(args, req.GetArgs()...)
 }
 
+// configJSON is PULUMI_CONFIG for the program: the stack's config as a JSON
+// object, "{}" for a stack with none yet (as the official host's
+// constructConfig gives it). A nil map would marshal to "null", on which the
+// SDK's config parser fails with a TypeError before the program can say what
+// to set (issue 22: `pulumi stack init newbox`, then `pulumi preview`).
+func configJSON(req *pulumirpc.RunRequest) ([]byte, error) {
+	config := req.GetConfig()
+	if config == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(config)
+}
+
 func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.RunResponse, error) {
 	programDir := req.GetInfo().GetProgramDirectory()
 	if programDir == "" {
@@ -243,7 +256,7 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	if _, err := os.Stat(runPath); err != nil {
 		return &pulumirpc.RunResponse{Error: "It looks like the Pulumi SDK has not been installed. Have you run `npm ci`?"}, nil
 	}
-	config, err := json.Marshal(req.GetConfig())
+	config, err := configJSON(req)
 	if err != nil {
 		return nil, err
 	}
