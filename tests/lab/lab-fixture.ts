@@ -66,23 +66,26 @@ export async function ok(machine: "host" | "container", command: string, input?:
  * Runs `command` (one simple command) in the container until its output shows
  * `pattern` (grep -E), it exits, or `seconds` pass, then sends it SIGINT as a
  * Ctrl-C would: the test waits for what it looks for, not a fixed time that a
- * loaded machine can miss. Its stdout, stderr and exit code.
+ * loaded machine can miss. Output to a file is block-buffered, so the command
+ * runs line-buffered (stdbuf for C stdio, PYTHONUNBUFFERED for Python) and the
+ * lines show as they are written; `timeout` ends it after `seconds`. Its stdout, stderr and exit code.
  */
-export function runUntilOutput(command: string, pattern: string, seconds = 60): Promise<ExecResult> {
+export function runUntilOutput(command: string, pattern: string, seconds = 45): Promise<ExecResult> {
     const quoted = `'${pattern.replace(/'/g, `'\\''`)}'`;
-    return exec(
+    return labExec(
         "container",
         [
             "out=$(mktemp) err=$(mktemp)",
-            `${command} >"$out" 2>"$err" &`,
+            // A command started with & in a script ignores SIGINT; timeout (which handles it) runs it and passes the signal on.
+            `PYTHONUNBUFFERED=1 timeout -s INT ${seconds} stdbuf -oL -eL ${command} >"$out" 2>"$err" &`,
             "pid=$!",
-            `end=$(( $(date +%s) + ${seconds} ))`,
-            `while kill -0 "$pid" 2>/dev/null && ! grep -qE ${quoted} "$out" "$err" && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done`,
+            `while kill -0 "$pid" 2>/dev/null && ! grep -qE ${quoted} "$out" "$err"; do sleep 0.1; done`,
             'kill -INT "$pid" 2>/dev/null',
             'wait "$pid"; code=$?',
             'cat "$out"; cat "$err" >&2; rm -f "$out" "$err"',
             "exit $code",
         ].join("\n"),
+        { labDir: testLabDir(), timeoutMs: (seconds + 30) * 1000 },
     );
 }
 
