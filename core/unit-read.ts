@@ -5,6 +5,20 @@
 // per box instead of several per service.
 import { BatchSection, parseBatch, renderBatch } from "./batch-script";
 import { shQuote } from "./shell";
+import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY } from "./systemd-unit";
+
+/** `sglang-qwen.service` -> `qwen`: the unit and its files are named from the service name. */
+export function serviceNameOf(unitName: string): string {
+    return unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
+}
+
+/** Where a unit and its EnvironmentFile live on the box. */
+export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
+    return {
+        unit: `${UNIT_DIRECTORY}/${unitName}`,
+        environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
+    };
+}
 
 export interface UnitReadRequest {
     unitName: string;

@@ -1,5 +1,6 @@
 import { keepingProviderModule, ResourceInitFailed, ResourceProvider } from "./resource-provider";
-import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
+import { newMarker, parseBatch } from "../core/batch-script";
+import { containerReadScript } from "../core/host-reads";
 import type { Connection } from "../components/connection";
 import type { ContainerConfig } from "../core/config-schema";
 import type { DeviceMajors } from "../core/gpu-facts";
@@ -18,7 +19,6 @@ import {
     pctView,
     PctView,
 } from "../core/pct-config";
-import { shQuote } from "../core/shell";
 import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
 import { remoteFor, say } from "./context";
@@ -46,18 +46,6 @@ interface ContainerOutputs extends ContainerInputs {
 interface LiveContainer {
     conf: PctConfig;
     status: string;
-}
-
-/** The script behind readContainer (core/batch-script.ts framing); the read-only gate allows exactly this text. */
-export function containerReadScript(vmid: number, marker: string): string {
-    const id = shQuote(String(vmid));
-    return renderBatch(
-        [
-            { name: "config", script: `pct config ${id} --current || exit 3` },
-            { name: "status", script: `pct status ${id}` },
-        ],
-        marker,
-    );
 }
 
 /** `pct config` and `pct status` in one command; null when the container does not exist. */
