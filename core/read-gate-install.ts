@@ -187,6 +187,7 @@ export function renderInstallScript(opts: InstallOptions): string {
     const key = parsePublicKey(opts.publicKey);
     const gate = gatePathOf(opts);
     const args = gateArgs(opts.scope).join(" ");
+    const keys = keysWord(opts.authorizedKeys);
     const gateText = renderGate(opts.gateText);
     if (!gateText.endsWith("\n") || gateText.split("\n").includes(HEREDOC_END)) {
         throw new Error(`the gate text must end with a newline and not hold a line ${HEREDOC_END}`);
@@ -199,7 +200,7 @@ export function renderInstallScript(opts: InstallOptions): string {
         "#   npm run -s read-gate -- install-script ... | ssh root@<box> sh",
         "set -eu",
         `gate=${shQuote(gate)}`,
-        `keys=${keysWord(opts.authorizedKeys)}`,
+        `keys=${keys}`,
         `line=${shQuote(line)}`,
         `blob=${shQuote(key.blob)}`,
         ...KEYS_PRELUDE,

@@ -11,7 +11,7 @@ import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 import { shCommand } from "../../core/shell";
-import { containerReadScript } from "../../providers/lxc-container";
+import { containerReadScript } from "../../core/host-reads";
 
 /** The container read the stack sends (providers/lxc-container.ts), as the read-only key sends it. */
 const CONTAINER_READ = shCommand(["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")]);
