@@ -50,14 +50,15 @@ export const GATE_PARAMS: Record<string, string> = {
     vmid: "[1-9][0-9]{2,8}",
     name: "[a-z][a-z0-9-]{0,39}",
     timeout: "[1-9][0-9]{0,3}",
+    digest: "[0-9a-f]{64}",
     python: "/[A-Za-z0-9._/+-]{1,255}",
     model: "/[A-Za-z0-9._/+-]{1,255}",
 };
 
 /** Two sets of placeholder values: a template is what both renderings have in common. */
 const VARIANTS = [
-    { marker: "sglang-serve-a1b2c3d4e5f6a7b8", vmid: 918273645, timeout: 3571, name: (k: number) => `zq${k}xazq`, python: "/zqpa/bin/python3", model: "/zqma" },
-    { marker: "sglang-serve-8b7a6f5e4d3c2b1a", vmid: 827364519, timeout: 3583, name: (k: number) => `zq${k}xbzq`, python: "/zqpb/bin/python3", model: "/zqmb" },
+    { marker: "sglang-serve-a1b2c3d4e5f6a7b8", vmid: 918273645, timeout: 3571, name: (k: number) => `zq${k}xazq`, digest: (k: number) => k.toString(16).padStart(2, "0") + "a1".repeat(31), python: "/zqpa/bin/python3", model: "/zqma" },
+    { marker: "sglang-serve-8b7a6f5e4d3c2b1a", vmid: 827364519, timeout: 3583, name: (k: number) => `zq${k}xbzq`, digest: (k: number) => k.toString(16).padStart(2, "0") + "b2".repeat(31), python: "/zqpb/bin/python3", model: "/zqmb" },
 ] as const;
 
 type Variant = (typeof VARIANTS)[number];
@@ -71,7 +72,10 @@ function valuesOf(v: Variant, units: number): Map<string, string> {
         ["python", v.python],
         ["model", v.model],
     ]);
-    for (let k = 0; k < units; k++) m.set(`name${k}`, v.name(k));
+    for (let k = 0; k < units; k++) {
+        m.set(`name${k}`, v.name(k));
+        m.set(`digest${k}`, v.digest(k));
+    }
     return m;
 }
 
@@ -114,7 +118,7 @@ function unitRequests(v: Variant, units: number) {
     return Array.from({ length: units }, (_, k) => {
         const unitName = `sglang-${v.name(k)}.service`;
         const paths = unitPaths(unitName);
-        return { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile };
+        return { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash: v.digest(k) };
     });
 }
 

@@ -112,19 +112,20 @@ const unitReads = new Coalescer<{ remote: RemoteHost; unit: UnitReadRequest }, U
     return parseUnitReadOutput(result.stdout, units, marker);
 });
 
-function readUnit(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
+/** `expectedEnvironmentHash`: environmentFileHash of the declared file; the box answers it again or "differs" (core/unit-read.ts). */
+function readUnit(remote: RemoteHost, unitName: string, expectedEnvironmentHash: string): Promise<UnitReadResult> {
     const t = remote.target;
     const credentials = sha256(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`);
     const paths = unitPaths(unitName);
     return unitReads.request(`${remote.describe()} ${credentials}`, {
         remote,
-        unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile },
+        unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash },
     });
 }
 
 /** `refresh`: the look at the server is shared with the ReadinessCheck's refresh when that one is in flight (providers/rollout-gate.ts verifyServing). */
 async function readLive(remote: RemoteHost, inputs: ServiceInputs, opts: { refresh?: boolean } = {}): Promise<LiveService> {
-    const read = await readUnit(remote, inputs.unitName);
+    const read = await readUnit(remote, inputs.unitName, environmentFileHash(inputs.environmentFile));
     const unit = read.unitText === null ? null : readableUnit(read.unitText);
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
@@ -571,7 +572,7 @@ export const provider: ResourceProvider<ServiceInputs, ServiceOutputs> = {
     async delete(_id, props) {
         const remote = remoteFor(props.connection, "server");
         // Read the box, not the state: another stack may have taken the unit over since.
-        const read = await readUnit(remote, props.unitName);
+        const read = await readUnit(remote, props.unitName, environmentFileHash(props.environmentFile));
         const live = read.unitText === null ? undefined : unitOwner(read.unitText);
         const decision = decideDelete({ live, self: selfOwner(props), unit: props.unitName, where: remote.describe() });
         if (decision.kind === "leave") {

@@ -1,7 +1,6 @@
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, parseBoxFacts } from "../../core/box-facts";
 import { validateStackConfig } from "../../core/config";

@@ -7,6 +7,7 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { boxFactsCommand } from "../../core/box-facts";
+import { sha256 } from "../../core/digest";
 import { containerReadScript, gpuFactsScript } from "../../core/host-reads";
 import { renderGate } from "../../core/read-gate-install";
 import { remoteCommand, shCommand } from "../../core/shell";
@@ -49,7 +50,12 @@ export function inServerBox(t: ServerBox, argv: string[]): string {
 
 /** Every read a refresh sends, built by the stack's own builders: per topology, for these units. */
 export function readerCommands(t: ServerBox, units: readonly string[], marker = "sglang-serve-0123456789abcdef", timeoutSeconds = 30) {
-    const requests = units.map((u) => ({ unitName: u, unitPath: unitPaths(u).unit, environmentFilePath: unitPaths(u).environmentFile }));
+    const requests = units.map((u) => ({
+        unitName: u,
+        unitPath: unitPaths(u).unit,
+        environmentFilePath: unitPaths(u).environmentFile,
+        expectedEnvironmentHash: sha256(`SGLANG_API_KEY=${u}\n`),
+    }));
     return {
         gpuFacts: shCommand(["sh", "-c", gpuFactsScript(marker)]),
         ...(t.kind === "pct-exec" ? { containerRead: shCommand(["sh", "-c", containerReadScript(t.vmid, marker)]) } : {}),

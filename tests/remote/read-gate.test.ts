@@ -144,7 +144,10 @@ describe("read-only gate: everything else is refused", () => {
             remoteCommand("pct-exec", 129, [
                 "sh",
                 "-c",
-                renderUnitReadScript([{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile }], m),
+                renderUnitReadScript(
+                    [{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile, expectedEnvironmentHash: "" }],
+                    m,
+                ),
             ]);
         refused(
             [
@@ -167,7 +170,11 @@ describe("read-only gate: everything else is refused", () => {
 
     it("refuses paths outside /etc/systemd/system/sglang-<name>.service and /etc/sglang/<name>.env", () => {
         const read = (unitPath: string, environmentFilePath: string, unitName = "sglang-qwen.service") =>
-            remoteCommand("pct-exec", 129, ["sh", "-c", renderUnitReadScript([{ unitName, unitPath, environmentFilePath }], "sglang-serve-0123456789abcdef")]);
+            remoteCommand("pct-exec", 129, [
+                "sh",
+                "-c",
+                renderUnitReadScript([{ unitName, unitPath, environmentFilePath, expectedEnvironmentHash: "" }], "sglang-serve-0123456789abcdef"),
+            ]);
         const info = (unitPath: string, environmentFilePath: string) =>
             remoteCommand("pct-exec", 129, serverInfoReadArgv({ unitPath, environmentFilePath, timeoutSeconds: 30 }));
         const reasons = refused(
