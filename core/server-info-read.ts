@@ -16,8 +16,8 @@
  * what core/sglang-args.ts normalizeServerInfo and core/chat-check.ts
  * checkSpeculativeActive look at. Also taken from a nested `server_args`
  * object (the shape some releases use). A value of another type (or a string
- * over SERVER_INFO_MAX_STRING characters, a number beyond 1e15) is dropped on
- * the box; null (unset) is kept.
+ * over SERVER_INFO_MAX_STRING characters, a number beyond 1e15) fails the
+ * read on the box, naming the field, not its value; null (unset) is kept.
  */
 export const SERVER_INFO_FIELDS = {
     model_path: "string",
@@ -206,13 +206,17 @@ def typed(value, kind):
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 1e15
     return isinstance(value, str) and len(value) <= MAX_STRING
-def pick(d, fields):
-    return {k: d[k] for k, kind in fields.items() if k in d and typed(d[k], kind)}
-out = pick(info, FIELDS)
+def pick(d, fields, where):
+    for k, kind in fields.items():
+        if k in d and not typed(d[k], kind):
+            limit = " of at most %d characters" % MAX_STRING if kind == "string" else " up to 1e15" if kind == "number" else ""
+            done({"status": status, "error": "GET %s: /server_info is not the expected JSON object: %s%s is a %s, not a %s%s" % (url, where, k, type(d[k]).__name__, kind, limit)})
+    return {k: d[k] for k in fields if k in d}
+out = pick(info, FIELDS, "")
 if isinstance(info.get("server_args"), dict):
-    out["server_args"] = pick(info["server_args"], FIELDS)
+    out["server_args"] = pick(info["server_args"], FIELDS, "server_args.")
 if isinstance(info.get("internal_states"), list):
-    out["internal_states"] = [pick(s, STATE_FIELDS) for s in info["internal_states"][:MAX_STATES] if isinstance(s, dict)]
+    out["internal_states"] = [pick(s, STATE_FIELDS, "internal_states[].") for s in info["internal_states"][:MAX_STATES] if isinstance(s, dict)]
 done({"status": status, "body": out})
 `;
 
