@@ -481,13 +481,13 @@ describe("read-only gate: the server-info program", function () {
         assert.equal(body.internal_states.length, 64);
         assert.deepEqual(body.internal_states[0], { avg_spec_accept_length: 1.5 });
         for (const [field, value, says] of [
-            ["model_path", { $ref: "/etc/shadow" }, "model_path is a dict, not a string"],
+            ["model_path", { $ref: "/etc/shadow" }, "model_path is a dict, not a string of at most 4096 characters"],
             ["served_model_name", "x".repeat(5000), "served_model_name is a str, not a string of at most 4096 characters"],
-            ["tp_size", "2", "tp_size is a str, not a number"],
+            ["tp_size", "2", "tp_size is a str, not a number up to 1e15"],
             ["mem_fraction_static", 1e300, "mem_fraction_static is a float, not a number up to 1e15"],
-            ["max_running_requests", true, "max_running_requests is a bool, not a number"],
+            ["max_running_requests", true, "max_running_requests is a bool, not a number up to 1e15"],
             ["disable_radix_cache", "yes", "disable_radix_cache is a str, not a boolean"],
-            ["internal_states", [{ avg_spec_accept_length: [1, 2] }], "internal_states[].avg_spec_accept_length is a list, not a number"],
+            ["internal_states", [{ avg_spec_accept_length: [1, 2] }], "internal_states[].avg_spec_accept_length is a list, not a number up to 1e15"],
         ] as const) {
             answer = (_req, res) => {
                 res.writeHead(200, { "content-type": "application/json" });
