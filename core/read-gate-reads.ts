@@ -57,8 +57,24 @@ export const GATE_PARAMS: Record<string, string> = {
 
 /** Two sets of placeholder values: a template is what both renderings have in common. */
 const VARIANTS = [
-    { marker: "sglang-serve-a1b2c3d4e5f6a7b8", vmid: 918273645, timeout: 3571, name: (k: number) => `zq${k}xazq`, digest: (k: number) => k.toString(16).padStart(2, "0") + "a1".repeat(31), python: "/zqpa/bin/python3", model: "/zqma" },
-    { marker: "sglang-serve-8b7a6f5e4d3c2b1a", vmid: 827364519, timeout: 3583, name: (k: number) => `zq${k}xbzq`, digest: (k: number) => k.toString(16).padStart(2, "0") + "b2".repeat(31), python: "/zqpb/bin/python3", model: "/zqmb" },
+    {
+        marker: "sglang-serve-a1b2c3d4e5f6a7b8",
+        vmid: 918273645,
+        timeout: 3571,
+        name: (k: number) => `zq${k}xazq`,
+        digest: (k: number) => k.toString(16).padStart(2, "0") + "a1".repeat(31),
+        python: "/zqpa/bin/python3",
+        model: "/zqma",
+    },
+    {
+        marker: "sglang-serve-8b7a6f5e4d3c2b1a",
+        vmid: 827364519,
+        timeout: 3583,
+        name: (k: number) => `zq${k}xbzq`,
+        digest: (k: number) => k.toString(16).padStart(2, "0") + "b2".repeat(31),
+        python: "/zqpb/bin/python3",
+        model: "/zqmb",
+    },
 ] as const;
 
 type Variant = (typeof VARIANTS)[number];
@@ -82,7 +98,13 @@ function valuesOf(v: Variant, units: number): Map<string, string> {
 /** Splits rendered words at the placeholder values: literal text and parameters. */
 function toTemplate(words: readonly string[], values: Map<string, string>): TemplatePart[][] {
     const byValue = new Map([...values].map(([name, value]) => [value, name]));
-    const pattern = new RegExp([...byValue.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "g");
+    const pattern = new RegExp(
+        [...byValue.keys()]
+            .sort((a, b) => b.length - a.length)
+            .map(escapeRegExp)
+            .join("|"),
+        "g",
+    );
     return words.map((word) => {
         const parts: TemplatePart[] = [];
         let at = 0;
@@ -126,10 +148,19 @@ function unitRequests(v: Variant, units: number) {
 export function gateReads(): GateReads {
     const reads: GateRead[] = [
         { shape: "gpu-facts", where: "host", argv: templateOf("gpu-facts", 0, (v) => ["sh", "-c", gpuFactsScript(v.marker)]) },
-        { shape: "container-read", where: "host", pctOnly: true, argv: templateOf("container-read", 0, (v) => ["sh", "-c", containerReadScript(v.vmid, v.marker)]) },
+        {
+            shape: "container-read",
+            where: "host",
+            pctOnly: true,
+            argv: templateOf("container-read", 0, (v) => ["sh", "-c", containerReadScript(v.vmid, v.marker)]),
+        },
     ];
     for (let n = 1; n <= GATE_MAX_UNITS; n++) {
-        reads.push({ shape: "unit-read", where: "server", argv: templateOf(`unit-read of ${n}`, n, (v) => ["sh", "-c", renderUnitReadScript(unitRequests(v, n), v.marker)]) });
+        reads.push({
+            shape: "unit-read",
+            where: "server",
+            argv: templateOf(`unit-read of ${n}`, n, (v) => ["sh", "-c", renderUnitReadScript(unitRequests(v, n), v.marker)]),
+        });
     }
     reads.push(
         {

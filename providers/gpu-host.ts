@@ -2,15 +2,7 @@ import type { ResourceProvider } from "./resource-provider";
 import { newMarker, parseBatch } from "../core/batch-script";
 import { gpuFactsScript } from "../core/host-reads";
 import type { Connection } from "../components/connection";
-import {
-    DeviceMajors,
-    GpuExpectation,
-    GpuFact,
-    gpuExpectationProblems,
-    parseGpuQuery,
-    parseProcDevices,
-    parseProxmoxVersion,
-} from "../core/gpu-facts";
+import { DeviceMajors, GpuExpectation, GpuFact, gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/gpu-facts";
 import { remoteFor } from "./context";
 import { changedKeys } from "./diff-inputs";
 

@@ -121,7 +121,8 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
     if (!/^[A-Za-z0-9_.-]{1,100}$/.test(o.stack!) || !fs.existsSync(file)) {
         throw new ReadGateOptionError(`--stack ${o.stack}: no ${file}; give an existing stack, or --vmid <vmid> / --direct`);
     }
-    if (o.pythons.length > 0 || o.models.length > 0) throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python or --model with it");
+    if (o.pythons.length > 0 || o.models.length > 0)
+        throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python or --model with it");
     const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
     const stackPins = pinsOf(raw.service, file);
     const host = isRecord(raw.host) ? raw.host : {};

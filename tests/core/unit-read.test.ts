@@ -80,7 +80,10 @@ describe("reading several units in one command", () => {
     });
 
     it("refuses an expected hash that is not sha256 hex (it goes into the script)", () => {
-        assert.throws(() => renderUnitReadScript([{ ...qwen, expectedEnvironmentHash: "$(id)" }], M), /expected EnvironmentFile hash of sglang-qwen\.service is not sha256 hex/);
+        assert.throws(
+            () => renderUnitReadScript([{ ...qwen, expectedEnvironmentHash: "$(id)" }], M),
+            /expected EnvironmentFile hash of sglang-qwen\.service is not sha256 hex/,
+        );
     });
 
     it("fails when the script did not run to its end", () => {

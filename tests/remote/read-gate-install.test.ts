@@ -64,7 +64,10 @@ describe("read-only gate: the authorized_keys line and the install script", func
                 () => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129], pythons: ["/opt/v/bin/python3 --direct"] } }),
                 /--python "\/opt\/v\/bin\/python3 --direct" \(service\.python\) must be an absolute path/,
             ],
-            [() => authorizedKeysLine({ publicKey: key.pub, scope: { direct: true, models: ["/models/../etc"] } }), /--model "\/models\/\.\.\/etc" \(service\.model\.path\)/],
+            [
+                () => authorizedKeysLine({ publicKey: key.pub, scope: { direct: true, models: ["/models/../etc"] } }),
+                /--model "\/models\/\.\.\/etc" \(service\.model\.path\)/,
+            ],
             [
                 () => renderInstallScript({ publicKey: key.pub, scope: { vmids: [129] }, gateText: "x\n", authorizedKeys: "keys file" }),
                 /--authorized-keys "keys file" must be an absolute path or ~\//,
