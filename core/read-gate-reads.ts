@@ -11,9 +11,6 @@ import { serverInfoReadArgv } from "./server-info-read";
 import { remoteArgv } from "./shell";
 import { renderUnitReadScript, unitPaths } from "./unit-read";
 
-/** Bumped when the gate's own logic changes (its reads change with the builders). */
-export const GATE_VERSION = "4";
-
 /** The most units one unit read may name (a stack's services on one box, read together). */
 export const GATE_MAX_UNITS = 16;
 
@@ -32,7 +29,6 @@ export interface GateRead {
 }
 
 export interface GateReads {
-    version: string;
     /** Each parameter's alphabet (a regular expression, the same in JavaScript and Python). */
     params: Record<string, string>;
     /** The argv before a server read for a --vmid key: `pct exec <vmid> --`. */
@@ -174,7 +170,6 @@ export function gateReads(): GateReads {
         { shape: "box-facts", where: "server", argv: templateOf("box-facts", 0, (v) => boxFactsCommand(v.python, v.model)) },
     );
     return {
-        version: GATE_VERSION,
         params: GATE_PARAMS,
         inContainer: templateOf("pct exec", 0, (v) => remoteArgv("pct-exec", v.vmid, [])),
         reads,
