@@ -29,6 +29,8 @@ export interface GateRead {
 }
 
 export interface GateReads {
+    /** GATE_MAX_UNITS, for the gate's message. */
+    maxUnits: number;
     /** Each parameter's alphabet (a regular expression, the same in JavaScript and Python). */
     params: Record<string, string>;
     /** The argv before a server read for a --vmid key: `pct exec <vmid> --`. */
@@ -170,6 +172,7 @@ export function gateReads(): GateReads {
         { shape: "box-facts", where: "server", argv: templateOf("box-facts", 0, (v) => boxFactsCommand(v.python, v.model)) },
     );
     return {
+        maxUnits: GATE_MAX_UNITS,
         params: GATE_PARAMS,
         inContainer: templateOf("pct exec", 0, (v) => remoteArgv("pct-exec", v.vmid, [])),
         reads,
