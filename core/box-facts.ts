@@ -82,9 +82,9 @@ export const BOX_FACTS_LAUNCHER = `import os, stat, sys
 python, model, dist = sys.argv[1], sys.argv[2], sys.argv[3]
 FACTS = ${JSON.stringify(BOX_FACTS_SCRIPT)}
 def refuse(what, why):
-    sys.stderr.write("box-facts: %s %s: only root may own and write every directory on the way to the interpreter and the model; nothing was run\\n" % (json_quote(what), why))
+    sys.stderr.write("box-facts: %s %s: only root may own and write every directory on the way to the interpreter and the model; nothing was run\\n" % (quoted(what), why))
     sys.exit(${BOX_FACTS_UNTRUSTED_EXIT})
-def json_quote(text):
+def quoted(text):
     return repr(text)[:300]
 def trusted(path):
     if not path.startswith("/"):
@@ -121,7 +121,7 @@ trusted(model)
 try:
     os.execv(python, [python, "-I", "-c", FACTS, model, dist])
 except OSError as e:
-    sys.stderr.write("box-facts: cannot run %s: %s\\n" % (json_quote(python), e.strerror))
+    sys.stderr.write("box-facts: cannot run %s: %s\\n" % (quoted(python), e.strerror))
     sys.exit(127)
 `;
 
