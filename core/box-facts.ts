@@ -24,10 +24,9 @@ export interface BoxFacts {
 }
 
 /**
- * Run as `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`: prints one
- * JSON object. Reads files only; the distribution name comes as an argument.
- * The read-only key's gate (gate/sglang-serve-read-gate) allows exactly this
- * program, byte for byte.
+ * Run by the configured interpreter as `<python> -I -c BOX_FACTS_SCRIPT <model
+ * path> sglang`: prints one JSON object. Reads files only; the distribution
+ * name comes as an argument.
  */
 export const BOX_FACTS_SCRIPT = `import glob, json, os, sys
 import importlib.metadata as md
@@ -65,8 +64,71 @@ else:
 print(json.dumps(out))
 `;
 
+/** Exit status of the launcher when a path is not root's alone (nothing ran). */
+export const BOX_FACTS_UNTRUSTED_EXIT = 3;
+
+/**
+ * Run by the box's own python3 (`python3 -I -c BOX_FACTS_LAUNCHER <python>
+ * <model path> sglang`), before the configured interpreter: every component
+ * of both paths, symlinks followed (each link and its target), must be owned
+ * by root and not writable by its group or others; otherwise it exits
+ * BOX_FACTS_UNTRUSTED_EXIT naming the component, and the interpreter never
+ * runs (issue 19: a python reached through a writable directory, or a venv
+ * whose .pth files anyone may write, would run as root). A component that
+ * does not exist ends the walk: its parent is root's alone, so only root can
+ * make it. Then it runs `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`.
+ */
+export const BOX_FACTS_LAUNCHER = `import os, stat, sys
+python, model, dist = sys.argv[1], sys.argv[2], sys.argv[3]
+FACTS = ${JSON.stringify(BOX_FACTS_SCRIPT)}
+def refuse(what, why):
+    sys.stderr.write("box-facts: %s %s: only root may own and write every directory on the way to the interpreter and the model; nothing was run\\n" % (quoted(what), why))
+    sys.exit(${BOX_FACTS_UNTRUSTED_EXIT})
+def quoted(text):
+    return repr(text)[:300]
+def trusted(path):
+    if not path.startswith("/"):
+        refuse(path, "is not an absolute path")
+    todo, here, links = [p for p in path.split("/") if p], "/", 0
+    st = os.lstat("/")
+    if st.st_uid != 0 or st.st_mode & 0o022:
+        refuse("/", "is not root's alone")
+    while todo:
+        name = todo.pop(0)
+        if name == ".":
+            continue
+        step = os.path.normpath(os.path.join(here, name))
+        try:
+            st = os.lstat(step)
+        except FileNotFoundError:
+            return
+        if st.st_uid != 0:
+            refuse(step, "is owned by uid %d, not root" % st.st_uid)
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > 40:
+                refuse(path, "has too many symbolic links")
+            target = os.readlink(step)
+            todo = [p for p in target.split("/") if p] + todo
+            if target.startswith("/"):
+                here = "/"
+            continue
+        if st.st_mode & 0o022:
+            refuse(step, "is writable by its group or others (mode %o)" % stat.S_IMODE(st.st_mode))
+        here = step
+trusted(python)
+trusted(model)
+try:
+    os.execv(python, [python, "-I", "-c", FACTS, model, dist])
+except OSError as e:
+    sys.stderr.write("box-facts: cannot run %s: %s\\n" % (quoted(python), e.strerror))
+    sys.exit(127)
+`;
+
+/** The box-facts read: the box's python3 checks the paths, then runs the configured interpreter (BOX_FACTS_LAUNCHER). */
 export function boxFactsCommand(python: string, modelPath: string): string[] {
-    return [python, "-I", "-c", BOX_FACTS_SCRIPT, modelPath, "sglang"];
+    // -I: no PYTHON* variables, no user site directory, nothing from the working directory.
+    return ["python3", "-I", "-c", BOX_FACTS_LAUNCHER, python, modelPath, "sglang"];
 }
 
 export class BoxFactsError extends Error {}

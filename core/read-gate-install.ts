@@ -4,6 +4,7 @@
 // `ssh root@<box> sh`. Pure: the gate's text comes in as a value.
 import { sha256 } from "./digest";
 import { fingerprintOfKeyBlob } from "./host-key";
+import { GateReads, gateReads } from "./read-gate-reads";
 import { shQuote } from "./shell";
 
 export const DEFAULT_GATE_PATH = "/usr/local/sbin/sglang-serve-read-gate";
@@ -11,8 +12,13 @@ export const DEFAULT_GATE_PATH = "/usr/local/sbin/sglang-serve-read-gate";
 export const DEFAULT_AUTHORIZED_KEYS = "~/.ssh/authorized_keys";
 const HEREDOC_END = "SGLANG_SERVE_READ_GATE_END";
 
-/** Which reads the key may run: containers through pct on a Proxmox host, or the box it logs into (direct topology). */
-export type GateScope = { vmids: readonly number[] } | { direct: true };
+/**
+ * Which reads the key may run: containers through pct on a Proxmox host, or
+ * the box it logs into (direct topology); and the interpreters and model
+ * folders its box-facts read may use (service.python, service.model.path and
+ * the drafter's path, from the stack file), pinned in the key's line.
+ */
+export type GateScope = ({ vmids: readonly number[] } | { direct: true }) & { pythons?: readonly string[]; models?: readonly string[] };
 
 export interface ReadKeyOptions {
     /** The read-only key's public line, as in its .pub file. */
@@ -27,7 +33,7 @@ export interface ReadKeyOptions {
 }
 
 export interface InstallOptions extends ReadKeyOptions {
-    /** The gate script's text (gate/sglang-serve-read-gate). */
+    /** The gate's source (gate/sglang-serve-read-gate); the script installs it with the reads (renderGate). */
     gateText: string;
     /** The authorized_keys file on the box: absolute, or `~/...`. Default DEFAULT_AUTHORIZED_KEYS. */
     authorizedKeys?: string;
@@ -86,15 +92,45 @@ function gatePathOf(opts: ReadKeyOptions): string {
     return p;
 }
 
-/** The gate's arguments for a scope: `--vmid 129` (repeated) or `--direct`. */
+/** The gate's arguments for a scope: `--vmid 129` (repeated) or `--direct`, then `--python P` and `--model M` (each repeatable). */
 export function gateArgs(scope: GateScope): string[] {
-    if ("direct" in scope) return ["--direct"];
+    const pins = [...pinArgs("--python", scope.pythons), ...pinArgs("--model", scope.models)];
+    if ("direct" in scope) return ["--direct", ...pins];
     if (scope.vmids.length === 0) throw new ReadGateOptionError("give --vmid <vmid> (the container the key may read through pct) or --direct");
     for (const v of scope.vmids) {
         if (!Number.isInteger(v) || v < 100 || v > 999_999_999)
             throw new ReadGateOptionError(`--vmid ${v} is not a Proxmox container id (an integer from 100)`);
     }
-    return [...new Set(scope.vmids)].sort((a, b) => a - b).flatMap((v) => ["--vmid", String(v)]);
+    return [...[...new Set(scope.vmids)].sort((a, b) => a - b).flatMap((v) => ["--vmid", String(v)]), ...pins];
+}
+
+/** A pinned path goes into command="..." and the gate compares it as is: absolute, plain characters, no "..", at most 256 characters. */
+function pinArgs(option: "--python" | "--model", paths: readonly string[] | undefined): string[] {
+    return [...new Set(paths ?? [])].sort().flatMap((p) => {
+        if (!SAFE_PATH.test(p) || p.length > 256 || p.split("/").includes("..")) {
+            const field = option === "--python" ? "service.python" : "service.model.path";
+            throw new ReadGateOptionError(
+                `${option} ${JSON.stringify(p)} (${field}) must be an absolute path of letters, digits and ._/+-, without "..", at most 256 characters`,
+            );
+        }
+        return [option, p];
+    });
+}
+
+/** The line of the gate's source that the install script replaces with the reads. */
+const READS_LINE = "READS = None  # SGLANG_SERVE_READ_GATE_READS";
+
+/**
+ * The gate as installed: its source (gate/sglang-serve-read-gate) with the
+ * reads the stack's builders render (core/read-gate-reads.ts) in place of
+ * READS_LINE, as a raw string literal of JSON (every `'` written \u0027, so
+ * the literal cannot end early).
+ */
+export function renderGate(gateText: string, reads: GateReads = gateReads()): string {
+    const at = gateText.split("\n").filter((l) => l === READS_LINE).length;
+    if (at !== 1) throw new Error(`the gate's source must hold the line ${JSON.stringify(READS_LINE)} once (it holds it ${at} times)`);
+    const json = JSON.stringify(reads).replace(/'/g, "\\u0027");
+    return gateText.replace(READS_LINE, () => `READS = r'''${json}'''`);
 }
 
 /** The forced command: what sshd runs for the key whatever the client asks. */
@@ -151,10 +187,12 @@ export function renderInstallScript(opts: InstallOptions): string {
     const key = parsePublicKey(opts.publicKey);
     const gate = gatePathOf(opts);
     const args = gateArgs(opts.scope).join(" ");
-    if (!opts.gateText.endsWith("\n") || opts.gateText.split("\n").includes(HEREDOC_END)) {
+    const keys = keysWord(opts.authorizedKeys);
+    const gateText = renderGate(opts.gateText);
+    if (!gateText.endsWith("\n") || gateText.split("\n").includes(HEREDOC_END)) {
         throw new Error(`the gate text must end with a newline and not hold a line ${HEREDOC_END}`);
     }
-    const sha = sha256(opts.gateText);
+    const sha = sha256(gateText);
     return [
         "#!/bin/sh",
         "# sglang-serve: installs the read-only gate and the read-only key on this box.",
@@ -162,7 +200,7 @@ export function renderInstallScript(opts: InstallOptions): string {
         "#   npm run -s read-gate -- install-script ... | ssh root@<box> sh",
         "set -eu",
         `gate=${shQuote(gate)}`,
-        `keys=${keysWord(opts.authorizedKeys)}`,
+        `keys=${keys}`,
         `line=${shQuote(line)}`,
         `blob=${shQuote(key.blob)}`,
         ...KEYS_PRELUDE,
@@ -173,7 +211,7 @@ export function renderInstallScript(opts: InstallOptions): string {
         'trap \'rm -f "$tmp" "$ktmp"\' EXIT',
         "umask 022",
         `cat > "$tmp" <<'${HEREDOC_END}'`,
-        `${opts.gateText}${HEREDOC_END}`,
+        `${gateText}${HEREDOC_END}`,
         `[ "$(sha256sum < "$tmp" | cut -d' ' -f1)" = ${sha} ] || fail "the gate arrived changed (its sha256 is not ${sha}); nothing installed"`,
         'chmod 0755 "$tmp"',
         // Checked before it replaces a working gate: it runs, and refuses what the key must not do.

@@ -8,45 +8,61 @@
 // carries it (SGLang's /server_info echoes `api_key` with the other args).
 //
 // The read-only gate on the box allows exactly this program (byte for byte):
-// a change here is a change of the gate's SERVER_INFO_SCRIPT too
-// (tests/remote/read-gate.test.ts fails until both agree).
+// its install script carries the program as this file renders it
+// (core/read-gate-reads.ts), so a change here needs the gate reinstalled.
 
 /**
- * The /server_info keys the stack reads: what core/sglang-args.ts
- * normalizeServerInfo and core/chat-check.ts checkSpeculativeActive look at.
- * Also taken from a nested `server_args` object (the shape some releases use).
+ * The /server_info keys the stack reads, with the type it compares each as:
+ * what core/sglang-args.ts normalizeServerInfo and core/chat-check.ts
+ * checkSpeculativeActive look at. Also taken from a nested `server_args`
+ * object (the shape some releases use). A value of another type (or a string
+ * over SERVER_INFO_MAX_STRING characters, a number beyond 1e15) fails the
+ * read on the box, naming the field, not its value; null (unset) is kept.
  */
-export const SERVER_INFO_FIELDS = [
-    "model_path",
-    "served_model_name",
-    "tp_size",
-    "host",
-    "port",
-    "mem_fraction_static",
-    "max_running_requests",
-    "speculative_algorithm",
-    "speculative_draft_model_path",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "mamba_scheduler_strategy",
-    "disable_radix_cache",
-    "version",
-] as const;
+export const SERVER_INFO_FIELDS = {
+    model_path: "string",
+    served_model_name: "string",
+    tp_size: "number",
+    host: "string",
+    port: "number",
+    mem_fraction_static: "number",
+    max_running_requests: "number",
+    speculative_algorithm: "string",
+    speculative_draft_model_path: "string",
+    speculative_num_steps: "number",
+    speculative_eagle_topk: "number",
+    speculative_num_draft_tokens: "number",
+    mamba_scheduler_strategy: "string",
+    disable_radix_cache: "boolean",
+    version: "string",
+} as const satisfies Record<string, "string" | "number" | "boolean">;
 
-/** The keys kept of each `internal_states[]` entry. */
-export const SERVER_INFO_STATE_FIELDS = ["avg_spec_accept_length"] as const;
+/** The keys kept of each `internal_states[]` entry (at most SERVER_INFO_MAX_STATES entries). */
+export const SERVER_INFO_STATE_FIELDS = { avg_spec_accept_length: "number" } as const;
+
+/** The most of an answer the box reads; a longer one is an error, not parsed. */
+export const SERVER_INFO_MAX_BODY_BYTES = 1_048_576;
+export const SERVER_INFO_MAX_STRING = 4096;
+export const SERVER_INFO_MAX_STATES = 64;
 
 /**
  * argv: unit file, EnvironmentFile, timeout in seconds. Prints one JSON line:
  * {"status": N, "body": {...}} (body only for a JSON object answer), or
  * {"error": "..."}; exits 0 unless python itself fails. No proxies (the key
  * would go to one), no redirects (urllib resends the Authorization header).
+ *
+ * The key goes only to the unit's own server: before it is read, every socket
+ * listening on the unit's port must belong to the unit (its MainPID, the
+ * processes of its cgroup, or their children; systemctl, /sys/fs/cgroup,
+ * /proc/net/tcp{,6} and /proc/<pid>/fd). Otherwise the read asks nothing and
+ * names the process that holds the port (issue 19: a process that grabs the
+ * port while SGLang is down must not get the key).
  */
-export const SERVER_INFO_SCRIPT = String.raw`import json, sys, urllib.error, urllib.request
+export const SERVER_INFO_SCRIPT = String.raw`import json, os, subprocess, sys, urllib.error, urllib.request
 unit_path, env_path, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3])
 FIELDS = ${JSON.stringify(SERVER_INFO_FIELDS)}
 STATE_FIELDS = ${JSON.stringify(SERVER_INFO_STATE_FIELDS)}
+MAX_BODY, MAX_STRING, MAX_STATES = ${SERVER_INFO_MAX_BODY_BYTES}, ${SERVER_INFO_MAX_STRING}, ${SERVER_INFO_MAX_STATES}
 def done(result):
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     sys.exit(0)
@@ -77,6 +93,83 @@ port = flag("--port", "30000")
 if not port.isdigit() or not 0 < int(port) < 65536:
     done({"error": "the --port in " + unit_path + " is not a port: " + port})
 url = "http://%s:%s/server_info" % ("[" + host.strip("[]") + "]" if ":" in host else host, port)
+unit = os.path.basename(unit_path)
+def listening(port):
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().split("\n")[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    return inodes
+def sockets(pid):
+    found = set()
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid)
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            found.add(link[8:-1])
+    return found
+def unit_processes():
+    try:
+        shown = subprocess.run(["systemctl", "show", "-p", "MainPID", unit], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        shown = ""
+    main = dict(l.split("=", 1) for l in shown.split("\n") if "=" in l).get("MainPID", "0")
+    pids = {main} if main.isdigit() and main != "0" else set()
+    for base in ("/sys/fs/cgroup/system.slice/", "/sys/fs/cgroup/systemd/system.slice/"):
+        for d, _, files in os.walk(base + unit):
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    pids.update(f.read().split())
+            except OSError:
+                pass
+    parents = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    stat = f.read()
+                parents[p] = stat[stat.rindex(")") + 2:].split()[1]
+            except (OSError, ValueError, IndexError):
+                pass
+    grew = True
+    while grew:
+        grew = False
+        for p, parent in parents.items():
+            if parent in pids and p not in pids:
+                pids.add(p)
+                grew = True
+    return main, pids
+def holder(inode):
+    for p in os.listdir("/proc"):
+        if p.isdigit() and inode in sockets(p):
+            try:
+                with open("/proc/%s/comm" % p) as f:
+                    return "pid %s (%s)" % (p, f.read().strip()[:64])
+            except OSError:
+                return "pid " + p
+    return "a process this read cannot see"
+held = listening(int(port))
+if not held:
+    done({"error": "GET %s: nothing listens on port %s; nothing was sent" % (url, port)})
+main, pids = unit_processes()
+ours = set()
+for p in pids:
+    ours |= sockets(p)
+for inode in sorted(held - ours):
+    done({"error": "GET %s: port %s is held by %s, not by %s (MainPID %s); the API key was not sent" % (url, port, holder(inode), unit, main)})
 key = None
 try:
     with open(env_path, encoding="utf-8") as f:
@@ -92,24 +185,38 @@ opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect
 request = urllib.request.Request(url, headers={"Authorization": "Bearer " + key} if key else {})
 try:
     with opener.open(request, timeout=timeout) as response:
-        status, body = response.status, response.read()
+        status, body = response.status, response.read(MAX_BODY + 1)
 except urllib.error.HTTPError as e:
     done({"status": e.code})
 except Exception as e:
     done({"error": "GET %s: %s" % (url, e)})
+if len(body) > MAX_BODY:
+    done({"status": status, "error": "GET %s: the answer is larger than %d bytes" % (url, MAX_BODY)})
 try:
     info = json.loads(body)
-except ValueError:
+except (ValueError, RecursionError):
     info = None
 if not isinstance(info, dict):
     done({"status": status, "error": "GET %s: the answer is not a JSON object" % url})
-def pick(d, keys):
-    return {k: d[k] for k in keys if k in d}
-out = pick(info, FIELDS)
+def typed(value, kind):
+    if value is None:
+        return True
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 1e15
+    return isinstance(value, str) and len(value) <= MAX_STRING
+def pick(d, fields, where):
+    for k, kind in fields.items():
+        if k in d and not typed(d[k], kind):
+            limit = " of at most %d characters" % MAX_STRING if kind == "string" else " up to 1e15" if kind == "number" else ""
+            done({"status": status, "error": "GET %s: /server_info is not the expected JSON object: %s%s is a %s, not a %s%s" % (url, where, k, type(d[k]).__name__, kind, limit)})
+    return {k: d[k] for k in fields if k in d}
+out = pick(info, FIELDS, "")
 if isinstance(info.get("server_args"), dict):
-    out["server_args"] = pick(info["server_args"], FIELDS)
+    out["server_args"] = pick(info["server_args"], FIELDS, "server_args.")
 if isinstance(info.get("internal_states"), list):
-    out["internal_states"] = [pick(s, STATE_FIELDS) for s in info["internal_states"] if isinstance(s, dict)]
+    out["internal_states"] = [pick(s, STATE_FIELDS, "internal_states[].") for s in info["internal_states"][:MAX_STATES] if isinstance(s, dict)]
 done({"status": status, "body": out})
 `;
 

@@ -31,21 +31,26 @@ export function shCommand(argv: readonly string[]): string {
 }
 
 /**
- * The string to send over SSH to run `argv` where the server lives: as is on
- * a direct host, through `pct exec <vmid> --` on a Proxmox host.
+ * The argv to run where the server lives: as is on a direct host, after
+ * `pct exec <vmid> --` on a Proxmox host.
  */
-export function remoteCommand(topology: Topology, vmid: number | undefined, argv: readonly string[]): string {
+export function remoteArgv(topology: Topology, vmid: number | undefined, argv: readonly string[]): string[] {
     switch (topology) {
         case "direct":
-            return shCommand(argv);
+            return [...argv];
         case "pct-exec":
             if (vmid === undefined || !Number.isInteger(vmid) || vmid < 100) {
                 throw new Error(`pct-exec needs the container's vmid (an integer >= 100), got ${String(vmid)}`);
             }
-            return shCommand(["pct", "exec", String(vmid), "--", ...argv]);
+            return ["pct", "exec", String(vmid), "--", ...argv];
         default: {
             const never: never = topology;
             throw new Error(`unknown topology ${String(never)}`);
         }
     }
+}
+
+/** The string to send over SSH to run `argv` where the server lives (remoteArgv, quoted once). */
+export function remoteCommand(topology: Topology, vmid: number | undefined, argv: readonly string[]): string {
+    return shCommand(remoteArgv(topology, vmid, argv));
 }

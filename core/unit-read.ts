@@ -1,21 +1,50 @@
 // One remote command that reads the state of several systemd units on one box:
-// each unit file, the hash of its EnvironmentFile, and one `systemctl show`
-// for all of them. The services of a box are read together (a refresh reads
+// each unit file, whether its EnvironmentFile is the one the stack declares,
+// and one `systemctl show` for all of them. The services of a box are read together (a refresh reads
 // them in parallel), so a fleet costs one `pct exec` and one systemctl call
 // per box instead of several per service.
 import { BatchSection, parseBatch, renderBatch } from "./batch-script";
 import { shQuote } from "./shell";
+import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY } from "./systemd-unit";
+
+/** `sglang-qwen.service` -> `qwen`: the unit and its files are named from the service name. */
+export function serviceNameOf(unitName: string): string {
+    return unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
+}
+
+/** Where a unit and its EnvironmentFile live on the box. */
+export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
+    return {
+        unit: `${UNIT_DIRECTORY}/${unitName}`,
+        environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
+    };
+}
 
 export interface UnitReadRequest {
     unitName: string;
     unitPath: string;
     environmentFilePath: string;
+    /**
+     * The sha256 hex of the EnvironmentFile the stack declares ("" when it
+     * declares none). The box compares it with its own file and answers only
+     * that digest again (the same file) or ENVIRONMENT_DIFFERS: the read, which
+     * the read-only key runs, never carries the digest of a file that holds the
+     * API key, so a weak key cannot be guessed offline from it (issue 19,
+     * finding 7). Someone who holds that key learns one bit per SSH command.
+     */
+    expectedEnvironmentHash: string;
 }
+
+/** What the box answers for an EnvironmentFile that is there but not the declared one. */
+export const ENVIRONMENT_DIFFERS = "differs";
+
+/** Sent when the stack declares no EnvironmentFile: no file's sha256 is 64 zeros. */
+const NO_EXPECTED_HASH = "0".repeat(64);
 
 export interface UnitReadResult {
     /** The unit file's text, or null when there is none. */
     unitText: string | null;
-    /** sha256 hex of the EnvironmentFile, "" when there is none. */
+    /** The expected sha256 hex when the EnvironmentFile is the declared one, ENVIRONMENT_DIFFERS when it is another, "" when there is none. */
     environmentFileHash: string;
     /** systemd's ActiveState ("active", "failed", ...), "unknown" when systemctl gave none. */
     activeState: string;
@@ -29,9 +58,16 @@ const ABSENT = "__absent__";
 export function renderUnitReadScript(units: readonly UnitReadRequest[], marker: string): string {
     const sections: BatchSection[] = [];
     units.forEach((u, i) => {
+        const expected = u.expectedEnvironmentHash === "" ? NO_EXPECTED_HASH : u.expectedEnvironmentHash;
+        if (!/^[0-9a-f]{64}$/.test(expected)) throw new Error(`unit read: the expected EnvironmentFile hash of ${u.unitName} is not sha256 hex`);
         // `echo` after the file: a file without a final newline must not run into the next marker.
         sections.push({ name: `unit ${i}`, script: `{ cat ${shQuote(u.unitPath)} 2>/dev/null && echo; } || echo ${ABSENT}` });
-        sections.push({ name: `env ${i}`, script: `(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null || echo none) | cut -d' ' -f1` });
+        sections.push({
+            name: `env ${i}`,
+            script:
+                `h=$(sha256sum ${shQuote(u.environmentFilePath)} 2>/dev/null | cut -d' ' -f1); ` +
+                `if [ -z "$h" ]; then echo none; elif [ "$h" = ${expected} ]; then echo ${expected}; else echo ${ENVIRONMENT_DIFFERS}; fi`,
+        });
     });
     sections.push({
         name: "show",

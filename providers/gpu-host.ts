@@ -1,33 +1,18 @@
 import type { CompleteProvider } from "./resource-provider";
-import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
+import { newMarker, parseBatch } from "../core/batch-script";
+import { gpuFactsScript } from "../core/host-reads";
 import type { Connection } from "../components/connection";
-import { GPU_QUERY, gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/gpu-facts";
+import { gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/gpu-facts";
 import { servedByThisProcess } from "./context";
 import type { ProviderRun } from "./provider-run";
 import { changedKeys } from "./diff-inputs";
 import type { GpuHostOutputs, GpuHostProps } from "./gpu-host-props";
 
-/**
- * One remote command for all facts (core/batch-script.ts framing): nvidia-smi,
- * /proc/devices, pveversion (absent inside a container). The read-only gate
- * (gate/sglang-serve-read-gate) allows exactly this text.
- */
-export function factsScript(marker: string): string {
-    return renderBatch(
-        [
-            { name: "gpus", script: `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits || exit 1` },
-            { name: "devices", script: "cat /proc/devices" },
-            { name: "proxmox", script: "pveversion 2>/dev/null || true" },
-        ],
-        marker,
-    );
-}
-
 async function readFacts(run: ProviderRun, connection: Connection) {
     const remote = run.remoteFor(connection, "host");
     // In the direct topology the "host" is the container itself: nvidia-smi works there too.
     const marker = newMarker();
-    const result = await remote.run(["sh", "-c", factsScript(marker)]);
+    const result = await remote.run(["sh", "-c", gpuFactsScript(marker)]);
     if (result.code !== 0) {
         // The read-only key's gate refusing the read is not a driver problem: its message says what to do.
         if (result.stderr.includes("sglang-serve-read-gate: refused")) throw new Error(`${remote.describe()}: ${result.stderr.trim()}`);

@@ -1,5 +1,6 @@
 import { CompleteProvider, keepingProviderModule, ResourceInitFailed } from "./resource-provider";
-import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
+import { newMarker, parseBatch } from "../core/batch-script";
+import { containerReadScript } from "../core/host-reads";
 import type { ContainerConfig } from "../core/config-schema";
 import type { DeviceMajors } from "../core/gpu-facts";
 import {
@@ -15,7 +16,6 @@ import {
     pctSetArgs,
     pctView,
 } from "../core/pct-config";
-import { shQuote } from "../core/shell";
 import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
 import { servedByThisProcess } from "./context";
@@ -28,18 +28,6 @@ import type { ContainerOutputs, ContainerProps } from "./lxc-container-props";
 interface LiveContainer {
     conf: PctConfig;
     status: string;
-}
-
-/** The script behind readContainer (core/batch-script.ts framing); the read-only gate allows exactly this text. */
-export function containerReadScript(vmid: number, marker: string): string {
-    const id = shQuote(String(vmid));
-    return renderBatch(
-        [
-            { name: "config", script: `pct config ${id} --current || exit 3` },
-            { name: "status", script: `pct status ${id}` },
-        ],
-        marker,
-    );
 }
 
 /** `pct config` and `pct status` in one command; null when the container does not exist. */

@@ -15,7 +15,7 @@ import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./rollout-gate";
 import { say } from "./say";
-import { differences, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
+import { differences, environmentFileHash, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { rollout } from "./sglang-service-rollout";
 import { previousPaths, unitPaths } from "./unit-view";
@@ -96,7 +96,7 @@ async function untilServing(run: ProviderRun, id: string, remote: RemoteHost, in
 export async function removeService(run: ProviderRun, props: ServiceOutputs): Promise<void> {
     const remote = run.remoteFor(props.connection, "server");
     // Read the box, not the state: another stack may have taken the unit over since.
-    const read = await run.unitReads.read(remote, props.unitName);
+    const read = await run.unitReads.read(remote, props.unitName, environmentFileHash(props.environmentFile));
     const live = read.unitText === null ? undefined : unitOwner(read.unitText);
     const decision = decideDelete({ live, self: selfOwner(props), unit: props.unitName, where: remote.describe() });
     if (decision.kind === "leave") {

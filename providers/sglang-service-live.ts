@@ -56,7 +56,7 @@ export function readableUnit(text: string): UnitView {
  * the ReadinessCheck's refresh when that one is in flight (the run's looks).
  */
 export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: ServiceProps, opts: { refresh?: boolean } = {}): Promise<LiveService> {
-    const read = await run.unitReads.read(remote, inputs.unitName);
+    const read = await run.unitReads.read(remote, inputs.unitName, environmentFileHash(inputs.environmentFile));
     const unit = read.unitText === null ? null : readableUnit(read.unitText);
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;

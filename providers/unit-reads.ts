@@ -20,13 +20,14 @@ export class UnitReads {
         return parseUnitReadOutput(result.stdout, units, marker);
     });
 
-    read(remote: RemoteHost, unitName: string): Promise<UnitReadResult> {
+    /** `expectedEnvironmentHash`: environmentFileHash of the declared file; the box answers it again or "differs" (core/unit-read.ts). */
+    read(remote: RemoteHost, unitName: string, expectedEnvironmentHash: string): Promise<UnitReadResult> {
         const t = remote.target;
         const credentials = sha256(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`);
         const paths = unitPaths(unitName);
         return this.batches.request(`${remote.describe()} ${credentials}`, {
             remote,
-            unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile },
+            unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash },
         });
     }
 }

@@ -1,6 +1,9 @@
 import { flagMap } from "../core/flag-map";
 import { ArgvFields, LiveServerArgs, liveArgsDrift } from "../core/sglang-args";
-import { ENVIRONMENT_DIRECTORY, serviceFromUnit, UNIT_DIRECTORY } from "../core/systemd-unit";
+import { ENVIRONMENT_DIRECTORY, serviceFromUnit } from "../core/systemd-unit";
+import { serviceNameOf, unitPaths } from "../core/unit-read";
+
+export { unitPaths };
 
 /** A unit file on the box, as the state and the preview show it. */
 export interface UnitView {
@@ -16,18 +19,6 @@ export function unitView(text: string): UnitView {
     const parsed = serviceFromUnit(text);
     const { command, flags } = flagMap(parsed.argv);
     return { text, command, flags, environment: parsed.environment, fields: parsed.fields };
-}
-
-/** `sglang-qwen.service` -> `qwen`: the unit and its files are named from the service name. */
-function serviceNameOf(unitName: string): string {
-    return unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
-}
-
-export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
-    return {
-        unit: `${UNIT_DIRECTORY}/${unitName}`,
-        environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
-    };
 }
 
 /** Where a rollout keeps the unit that ran before it (outside the unit directory, so systemd ignores it). */

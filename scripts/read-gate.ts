@@ -2,22 +2,24 @@
  * `npm run -s read-gate -- <command>`: the read-only key's gate on the box
  * (gate/sglang-serve-read-gate; docs/operator-guide.md, "The read-only key").
  *
- *   install-script --public-key FILE (--stack NAME | --vmid N... | --direct)
+ *   install-script --public-key FILE (--stack NAME | (--vmid N... | --direct) --python PATH --model PATH...)
  *                  [--gate-path PATH] [--authorized-keys PATH] [--from PATTERNS] [--comment TEXT]
  *       prints the sh script that installs the gate and the key's gated line;
  *       pipe it into the box as the user the stack logs in as:
  *         npm run -s read-gate -- install-script --stack kpro5 --public-key ~/.ssh/sglang-serve-read-kpro5.pub | ssh root@10.1.2.5 sh
  *   remove-script --public-key FILE [--authorized-keys PATH]
  *       prints the sh script that removes every line of that key (rotation)
- *   line --public-key FILE (--stack NAME | --vmid N... | --direct) [--gate-path PATH] [--from PATTERNS]
+ *   line --public-key FILE (--stack NAME | --vmid N... | --direct) [--python PATH] [--model PATH...] [--gate-path PATH] [--from PATTERNS]
  *       prints the authorized_keys line alone
  *   print-gate
- *       prints the gate script
- *   check (--stack NAME | --vmid N... | --direct) COMMAND
+ *       prints the gate as installed (its source with the reads the stack's builders render)
+ *   check (--stack NAME | --vmid N... | --direct) [--python PATH] [--model PATH...] COMMAND
  *       whether the gate allows COMMAND (runs the gate here, in --check mode)
  *
  * --stack reads Pulumi.<NAME>.yaml: pct-exec gives --vmid container.vmid,
- * direct gives --direct. Exit 0, 1 (check: refused), 2 (usage).
+ * direct gives --direct; and the pins: --python service.python, --model
+ * service.model.path (and service.speculative.draftModelPath when set).
+ * Exit 0, 1 (check: refused), 2 (usage).
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -29,6 +31,7 @@ import {
     gateArgs,
     parsePublicKey,
     ReadGateOptionError,
+    renderGate,
     renderInstallScript,
     renderRemoveKeyScript,
 } from "../core/read-gate-install";
@@ -43,6 +46,8 @@ interface Options {
     stack?: string;
     vmids: number[];
     direct: boolean;
+    pythons: string[];
+    models: string[];
     gatePath?: string;
     authorizedKeys?: string;
     from?: string;
@@ -50,10 +55,10 @@ interface Options {
     rest: string[];
 }
 
-const VALUE_OPTIONS = new Set(["--public-key", "--stack", "--vmid", "--gate-path", "--authorized-keys", "--from", "--comment"]);
+const VALUE_OPTIONS = new Set(["--public-key", "--stack", "--vmid", "--python", "--model", "--gate-path", "--authorized-keys", "--from", "--comment"]);
 
 function parseOptions(args: string[]): Options {
-    const o: Options = { vmids: [], direct: false, rest: [] };
+    const o: Options = { vmids: [], direct: false, pythons: [], models: [], rest: [] };
     for (let i = 0; i < args.length; i++) {
         const a = args[i]!;
         if (a === "--direct") {
@@ -78,6 +83,12 @@ function parseOptions(args: string[]): Options {
                 if (!/^\d+$/.test(v)) throw new ReadGateOptionError(`--vmid ${JSON.stringify(v)} is not a Proxmox container id (an integer from 100)`);
                 o.vmids.push(Number(v));
                 break;
+            case "--python":
+                o.pythons.push(v);
+                break;
+            case "--model":
+                o.models.push(v);
+                break;
             case "--gate-path":
                 o.gatePath = v;
                 break;
@@ -95,27 +106,48 @@ function parseOptions(args: string[]): Options {
     return o;
 }
 
-/** The scope from --vmid/--direct, or from the stack file's topology and container.vmid. */
+/**
+ * The scope from --vmid/--direct and --python/--model, or from the stack
+ * file: its topology and container.vmid, service.python, service.model.path
+ * and the drafter's path.
+ */
 export function scopeOf(o: Options, projectDir = repo): GateScope {
     const given = (o.vmids.length > 0 ? 1 : 0) + (o.direct ? 1 : 0) + (o.stack !== undefined ? 1 : 0);
     if (given !== 1) throw new ReadGateOptionError("give exactly one of --stack <name>, --vmid <vmid> (repeatable) or --direct");
-    if (o.direct) return { direct: true };
-    if (o.vmids.length > 0) return { vmids: o.vmids };
+    const pins = { pythons: o.pythons, models: o.models };
+    if (o.direct) return { direct: true, ...pins };
+    if (o.vmids.length > 0) return { vmids: o.vmids, ...pins };
     const file = path.join(projectDir, `Pulumi.${o.stack}.yaml`);
     if (!/^[A-Za-z0-9_.-]{1,100}$/.test(o.stack!) || !fs.existsSync(file)) {
         throw new ReadGateOptionError(`--stack ${o.stack}: no ${file}; give an existing stack, or --vmid <vmid> / --direct`);
     }
+    if (o.pythons.length > 0 || o.models.length > 0)
+        throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python or --model with it");
     const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
+    const stackPins = pinsOf(raw.service, file);
     const host = isRecord(raw.host) ? raw.host : {};
     const topology = host.topology ?? "pct-exec";
-    if (topology === "direct") return { direct: true };
+    if (topology === "direct") return { direct: true, ...stackPins };
     const vmid = isRecord(raw.container) ? Number(raw.container.vmid) : NaN;
     if (topology !== "pct-exec" || !Number.isInteger(vmid)) {
         throw new ReadGateOptionError(
             `--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(raw.container) ? raw.container.vmid : undefined)}; give --vmid <vmid> or --direct`,
         );
     }
-    return { vmids: [vmid] };
+    return { vmids: [vmid], ...stackPins };
+}
+
+/** service.python, service.model.path and service.speculative.draftModelPath of a stack file. */
+function pinsOf(service: unknown, file: string): { pythons: string[]; models: string[] } {
+    const s = isRecord(service) ? service : {};
+    const model = isRecord(s.model) ? s.model.path : undefined;
+    const drafter = isRecord(s.speculative) ? s.speculative.draftModelPath : undefined;
+    if (typeof s.python !== "string" || typeof model !== "string") {
+        throw new ReadGateOptionError(
+            `${file} has no service.python and service.model.path (the gate pins them); set them, or give --vmid/--direct with --python and --model`,
+        );
+    }
+    return { pythons: [s.python], models: typeof drafter === "string" ? [model, drafter] : [model] };
 }
 
 function readPublicKey(o: Options): string {
@@ -142,6 +174,11 @@ export function runReadGate(args: string[], projectDir = repo): ReadGateRun {
             case "install-script": {
                 const publicKey = readPublicKey(o);
                 const scope = scopeOf(o, projectDir);
+                if (!scope.pythons?.length || !scope.models?.length) {
+                    throw new ReadGateOptionError(
+                        "give --python <service.python> and --model <service.model.path> (repeat --model for the drafter's path), or --stack <name>: the gate pins the box-facts read to them",
+                    );
+                }
                 const script = renderInstallScript({
                     publicKey,
                     scope,
@@ -167,15 +204,23 @@ export function runReadGate(args: string[], projectDir = repo): ReadGateRun {
                     stderr: "",
                 };
             case "print-gate":
-                return { code: 0, stdout: fs.readFileSync(GATE_FILE, "utf8"), stderr: "" };
+                return { code: 0, stdout: renderGate(fs.readFileSync(GATE_FILE, "utf8")), stderr: "" };
             case "check": {
                 if (o.rest.length !== 1) throw new ReadGateOptionError("check needs the command as one argument (quote it)");
-                const r = spawnSync(GATE_FILE, [...gateArgs(scopeOf(o, projectDir)), "--check"], {
-                    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SSH_ORIGINAL_COMMAND: o.rest[0]! },
-                    encoding: "utf8",
-                });
-                if (r.error) return { code: 2, stdout: "", stderr: `cannot run ${GATE_FILE}: ${r.error.message} (it needs /usr/bin/python3)\n` };
-                return { code: r.status ?? 2, stdout: r.stdout, stderr: r.stderr };
+                const args = [...gateArgs(scopeOf(o, projectDir)), "--check"];
+                const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-read-gate-"));
+                try {
+                    const gate = path.join(dir, "sglang-serve-read-gate");
+                    fs.writeFileSync(gate, renderGate(fs.readFileSync(GATE_FILE, "utf8")), { mode: 0o755 });
+                    const r = spawnSync(gate, args, {
+                        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SSH_ORIGINAL_COMMAND: o.rest[0]! },
+                        encoding: "utf8",
+                    });
+                    if (r.error) return { code: 2, stdout: "", stderr: `cannot run ${gate}: ${r.error.message} (it needs /usr/bin/python3)\n` };
+                    return { code: r.status ?? 2, stdout: r.stdout, stderr: r.stderr };
+                } finally {
+                    fs.rmSync(dir, { recursive: true, force: true });
+                }
             }
             default:
                 throw new ReadGateOptionError(`unknown command ${JSON.stringify(command ?? "")}: use install-script, remove-script, line, print-gate or check`);

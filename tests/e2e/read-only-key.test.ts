@@ -10,8 +10,10 @@ import { httpGetJson } from "../../remote/probe";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
-import { shCommand } from "../../core/shell";
-import { containerReadScript } from "../../providers/lxc-container";
+import { remoteCommand, shCommand } from "../../core/shell";
+import { containerReadScript } from "../../core/host-reads";
+import { parseServerInfoReadOutput, serverInfoReadArgv } from "../../core/server-info-read";
+import { unitPaths } from "../../core/unit-read";
 
 /** The container read the stack sends (providers/lxc-container.ts), as the read-only key sends it. */
 const CONTAINER_READ = shCommand(["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")]);
@@ -87,10 +89,15 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
 
     it("installs the gate on the host with the documented command: npm run -s read-gate -- install-script ... | ssh root@<host> sh", async () => {
         // The lab's sshd reads its own authorized_keys file, not ~/.ssh/authorized_keys.
+        const service = config["sglang-serve:service"];
         const script = await d.npmScript("read-gate", [
             "install-script",
             "--vmid",
             "129",
+            "--python",
+            String(service.python),
+            "--model",
+            String((service.model as { path: string }).path),
             "--public-key",
             `${readKey}.pub`,
             "--authorized-keys",
@@ -101,13 +108,16 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.equal(r.code, 0, r.stderr);
         assert.match(
             r.stdout,
-            /sglang-serve-read-gate 3 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/,
+            /sglang-serve-read-gate 4 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/,
         );
         const line = fs
             .readFileSync(labPaths(labDir).authorizedKeys, "utf8")
             .split("\n")
             .find((l) => l.endsWith(" sglang-serve-read"));
-        assert.match(line ?? "", /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129",restrict ssh-ed25519 /);
+        assert.match(
+            line ?? "",
+            /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129 --python \/opt\/sglang\/venv\/bin\/python3 --model \/models\/Qwen3\.6-27B",restrict ssh-ed25519 /,
+        );
 
         // From now on the stack has only the read-only key, as the preview and drift jobs do.
         const host = { ...config["sglang-serve:host"] };
@@ -193,5 +203,50 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         }
         const clean = await drift(d);
         expectExit(clean, 0, "drift after the refused up");
+    });
+
+    it("a process holding the server's port while the unit is stopped does not receive the API key: not from the read, not during a refresh", async () => {
+        const port = Number(config["sglang-serve:service"].port ?? 30000);
+        await onBox(labDir, "container", `systemctl stop ${UNIT}`);
+        // Another process on the box takes the port, and logs every request with its Authorization header.
+        const thief = [
+            "import http.server",
+            "class H(http.server.BaseHTTPRequestHandler):",
+            "    def do_GET(self):",
+            "        open('/root/thief.log', 'a').write('%s %s\\n' % (self.path, self.headers.get('Authorization')))",
+            "        self.send_response(200)",
+            "        self.end_headers()",
+            `http.server.HTTPServer(('0.0.0.0', ${port}), H).serve_forever()`,
+        ].join("\n");
+        await onBox(labDir, "container", `: > /root/thief.log && systemd-run --unit sglang-serve-thief python3 -c ${shCommand([thief])}`);
+        try {
+            await onBox(
+                labDir,
+                "container",
+                `for i in $(seq 50); do grep -q ':${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp && exit 0; sleep 0.2; done; exit 1`,
+            );
+            const paths = unitPaths(UNIT);
+            const read = await asReader(
+                remoteCommand("pct-exec", 129, serverInfoReadArgv({ unitPath: paths.unit, environmentFilePath: paths.environmentFile, timeoutSeconds: 10 })),
+            );
+            assert.equal(read.code, 0, read.stderr);
+            const result = parseServerInfoReadOutput(read.stdout);
+            assert.ok("error" in result, read.stdout);
+            assert.match(
+                result.error!,
+                new RegExp(`port ${port} is held by pid \\d+ \\(python3\\), not by ${UNIT.replace(".", "\\.")} \\(MainPID 0\\); the API key was not sent`),
+            );
+            const refresh = await drift(d);
+            assert.ok([0, 7].includes(refresh.code), `npm run drift with the read-only key: exit ${refresh.code}\n${refresh.output}`);
+            // The runner's GET /health goes out without a key, as it always does; nothing else reached the port.
+            const asked = (await onBox(labDir, "container", "cat /root/thief.log")).split("\n").filter(Boolean);
+            assert.ok(
+                asked.every((l) => l === "/health None"),
+                `the process that holds the port was asked: ${asked.join("; ")}`,
+            );
+        } finally {
+            await onBox(labDir, "container", "systemctl stop sglang-serve-thief; rm -f /root/thief.log");
+            await onBox(labDir, "container", `systemctl start ${UNIT}`);
+        }
     });
 });

@@ -161,6 +161,10 @@ if verb == "show":
         u = state["units"].get(n) or {"active": "inactive", "sub": "dead", "pid": 0, "restarts": 0, "enabled": False}
         file_state = ("enabled" if u["enabled"] else "disabled") if os.path.exists(unit_file(n)) else ""
         values = {"Id": n, "ActiveState": u["active"], "SubState": u["sub"], "MainPID": u["pid"], "NRestarts": u["restarts"], "UnitFileState": file_state}
+        # The fake server runs in the test process (FAKE_SERVER_PID): the /server_info read, which asks for
+        # the MainPID alone to know who may hold the port (core/server-info-read.ts), gets that process.
+        if props == ["MainPID"] and u["active"] == "active" and os.environ.get("FAKE_SERVER_PID"):
+            values["MainPID"] = os.environ["FAKE_SERVER_PID"]
         blocks.append("".join("%s=%s\\n" % (p, values[p]) for p in props))
     sys.stdout.write("\\n".join(blocks))
 elif verb == "start":
@@ -311,6 +315,7 @@ export class ProviderBox {
         fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
         const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
+        this.fake.env.FAKE_SERVER_PID = String(process.pid);
         // The box's python3 (the /server_info read) is this machine's, found without a version manager's shim.
         fs.symlinkSync(PYTHON, this.fake.file("bin/python3"));
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);

@@ -1,6 +1,7 @@
 import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { boxExpectations } from "../../core/box-facts";
+import { ENVIRONMENT_DIFFERS } from "../../core/unit-read";
 import { assertBoxServes } from "../../providers/box-facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
 import { sglangServiceProvider } from "../../providers/sglang-service";
@@ -662,11 +663,13 @@ describe("SglangService provider against the fake box", function () {
             assert.equal((await provider.diff!(ID, read.props!, declared())).changes, true);
         });
 
-        it("records secrets changed on the box by their hash, for diff to report", async () => {
+        it("records secrets changed on the box, for diff to report, without the changed file's digest (issue 19, finding 7)", async () => {
             const outs = await deployed();
+            assert.equal((await provider.read!(ID, outs)).props!.secretsHash, outs.secretsHash, "unchanged: the declared file's hash");
             box.write(ENV, "SGLANG_API_KEY=edited-by-hand-0123456789\n", 0o600);
             const read = await provider.read!(ID, outs);
-            assert.equal(read.props!.secretsHash, sha256("SGLANG_API_KEY=edited-by-hand-0123456789\n"));
+            assert.equal(read.props!.secretsHash, ENVIRONMENT_DIFFERS);
+            assert.ok(!box.commands.some((c) => c.includes(sha256("SGLANG_API_KEY=edited-by-hand-0123456789\n"))));
             assert.equal((await provider.diff!(ID, read.props!, declared())).changes, true);
         });
 
@@ -733,7 +736,8 @@ describe("SglangService provider against the fake box", function () {
                 weightsBytes: 53_790_000_000,
             });
             assert.equal(box.commands.length, 1);
-            assert.match(box.commands[0]!, /^pct exec 129 -- \/opt\/sglang\/venv\/bin\/python3 -I -c /);
+            assert.match(box.commands[0]!, /^pct exec 129 -- python3 -I -c 'import os, stat, sys\n/);
+            assert.match(box.commands[0]!, / \/opt\/sglang\/venv\/bin\/python3 \/models\/Qwen3\.6-27B sglang$/);
         });
 
         it("names service.sglangVersion with both releases when the venv has another one", async () => {
@@ -753,7 +757,7 @@ describe("SglangService provider against the fake box", function () {
             box.remove("opt/sglang/venv/bin/python3");
             await assert.rejects(
                 facts(),
-                /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: .*Failed to exec/,
+                /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: box-facts: cannot run '\S+\/opt\/sglang\/venv\/bin\/python3': No such file or directory/,
             );
         });
 

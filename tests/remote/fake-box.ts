@@ -5,10 +5,10 @@
 
 import { spawn } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import type { UnitStatus } from "../../core/readiness";
 import type { RemoteRunner } from "../../remote/remote-host";
+import { rootOnlyTempDir } from "../root-only-dir";
 import type { ExecOptions, ExecResult } from "../../remote/ssh-target";
 
 const FAKES: Record<string, string> = {
@@ -53,9 +53,12 @@ esac
 export class FakeBox implements RemoteRunner {
     readonly dir: string;
     runs: string[][] = [];
+    /** More environment for the fake tools (provider-box.ts: FAKE_SERVER_PID). */
+    readonly env: Record<string, string> = {};
 
     constructor() {
-        this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-fakebox-"));
+        // Root's alone on the whole path: the box-facts read runs the venv's python only there.
+        this.dir = rootOnlyTempDir("sglang-serve-fakebox-");
         fs.mkdirSync(path.join(this.dir, "bin"));
         for (const [name, script] of Object.entries(FAKES)) {
             fs.writeFileSync(path.join(this.dir, "bin", name), script, { mode: 0o755 });
@@ -90,7 +93,7 @@ export class FakeBox implements RemoteRunner {
         this.runs.push(argv);
         return new Promise((resolve, reject) => {
             const child = spawn(argv[0]!, argv.slice(1), {
-                env: { ...process.env, FAKE_DIR: this.dir, PATH: `${path.join(this.dir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}` },
+                env: { ...process.env, ...this.env, FAKE_DIR: this.dir, PATH: `${path.join(this.dir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}` },
             });
             const out: Buffer[] = [];
             const err: Buffer[] = [];

@@ -3,10 +3,10 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { authorizedKeysLine, parsePublicKey, ReadGateOptionError, renderInstallScript, renderRemoveKeyScript } from "../../core/read-gate-install";
+import { authorizedKeysLine, parsePublicKey, ReadGateOptionError, renderGate, renderInstallScript, renderRemoveKeyScript } from "../../core/read-gate-install";
 import { GATE_FILE, runReadGate } from "../../scripts/read-gate";
 import { shCommand } from "../../core/shell";
-import { factsScript } from "../../providers/gpu-host";
+import { gpuFactsScript } from "../../core/host-reads";
 
 function keygen(dir: string, name: string): { file: string; pub: string } {
     const file = path.join(dir, name);
@@ -36,6 +36,10 @@ describe("read-only gate: the authorized_keys line and the install script", func
             `command="/usr/local/sbin/sglang-serve-read-gate --direct",restrict,from="10.1.2.0/24,10.9.9.9" ssh-ed25519 ${blob()} sglang-serve-read-ct129`,
         );
         assert.match(authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [131, 129, 129] } }), /--vmid 129 --vmid 131"/);
+        assert.match(
+            authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129], pythons: ["/opt/v/bin/python3"], models: ["/models/m", "/models/d"] } }),
+            /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129 --python \/opt\/v\/bin\/python3 --model \/models\/d --model \/models\/m",restrict /,
+        );
     });
 
     it("prints the key's fingerprint as ssh-keygen -l does", () => {
@@ -57,6 +61,14 @@ describe("read-only gate: the authorized_keys line and the install script", func
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [] } }), /give --vmid <vmid>/],
             [() => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129] }, from: '*" command="sh' }), /--from .* must be sshd from= patterns/],
             [
+                () => authorizedKeysLine({ publicKey: key.pub, scope: { vmids: [129], pythons: ["/opt/v/bin/python3 --direct"] } }),
+                /--python "\/opt\/v\/bin\/python3 --direct" \(service\.python\) must be an absolute path/,
+            ],
+            [
+                () => authorizedKeysLine({ publicKey: key.pub, scope: { direct: true, models: ["/models/../etc"] } }),
+                /--model "\/models\/\.\.\/etc" \(service\.model\.path\)/,
+            ],
+            [
                 () => renderInstallScript({ publicKey: key.pub, scope: { vmids: [129] }, gateText: "x\n", authorizedKeys: "keys file" }),
                 /--authorized-keys "keys file" must be an absolute path or ~\//,
             ],
@@ -64,12 +76,23 @@ describe("read-only gate: the authorized_keys line and the install script", func
         for (const [f, message] of bad) assert.throws(f, (e: Error) => e instanceof ReadGateOptionError && message.test(e.message));
     });
 
-    it("npm run read-gate: --stack takes the scope from the stack file (kpro5: --vmid 129, ct129: --direct); usage errors exit 2", () => {
+    it("npm run read-gate: --stack takes the scope and the pins from the stack file (kpro5: --vmid 129, ct129: --direct); usage errors exit 2", () => {
         const kpro5 = runReadGate(["line", "--stack", "kpro5", "--public-key", `${key.file}.pub`]);
         assert.equal(kpro5.code, 0, kpro5.stderr);
-        assert.match(kpro5.stdout, /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129",restrict ssh-ed25519 /);
+        assert.match(
+            kpro5.stdout,
+            /^command="\/usr\/local\/sbin\/sglang-serve-read-gate --vmid 129 --python \/opt\/sglang\/venv\/bin\/python3 --model \/models\/Qwen3\.6-27B",restrict ssh-ed25519 /,
+        );
         const ct129 = runReadGate(["line", "--stack", "ct129", "--public-key", `${key.file}.pub`]);
-        assert.match(ct129.stdout, /--direct",restrict /);
+        assert.match(ct129.stdout, /--direct --python \/opt\/sglang\/venv\/bin\/python3 --model \/models\/Qwen3\.6-27B",restrict /);
+        const project = path.join(dir, "project");
+        fs.mkdirSync(project, { recursive: true });
+        fs.writeFileSync(
+            path.join(project, "Pulumi.eagle.yaml"),
+            "config:\n  sglang-serve:host:\n    topology: direct\n  sglang-serve:service:\n    python: /opt/v/bin/python3\n    model:\n      path: /models/m\n    speculative:\n      algorithm: EAGLE\n      draftModelPath: /models/drafter\n",
+        );
+        const eagle = runReadGate(["line", "--stack", "eagle", "--public-key", `${key.file}.pub`], project);
+        assert.match(eagle.stdout, /--direct --python \/opt\/v\/bin\/python3 --model \/models\/drafter --model \/models\/m",restrict /);
         for (const [args, message] of [
             [["line", "--public-key", `${key.file}.pub`], /give exactly one of --stack <name>, --vmid <vmid> \(repeatable\) or --direct/],
             [["line", "--stack", "nope", "--public-key", `${key.file}.pub`], /--stack nope: no .*Pulumi\.nope\.yaml/],
@@ -78,6 +101,11 @@ describe("read-only gate: the authorized_keys line and the install script", func
                 /--public-key .*missing\.pub: no such file \(make the key with ssh-keygen/,
             ],
             [["install-script", "--vmid", "129"], /give --public-key/],
+            [
+                ["install-script", "--vmid", "129", "--public-key", `${key.file}.pub`],
+                /give --python <service\.python> and --model <service\.model\.path> .* or --stack <name>: the gate pins the box-facts read to them/,
+            ],
+            [["line", "--stack", "kpro5", "--python", "/x/bin/python3", "--public-key", `${key.file}.pub`], /--stack takes the pins from the stack file/],
             [["frobnicate"], /unknown command "frobnicate"/],
         ] as [string[], RegExp][]) {
             const r = runReadGate(args);
@@ -90,7 +118,7 @@ describe("read-only gate: the authorized_keys line and the install script", func
         const refused = runReadGate(["check", "--vmid", "129", "systemctl stop sglang-qwen.service"]);
         assert.equal(refused.code, 1);
         assert.match(refused.stderr, /refused "systemctl stop sglang-qwen.service"/);
-        const facts = runReadGate(["check", "--direct", shCommand(["sh", "-c", factsScript("sglang-serve-0123456789abcdef")])]);
+        const facts = runReadGate(["check", "--direct", shCommand(["sh", "-c", gpuFactsScript("sglang-serve-0123456789abcdef")])]);
         assert.equal(facts.code, 0, facts.stderr);
         assert.match(facts.stdout, /allowed: gpu-facts/);
     });
@@ -118,7 +146,7 @@ describe("read-only gate: the authorized_keys line and the install script", func
             `command="${gatePath} --vmid 129",restrict ssh-ed25519 ${blob()} sglang-serve-read`,
             "",
         ]);
-        assert.equal(fs.readFileSync(gatePath, "utf8"), fs.readFileSync(GATE_FILE, "utf8"));
+        assert.equal(fs.readFileSync(gatePath, "utf8"), renderGate(fs.readFileSync(GATE_FILE, "utf8")));
         assert.equal(fs.statSync(real).mode & 0o777, 0o600);
 
         const removed = runScript(renderRemoveKeyScript({ publicKey: key.pub }));
@@ -146,7 +174,7 @@ describe("read-only gate: the authorized_keys line and the install script", func
             scope: { direct: true },
             gatePath,
             authorizedKeys: keys,
-            gateText: "#!/usr/bin/python3 -I\nraise SystemExit(3)\n",
+            gateText: "#!/usr/bin/python3 -I\nREADS = None  # SGLANG_SERVE_READ_GATE_READS\nraise SystemExit(3)\n",
         });
         const r = runScript(broken);
         assert.equal(r.code, 1);

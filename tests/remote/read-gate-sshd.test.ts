@@ -12,7 +12,9 @@ import { sglangServiceProvider } from "../../providers/sglang-service";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { runReadGate } from "../../scripts/read-gate";
-import { checkBatch, readerCommands } from "./read-gate-fixture";
+import { boxFactsCommand } from "../../core/box-facts";
+import { remoteCommand } from "../../core/shell";
+import { checkBatch, FIELD_MODEL, FIELD_PYTHON, PINS, readerCommands } from "./read-gate-fixture";
 import { TestSshd } from "./sshd-fixture";
 
 // The gate as sshd runs it: a real OpenSSH server (sshd-fixture.ts) whose
@@ -106,8 +108,8 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         for (const [name, text] of Object.entries(fakes(calls))) fs.writeFileSync(sshd.file(`bin/${name}`), text, { mode: 0o755 });
         keygen(sshd.file("read_pct"));
         keygen(sshd.file("read_direct"));
-        install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129"]);
-        install(sshd, sshd.file("read_direct.pub"), ["--direct"]);
+        install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129", ...PINS]);
+        install(sshd, sshd.file("read_direct.pub"), ["--direct", ...PINS]);
         // A gate of another version that knows none of this stack's reads.
         keygen(sshd.file("read_old"));
         fs.writeFileSync(
@@ -144,14 +146,14 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.deepEqual(
             gated.map((l) => l.replace(/ ssh-ed25519 \S+ /, " KEY ")),
             [
-                `command="${sshd.file("gate/sglang-serve-read-gate")} --vmid 129",restrict KEY sglang-serve-read`,
-                `command="${sshd.file("gate/sglang-serve-read-gate")} --direct",restrict KEY sglang-serve-read`,
+                `command="${sshd.file("gate/sglang-serve-read-gate")} --vmid 129 ${PINS.join(" ")}",restrict KEY sglang-serve-read`,
+                `command="${sshd.file("gate/sglang-serve-read-gate")} --direct ${PINS.join(" ")}",restrict KEY sglang-serve-read`,
             ],
         );
         assert.equal(fs.statSync(sshd.file("authorized_keys")).mode & 0o777, 0o600);
         assert.equal(fs.statSync(sshd.file("gate/sglang-serve-read-gate")).mode & 0o777, 0o755);
-        const out = install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129"]);
-        assert.match(out, /sglang-serve-read-gate 3 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
+        const out = install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129", ...PINS]);
+        assert.match(out, /sglang-serve-read-gate 4 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
         assert.equal(
             fs
                 .readFileSync(sshd.file("authorized_keys"), "utf8")
@@ -202,10 +204,10 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.equal((check.props as { ready: boolean }).ready, false);
         assert.equal((check.props as { liveServerArgs: unknown }).liveServerArgs, null);
 
-        const verdicts = checkBatch(commands, ["--vmid", "129"]);
+        const verdicts = checkBatch(commands, ["--vmid", "129", ...PINS]);
         assert.deepEqual(
             verdicts.map((v) => (v.allowed ? `${v.shape} ${v.detail}`.trim() : `refused: ${v.reason}`)),
-            ["gpu-facts", "container-read vmid 129", `unit-read vmid 129, units ${UNITS.join(" ")}`, `server-info vmid 129, unit ${UNITS[0]}`],
+            ["gpu-facts", "container-read vmid 129", "unit-read vmid 129, name qwen other", "server-info vmid 129, name qwen, timeout 5"],
         );
         const ran = loggedCalls();
         assert.ok(ran.includes("nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits"), ran.join("\n"));
@@ -232,7 +234,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
             readiness,
         } as never);
         assert.equal((check.props as { liveServerArgs: unknown }).liveServerArgs, null);
-        const verdicts = checkBatch(commands, ["--direct"]);
+        const verdicts = checkBatch(commands, ["--direct", ...PINS]);
         assert.deepEqual(
             verdicts.map((v) => (v.allowed ? v.shape : `refused: ${v.reason}`)),
             ["gpu-facts", "unit-read", "server-info"],
@@ -261,6 +263,25 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         const deploy = await pool.exec(sshd.target(), "pct status 129");
         assert.equal(deploy.code, 0);
         assert.deepEqual(loggedCalls(), ["pct status 129"]);
+    });
+
+    it("the box-facts read runs only with the interpreter and model folder pinned at install: /tmp/x/bin/python3 is refused, nothing runs", async () => {
+        const target = { ...sshd.target(), privateKey: readKey("read_pct") };
+        const pinned = await pool.exec(target, remoteCommand("pct-exec", 129, boxFactsCommand(FIELD_PYTHON, FIELD_MODEL)));
+        // Allowed and run (through the fake pct): this box has no such interpreter, which the read itself reports.
+        assert.equal(pinned.code, 127, pinned.stderr);
+        assert.match(pinned.stderr, /^box-facts: cannot run '\/opt\/sglang\/venv\/bin\/python3': No such file or directory/);
+        assert.equal(loggedCalls()[0], `pct exec 129 -- python3 -I -c ${boxFactsCommand(FIELD_PYTHON, FIELD_MODEL)[3]!.split("\n")[0]}`);
+        fs.writeFileSync(calls, "");
+        for (const [python, model] of [
+            ["/tmp/x/bin/python3", FIELD_MODEL],
+            [FIELD_PYTHON, "/etc"],
+        ]) {
+            const r = await pool.exec(target, remoteCommand("pct-exec", 129, boxFactsCommand(python!, model!)));
+            assert.equal(r.code, 1, r.stderr);
+            assert.match(r.stderr, /^sglang-serve-read-gate: refused .*box-facts: (python|model) \S+ is not the one this key's line pins/);
+        }
+        assert.deepEqual(loggedCalls(), []);
     });
 
     it("a gate that refuses a read fails the refresh with the gate's message (GpuHost: not a driver hint)", async () => {

@@ -1,27 +1,27 @@
 import assert from "node:assert/strict";
-import { spawn } from "child_process";
+import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import fc from "fast-check";
-import { BOX_FACTS_SCRIPT, boxFactsCommand } from "../../core/box-facts";
+import { BOX_FACTS_LAUNCHER, BOX_FACTS_SCRIPT, boxFactsCommand } from "../../core/box-facts";
 import { checkSpeculativeActive } from "../../core/chat-check";
+import { containerReadScript } from "../../core/host-reads";
+import { GATE_MAX_UNITS } from "../../core/read-gate-reads";
 import { remoteCommand, shCommand } from "../../core/shell";
-import { parseServerInfoReadOutput, SERVER_INFO_SCRIPT, serverInfoReadArgv } from "../../core/server-info-read";
+import { parseServerInfoReadOutput, SERVER_INFO_MAX_BODY_BYTES, SERVER_INFO_SCRIPT, serverInfoReadArgv } from "../../core/server-info-read";
 import { normalizeServerInfo } from "../../core/sglang-args";
 import { renderEnvironmentFile, renderUnit } from "../../core/systemd-unit";
-import { renderUnitReadScript } from "../../core/unit-read";
-import { containerReadScript } from "../../providers/lxc-container";
+import { renderUnitReadScript, unitPaths } from "../../core/unit-read";
 import { readServerInfoOnBox } from "../../providers/server-info-on-box";
-import { unitPaths } from "../../providers/unit-view";
 import type { RemoteRunner } from "../../remote/remote-host";
 import { fieldService } from "../core/fixtures";
-import { checkBatch, GATE, readerCommands } from "./read-gate-fixture";
+import { checkBatch, FIELD_MODEL, FIELD_PYTHON, GATE, GATE_SOURCE, PINS, readerCommands } from "./read-gate-fixture";
 
-const PCT = ["--vmid", "129"];
-const DIRECT = ["--direct"];
+const PCT = ["--vmid", "129", ...PINS];
+const DIRECT = ["--direct", ...PINS];
 
 function allowed(commands: (string | null)[], gateArgs: string[]): void {
     checkBatch(commands, gateArgs).forEach((v, i) => assert.ok(v.allowed, `refused ${JSON.stringify(commands[i])}: ${JSON.stringify(v)}`));
@@ -40,26 +40,32 @@ const marker = fc.stringMatching(/^[0-9a-f]{16}$/).map((h) => `sglang-serve-${h}
 describe("read-only gate: what the stack's readers send is allowed", () => {
     it("allows every read of a pct-exec refresh (host facts, pct config/status, the unit read and /server_info in the container)", () => {
         const c = readerCommands({ kind: "pct-exec", vmid: 129 }, ["sglang-qwen.service"]);
-        const verdicts = checkBatch([c.gpuFacts, c.containerRead!, c.unitRead, ...c.serverInfo], PCT);
+        const verdicts = checkBatch([c.gpuFacts, c.containerRead!, c.unitRead, ...c.serverInfo, c.boxFacts], PCT);
         assert.deepEqual(
-            verdicts.map((v) => (v.allowed ? v.shape : v.reason)),
-            ["gpu-facts", "container-read", "unit-read", "server-info"],
+            verdicts.map((v) => (v.allowed ? `${v.shape} ${v.detail}`.trim() : v.reason)),
+            [
+                "gpu-facts",
+                "container-read vmid 129",
+                "unit-read vmid 129, name qwen",
+                "server-info vmid 129, name qwen, timeout 30",
+                `box-facts vmid 129, python ${FIELD_PYTHON}, model ${FIELD_MODEL}`,
+            ],
         );
     });
 
     it("allows every read of a direct refresh (facts, the unit read and /server_info on the box itself)", () => {
         const c = readerCommands({ kind: "direct" }, ["sglang-qwen.service"]);
-        const verdicts = checkBatch([c.gpuFacts, c.unitRead, ...c.serverInfo], DIRECT);
+        const verdicts = checkBatch([c.gpuFacts, c.unitRead, ...c.serverInfo, c.boxFacts], DIRECT);
         assert.deepEqual(
             verdicts.map((v) => (v.allowed ? v.shape : v.reason)),
-            ["gpu-facts", "unit-read", "server-info"],
+            ["gpu-facts", "unit-read", "server-info", "box-facts"],
         );
     });
 
     it("allows the readers' commands for any valid service names, batch sizes, markers and vmids (property)", () => {
         fc.assert(
             fc.property(
-                fc.uniqueArray(serviceName, { minLength: 1, maxLength: 6 }),
+                fc.uniqueArray(serviceName, { minLength: 1, maxLength: GATE_MAX_UNITS }),
                 marker,
                 fc.integer({ min: 100, max: 999_999_999 }),
                 fc.integer({ min: 1, max: 3600 }),
@@ -68,8 +74,8 @@ describe("read-only gate: what the stack's readers send is allowed", () => {
                     const pct = readerCommands({ kind: "pct-exec", vmid }, units, m, timeout);
                     const direct = readerCommands({ kind: "direct" }, units, m, timeout);
                     const verdicts = [
-                        ...checkBatch([pct.gpuFacts, pct.containerRead!, pct.unitRead, ...pct.serverInfo], ["--vmid", String(vmid)]),
-                        ...checkBatch([direct.gpuFacts, direct.unitRead, ...direct.serverInfo], DIRECT),
+                        ...checkBatch([pct.gpuFacts, pct.containerRead!, pct.unitRead, ...pct.serverInfo, pct.boxFacts], ["--vmid", String(vmid), ...PINS]),
+                        ...checkBatch([direct.gpuFacts, direct.unitRead, ...direct.serverInfo, direct.boxFacts], DIRECT),
                     ];
                     return verdicts.every((v) => v.allowed);
                 },
@@ -80,8 +86,8 @@ describe("read-only gate: what the stack's readers send is allowed", () => {
 
     it("allows only the vmids its authorized_keys line names", () => {
         const c = readerCommands({ kind: "pct-exec", vmid: 130 }, ["sglang-qwen.service"]);
-        allowed([c.containerRead!, c.unitRead, ...c.serverInfo], ["--vmid", "129", "--vmid", "130"]);
-        const reasons = refused([c.containerRead!, c.unitRead, ...c.serverInfo], PCT);
+        allowed([c.containerRead!, c.unitRead, ...c.serverInfo, c.boxFacts], ["--vmid", "129", "--vmid", "130", ...PINS]);
+        const reasons = refused([c.containerRead!, c.unitRead, ...c.serverInfo, c.boxFacts], PCT);
         for (const r of reasons) assert.match(r, /container 130: this key may read container 129 only/);
     });
 
@@ -90,14 +96,14 @@ describe("read-only gate: what the stack's readers send is allowed", () => {
         const direct = readerCommands({ kind: "direct" }, ["sglang-qwen.service"]);
         const onDirect = refused([pct.containerRead!, pct.unitRead, ...pct.serverInfo], DIRECT);
         assert.match(onDirect[1]!, /direct topology/);
-        const onHost = refused([direct.unitRead, ...direct.serverInfo], PCT);
-        assert.match(onHost[0]!, /inside the container \(pct exec <vmid> --\)/);
+        const onHost = refused([direct.unitRead, ...direct.serverInfo, direct.boxFacts], PCT);
+        for (const r of onHost) assert.match(r, /on the Proxmox host itself: the stack reads the server inside the container \(pct exec <vmid> --\)/);
     });
 });
 
 describe("read-only gate: everything else is refused", () => {
     const pct = readerCommands({ kind: "pct-exec", vmid: 129 }, ["sglang-qwen.service"]);
-    const readers = [pct.gpuFacts, pct.containerRead!, pct.unitRead, pct.serverInfo[0]!];
+    const readers = [pct.gpuFacts, pct.containerRead!, pct.unitRead, pct.serverInfo[0]!, pct.boxFacts];
 
     it("refuses commands that change the box: systemctl stop, rm, pct set, a shell", () => {
         refused(
@@ -138,7 +144,10 @@ describe("read-only gate: everything else is refused", () => {
             remoteCommand("pct-exec", 129, [
                 "sh",
                 "-c",
-                renderUnitReadScript([{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile }], m),
+                renderUnitReadScript(
+                    [{ unitName: name, unitPath: unitPaths(name).unit, environmentFilePath: unitPaths(name).environmentFile, expectedEnvironmentHash: "" }],
+                    m,
+                ),
             ]);
         refused(
             [
@@ -161,7 +170,11 @@ describe("read-only gate: everything else is refused", () => {
 
     it("refuses paths outside /etc/systemd/system/sglang-<name>.service and /etc/sglang/<name>.env", () => {
         const read = (unitPath: string, environmentFilePath: string, unitName = "sglang-qwen.service") =>
-            remoteCommand("pct-exec", 129, ["sh", "-c", renderUnitReadScript([{ unitName, unitPath, environmentFilePath }], "sglang-serve-0123456789abcdef")]);
+            remoteCommand("pct-exec", 129, [
+                "sh",
+                "-c",
+                renderUnitReadScript([{ unitName, unitPath, environmentFilePath, expectedEnvironmentHash: "" }], "sglang-serve-0123456789abcdef"),
+            ]);
         const info = (unitPath: string, environmentFilePath: string) =>
             remoteCommand("pct-exec", 129, serverInfoReadArgv({ unitPath, environmentFilePath, timeoutSeconds: 30 }));
         const reasons = refused(
@@ -180,7 +193,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[6]!, /not a unit under \/etc\/systemd\/system\/sglang-<name>\.service/);
+        for (const r of reasons.slice(6)) assert.match(r, /a python program that is not one of this gate's reads/);
     });
 
     it("refuses a changed server-info program, other python programs and other timeouts", () => {
@@ -199,11 +212,12 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /not one of this gate's python reads, server-info or box-facts \(gate version 3; reinstall the gate/);
+        assert.match(reasons[0]!, /a python program that is not one of this gate's reads \(gate version 4; reinstall the gate/);
+        assert.match(reasons[4]!, /server-info: the timeout 3601 is not 1 to 3600 seconds/);
     });
 
     it("refuses unit reads the stack does not render: too many units, a changed line, a different marker per line", () => {
-        const many = Array.from({ length: 65 }, (_, i) => `sglang-s${i}.service`);
+        const many = Array.from({ length: GATE_MAX_UNITS + 1 }, (_, i) => `sglang-s${i}.service`);
         const big = readerCommands({ kind: "pct-exec", vmid: 129 }, many).unitRead;
         const reasons = refused(
             [
@@ -216,7 +230,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /65 units \(at most 64\)/);
+        assert.match(reasons[0]!, new RegExp(`a unit read that differs from sglang-serve's \\(at most ${GATE_MAX_UNITS} units`));
     });
 
     it("refuses another quoting of an allowed argv: only the stack's own rendering runs", () => {
@@ -232,11 +246,31 @@ describe("read-only gate: everything else is refused", () => {
         const r = await runGate(PCT, "systemctl stop sglang-qwen.service");
         assert.equal(r.code, 1);
         assert.equal(r.stdout, "");
-        assert.match(r.stderr, /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands\./);
+        assert.match(
+            r.stderr,
+            /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands \(gate version 4\)\./,
+        );
         assert.match(r.stderr, /need the deploy key/);
         const login = await runGate(PCT, undefined);
         assert.equal(login.code, 1);
         assert.match(login.stderr, /no command \(an interactive login\)/);
+    });
+
+    it("escapes and bounds what it shows of a refused command: no raw newline or control character, at most a few hundred characters", async () => {
+        const forged = "\nsglang-serve-read-gate: allowed\u001b[2K";
+        for (const command of [
+            shCommand(["pct", "exec", `129${forged}`, "--", "true"]),
+            shCommand(["pct", "exec", "130", "--", ...boxFactsCommand(FIELD_PYTHON, `/models/x${"y".repeat(5000)}`)]),
+            `${"x".repeat(20_000)}${forged}`,
+        ]) {
+            const r = await runGate(PCT, command);
+            assert.equal(r.code, 1);
+            assert.equal(r.stderr.split("\n").length, 2, `one line: ${JSON.stringify(r.stderr.slice(0, 300))}`);
+            assert.ok(printableAscii(r.stderr.trimEnd()), JSON.stringify(r.stderr.slice(0, 300)));
+            assert.ok(r.stderr.length < 1500, `${r.stderr.length} characters`);
+        }
+        const [reason] = refused([shCommand(["pct", "exec", `131${forged}`, "--", "true"])], PCT);
+        assert.ok(printableAscii(reason!), JSON.stringify(reason));
     });
 
     it("fails with usage (exit 2) when its authorized_keys line gives neither --vmid nor --direct, or both", async () => {
@@ -247,6 +281,11 @@ describe("read-only gate: everything else is refused", () => {
         }
     });
 });
+
+/** Only printable ASCII: no newline, escape sequence or other control character came through. */
+function printableAscii(text: string): boolean {
+    return [...text].every((c) => c >= " " && c <= "~");
+}
 
 function runGate(args: string[], command: string | undefined, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
     const e: NodeJS.ProcessEnv = { PATH: process.env.PATH, ...env };
@@ -318,9 +357,13 @@ describe("read-only gate: the server-info program", function () {
     let elsewhere: http.Server;
     let elsewherePort: number;
     let elsewhereSeen: Seen[];
+    /** What the fake systemctl says the unit's MainPID is (this process: the test's server is the unit's). */
+    let mainPid: number;
 
     before(async () => {
         dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-server-info-"));
+        fs.mkdirSync(path.join(dir, "bin"));
+        fs.writeFileSync(path.join(dir, "bin", "systemctl"), '#!/bin/sh\necho "MainPID=$FAKE_MAIN_PID"\n', { mode: 0o755 });
         server = http.createServer((req, res) => {
             seen.push({ path: req.url ?? "", authorization: req.headers.authorization });
             answer(req, res);
@@ -341,6 +384,7 @@ describe("read-only gate: the server-info program", function () {
     beforeEach(() => {
         seen = [];
         elsewhereSeen = [];
+        mainPid = process.pid;
         answer = (req, res) => {
             if (req.headers.authorization !== `Bearer ${API_KEY}`) {
                 res.writeHead(401, { "content-type": "application/json" });
@@ -365,7 +409,7 @@ describe("read-only gate: the server-info program", function () {
 
     async function readInfo(files: { unit: string; env: string }, env: NodeJS.ProcessEnv = {}) {
         const [cmd, ...args] = serverInfoReadArgv({ unitPath: files.unit, environmentFilePath: files.env, timeoutSeconds: 5 });
-        const r = await runProcess(cmd!, args, { PATH: process.env.PATH, ...env });
+        const r = await runProcess(cmd!, args, { PATH: `${path.join(dir, "bin")}:${process.env.PATH}`, FAKE_MAIN_PID: String(mainPid), ...env });
         assert.equal(r.code, 0, r.stderr);
         return { stdout: r.stdout, result: parseServerInfoReadOutput(r.stdout) };
     }
@@ -425,15 +469,107 @@ describe("read-only gate: the server-info program", function () {
         const down = await readInfo(
             writeService({ unitText: `[Service]\nExecStart=/opt/sglang/venv/bin/sglang serve \\\n    --host 127.0.0.1 \\\n    --port 1\n` }),
         );
-        assert.match((down.result as { error: string }).error, /GET http:\/\/127\.0\.0\.1:1\/server_info: .*refused/);
+        assert.match((down.result as { error: string }).error, /GET http:\/\/127\.0\.0\.1:1\/server_info: nothing listens on port 1; nothing was sent/);
     });
 
-    it("is the program the gate allows, byte for byte", () => {
-        const gate = fs.readFileSync(GATE, "utf8");
-        const start = gate.indexOf("SERVER_INFO_SCRIPT = r'''") + "SERVER_INFO_SCRIPT = r'''".length;
-        assert.equal(gate.slice(start, gate.indexOf("'''", start)), SERVER_INFO_SCRIPT);
+    it("copies only values of the type the stack compares (strings and numbers of bounded size, booleans; null for unset), at most 64 states", async () => {
+        const info = {
+            ...fullServerInfo(port),
+            speculative_algorithm: null,
+            internal_states: Array.from({ length: 100 }, () => ({ avg_spec_accept_length: 1.5, memory_usage: { weight: 24.2 } })),
+        };
+        answer = (_req, res) => {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify(info));
+        };
+        const { stdout, result } = await readInfo(writeService());
+        assert.ok("body" in result, stdout);
+        const body = result.body as Record<string, unknown> & { internal_states: unknown[] };
+        assert.equal(body.speculative_algorithm, null);
+        assert.equal(body.internal_states.length, 64);
+        assert.deepEqual(body.internal_states[0], { avg_spec_accept_length: 1.5 });
+        for (const [field, value, says] of [
+            ["model_path", { $ref: "/etc/shadow" }, "model_path is a dict, not a string of at most 4096 characters"],
+            ["served_model_name", "x".repeat(5000), "served_model_name is a str, not a string of at most 4096 characters"],
+            ["tp_size", "2", "tp_size is a str, not a number up to 1e15"],
+            ["mem_fraction_static", 1e300, "mem_fraction_static is a float, not a number up to 1e15"],
+            ["max_running_requests", true, "max_running_requests is a bool, not a number up to 1e15"],
+            ["disable_radix_cache", "yes", "disable_radix_cache is a str, not a boolean"],
+            ["internal_states", [{ avg_spec_accept_length: [1, 2] }], "internal_states[].avg_spec_accept_length is a list, not a number up to 1e15"],
+        ] as const) {
+            answer = (_req, res) => {
+                res.writeHead(200, { "content-type": "application/json" });
+                res.end(JSON.stringify({ ...fullServerInfo(port), [field]: value }));
+            };
+            const wrong = await readInfo(writeService());
+            assert.deepEqual(wrong.result, {
+                status: 200,
+                error: `GET http://127.0.0.1:${port}/server_info: /server_info is not the expected JSON object: ${says}`,
+            });
+            assert.doesNotMatch(wrong.stdout, /shadow|xxxx|yes/);
+        }
+    });
+
+    it("reads a bounded answer: one larger than the limit is an error, not parsed", async () => {
+        answer = (_req, res) => {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify({ ...fullServerInfo(port), padding: "x".repeat(SERVER_INFO_MAX_BODY_BYTES) }));
+        };
+        const { result } = await readInfo(writeService());
+        assert.deepEqual(result, {
+            status: 200,
+            error: `GET http://127.0.0.1:${port}/server_info: the answer is larger than ${SERVER_INFO_MAX_BODY_BYTES} bytes`,
+        });
+    });
+
+    it("sends the key to no process but the unit's: a process holding the port while the unit is stopped gets nothing, and is named", async () => {
+        // Another process listens on a port, and the unit's file names that port; the unit's main process is
+        // none (stopped) or a process that is not the listener's ancestor.
+        const thief = spawn("python3", ["-c", THIEF, path.join(dir, "thief.log")], { stdio: ["ignore", "pipe", "inherit"] });
+        const other = spawn("sleep", ["60"], { stdio: "ignore" });
+        try {
+            const thiefPort = await new Promise<number>((resolve, reject) => {
+                thief.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+                thief.once("error", reject);
+            });
+            const service = { ...fieldService(), port: thiefPort, listenHost: "0.0.0.0" };
+            const files = writeService({ unitText: renderUnit(service, { hasSecrets: true }) });
+            for (const main of [0, other.pid!]) {
+                mainPid = main;
+                const { result } = await readInfo(files);
+                assert.deepEqual(result, {
+                    error: `GET http://127.0.0.1:${thiefPort}/server_info: port ${thiefPort} is held by pid ${thief.pid} (python3), not by sglang-qwen.service (MainPID ${main}); the API key was not sent`,
+                });
+            }
+            assert.equal(fs.readFileSync(path.join(dir, "thief.log"), "utf8"), "", "the process that holds the port got a request");
+            // The same listener as the unit's main process: it is asked, with the key.
+            mainPid = thief.pid!;
+            const asked = await readInfo(files);
+            assert.ok("status" in asked.result && asked.result.status === 401, JSON.stringify(asked.result));
+            assert.equal(fs.readFileSync(path.join(dir, "thief.log"), "utf8"), `GET /server_info Bearer ${API_KEY}\n`);
+        } finally {
+            thief.kill();
+            other.kill();
+        }
     });
 });
+
+/** A server that logs every request and its Authorization header, then answers 401 (argv: the log file). */
+const THIEF = `import http.server, sys
+log = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write("GET %s %s\\n" % (self.path, self.headers.get("Authorization")))
+        self.send_response(401)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(log, "w").close()
+print(s.server_address[1], flush=True)
+s.serve_forever()
+`;
 
 describe("read-only gate: readServerInfoOnBox, the provider's side of the /server_info read", () => {
     /** A box that answers every command with `r`, and records the argv. */
@@ -493,37 +629,138 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
     });
 });
 
-describe("read-only gate: the box-facts read", () => {
+describe("read-only gate: the box-facts read", function () {
+    this.timeout(20_000);
     const command = (topology: "pct-exec" | "direct", python: string, model: string) =>
         remoteCommand(topology, topology === "pct-exec" ? 129 : undefined, boxFactsCommand(python, model));
 
-    it("allows the box-facts read the stack builds, for the field's venv and model, in both topologies", () => {
-        allowed([command("pct-exec", "/opt/sglang/venv/bin/python3", "/models/Qwen3.6-27B")], PCT);
-        allowed([command("direct", "/opt/sglang/venv-0.5.10/bin/python3.11", "/models/Qwen3.6-27B")], DIRECT);
+    it("allows the box-facts read the stack builds for the interpreter and model folders its line pins, in both topologies", () => {
+        allowed([command("pct-exec", FIELD_PYTHON, FIELD_MODEL)], PCT);
+        allowed([command("direct", FIELD_PYTHON, FIELD_MODEL)], DIRECT);
+        const drafter = ["--vmid", "129", "--python", "/opt/sglang/venv-0.5.10/bin/python3.11", "--model", FIELD_MODEL, "--model", "/models/drafter"];
+        allowed([command("pct-exec", "/opt/sglang/venv-0.5.10/bin/python3.11", "/models/drafter")], drafter);
     });
 
-    it("is the program the gate allows, byte for byte", () => {
-        const gate = fs.readFileSync(GATE, "utf8");
-        const start = gate.indexOf("BOX_FACTS_SCRIPT = r'''") + "BOX_FACTS_SCRIPT = r'''".length;
-        assert.equal(gate.slice(start, gate.indexOf("'''", start)), BOX_FACTS_SCRIPT);
-    });
-
-    it("refuses another interpreter, a relative or climbing path, and a changed program", () => {
+    it("refuses an interpreter or a model folder other than the pinned ones (/tmp/x/bin/python3 among them), and any when none is pinned", () => {
         const reasons = refused(
             [
-                command("pct-exec", "/bin/sh", "/models/Qwen3.6-27B"),
-                command("pct-exec", "/opt/sglang/venv/bin/../../../tmp/bin/python3", "/models/Qwen3.6-27B"),
-                command("pct-exec", "python3", "/models/Qwen3.6-27B"),
-                command("pct-exec", "/opt/sglang/venv/bin/python3", "/models/../etc"),
-                command("pct-exec", "/opt/sglang/venv/bin/python3", "models"),
-                remoteCommand("pct-exec", 129, ["/opt/sglang/venv/bin/python3", "-I", "-c", `${BOX_FACTS_SCRIPT}import os\n`, "/models/m", "sglang"]),
-                remoteCommand("pct-exec", 129, ["/opt/sglang/venv/bin/python3", "-I", "-c", BOX_FACTS_SCRIPT, "/models/m", "torch"]),
+                command("pct-exec", "/tmp/x/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/dev/shm/v/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/proc/self/cwd/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/venv/bin/../../../tmp/bin/python3", FIELD_MODEL),
+                command("pct-exec", FIELD_PYTHON, "/etc"),
+                command("pct-exec", FIELD_PYTHON, "/models/Qwen3.6-27B/../../etc"),
+                command("pct-exec", "python3", FIELD_MODEL),
+                command("pct-exec", FIELD_PYTHON, "models"),
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /not one of sglang-serve's read commands|not an absolute \.\.\.\/bin\/python3/);
-        assert.match(reasons[1]!, /box-facts: .* is not an absolute \.\.\.\/bin\/python3 of a venv/);
-        assert.match(reasons[3]!, /box-facts: '\/models\/\.\.\/etc' is not an absolute model folder path/);
-        assert.match(reasons[5]!, /not one of this gate's python reads/);
+        for (const r of reasons.slice(0, 4))
+            assert.match(r, /^box-facts: python \S+ is not the one this key's line pins \(--python \/opt\/sglang\/venv\/bin\/python3\)/);
+        for (const r of reasons.slice(4, 6))
+            assert.match(r, /^box-facts: model \S+ is not the one this key's line pins \(--model \/models\/Qwen3\.6-27B\); reinstall/);
+        const [unpinned] = refused([command("pct-exec", FIELD_PYTHON, FIELD_MODEL)], ["--vmid", "129"]);
+        assert.match(unpinned!, /python \/opt\/sglang\/venv\/bin\/python3 is not the one this key's line pins \(--python none\)/);
+    });
+
+    it("refuses a changed program, another interpreter for the check, another distribution", () => {
+        const argv = boxFactsCommand(FIELD_PYTHON, FIELD_MODEL);
+        const reasons = refused(
+            [
+                remoteCommand("pct-exec", 129, [...argv.slice(0, 3), `${BOX_FACTS_LAUNCHER}import os\n`, ...argv.slice(4)]),
+                remoteCommand("pct-exec", 129, [...argv.slice(0, 3), BOX_FACTS_LAUNCHER.replace("trusted(python)\n", ""), ...argv.slice(4)]),
+                remoteCommand("pct-exec", 129, [FIELD_PYTHON, "-I", "-c", BOX_FACTS_SCRIPT, FIELD_MODEL, "sglang"]),
+                remoteCommand("pct-exec", 129, [...argv.slice(0, 6), "torch"]),
+                remoteCommand("pct-exec", 129, ["/bin/sh", ...argv.slice(1)]),
+            ],
+            PCT,
+        );
+        for (const r of reasons.slice(0, 3)) assert.match(r, /a python program that is not one of this gate's reads/);
+    });
+
+    describe("the paths checked on the box before the interpreter runs", () => {
+        let trusted: string;
+        let writable: string;
+        before(function () {
+            // Root-owned directories outside the world-writable /tmp; only root can make them.
+            if (process.getuid?.() !== 0) this.skip();
+            trusted = fs.mkdtempSync("/run/sglang-serve-box-facts-");
+            fs.chmodSync(trusted, 0o755);
+            writable = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-box-facts-"));
+        });
+        after(() => {
+            if (trusted) fs.rmSync(trusted, { recursive: true, force: true });
+            if (writable) fs.rmSync(writable, { recursive: true, force: true });
+        });
+
+        /** A "python" that leaves a mark when it runs. */
+        function fakePython(dir: string): { python: string; mark: string } {
+            const bin = path.join(dir, "venv", "bin");
+            fs.mkdirSync(bin, { recursive: true, mode: 0o755 });
+            const mark = path.join(dir, "ran");
+            fs.writeFileSync(path.join(bin, "python3"), `#!/bin/sh\ntouch ${mark}\necho '{"sglangVersion": null, "model": "missing"}'\n`, { mode: 0o755 });
+            return { python: path.join(bin, "python3"), mark };
+        }
+
+        async function viaGate(python: string, model: string) {
+            return runGate(["--direct", "--python", python, "--model", model], shCommand(boxFactsCommand(python, model)));
+        }
+
+        it("runs the pinned interpreter when every directory on the way is root's alone, symlinks followed", async () => {
+            const { python, mark } = fakePython(trusted);
+            const model = path.join(trusted, "model");
+            fs.mkdirSync(model, { mode: 0o755 });
+            const r = await viaGate(python, model);
+            assert.equal(r.code, 0, r.stderr);
+            assert.deepEqual(JSON.parse(r.stdout), { sglangVersion: null, model: "missing" });
+            assert.ok(fs.existsSync(mark));
+            const real = spawnSync("python3", boxFactsCommand("/usr/bin/python3", model).slice(1), { encoding: "utf8" });
+            assert.equal(real.status, 0, real.stderr);
+            assert.equal(JSON.parse(real.stdout).model, "no-config");
+        });
+
+        it("refuses, naming the directory, a python reached through a writable directory; it never runs", async () => {
+            const { python, mark } = fakePython(writable);
+            const r = await viaGate(python, "/usr");
+            assert.equal(r.code, 3);
+            assert.match(r.stderr, /^box-facts: '\/tmp' is writable by its group or others \(mode 1777\): only root may own and write/);
+            assert.ok(!fs.existsSync(mark), "the interpreter ran");
+            // A root-owned directory that its group may write, and a symlink into the writable one.
+            const { python: groupPython, mark: groupMark } = fakePython(path.join(trusted, "group"));
+            fs.chmodSync(path.join(trusted, "group", "venv"), 0o775);
+            const group = await viaGate(groupPython, "/usr");
+            assert.match(group.stderr, /^box-facts: '\/run\/sglang-serve-box-facts-\w+\/group\/venv' is writable by its group or others \(mode 775\)/);
+            assert.ok(!fs.existsSync(groupMark));
+            const link = path.join(trusted, "link");
+            fs.symlinkSync(path.join(writable, "venv"), link);
+            const linked = await viaGate(path.join(link, "bin", "python3"), "/usr");
+            assert.match(linked.stderr, /^box-facts: '\/tmp' is writable/);
+            assert.ok(!fs.existsSync(mark));
+        });
+
+        it("refuses a model folder reached through a writable directory, and one owned by another user", async () => {
+            const { python, mark } = fakePython(path.join(trusted, "ok"));
+            const r = await viaGate(python, path.join(writable, "model"));
+            assert.equal(r.code, 3);
+            assert.match(r.stderr, /^box-facts: '\/tmp' is writable/);
+            const owned = path.join(trusted, "owned");
+            fs.mkdirSync(owned, { mode: 0o755 });
+            fs.chownSync(owned, 1000, 1000);
+            const other = await viaGate(python, path.join(owned, "model"));
+            assert.match(other.stderr, /^box-facts: '\/run\/sglang-serve-box-facts-\w+\/owned' is owned by uid 1000, not root/);
+            assert.ok(!fs.existsSync(mark));
+        });
+    });
+
+    it("the gate's source holds none of the reads: they come from the stack's builders at install", () => {
+        const source = fs.readFileSync(GATE_SOURCE, "utf8");
+        for (const text of ["nvidia-smi", "pct config", "systemctl show", "sha256sum", "urllib", "importlib", "/etc/systemd/system", "/etc/sglang"]) {
+            assert.ok(!source.includes(text), `the gate's source holds ${JSON.stringify(text)}`);
+        }
+        const installed = fs.readFileSync(GATE, "utf8");
+        assert.ok(
+            installed.includes(JSON.stringify(SERVER_INFO_SCRIPT).slice(1, 200).replace(/'/g, "\\u0027")),
+            "the installed gate carries the server-info read",
+        );
     });
 });

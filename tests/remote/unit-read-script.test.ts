@@ -24,10 +24,12 @@ describe("the unit read script under a real sh", () => {
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
     it("reads every unit's file, env hash and state in one run", () => {
+        const hash = createHash("sha256").update("SGLANG_API_KEY=k\n").digest("hex");
         const units = ["a", "b", "c"].map((n) => ({
             unitName: `${n}.service`,
             unitPath: path.join(dir, `${n}.service`),
             environmentFilePath: path.join(dir, `${n}.env`),
+            expectedEnvironmentHash: n === "a" ? hash : "",
         }));
         const marker = "sglang-serve-feedfacefeedface";
         const out = execFileSync("sh", ["-c", renderUnitReadScript(units, marker)], {
@@ -35,7 +37,6 @@ describe("the unit read script under a real sh", () => {
             env: { ...process.env, PATH: `${dir}:${process.env.PATH}` },
         });
         const [a, b, c] = parseUnitReadOutput(out, units, marker);
-        const hash = createHash("sha256").update("SGLANG_API_KEY=k\n").digest("hex");
         assert.deepEqual(a, { unitText: "[Service]\nExecStart=/bin/true\n", environmentFileHash: hash, activeState: "active", enabled: true });
         assert.deepEqual(b, { unitText: "[Service]", environmentFileHash: "", activeState: "failed", enabled: false });
         assert.equal(c!.unitText, null);
