@@ -58,7 +58,7 @@ export const SERVER_INFO_MAX_STATES = 64;
  * names the process that holds the port (issue 19: a process that grabs the
  * port while SGLang is down must not get the key).
  */
-export const SERVER_INFO_SCRIPT = String.raw`import json, os, subprocess, sys, urllib.error, urllib.request
+export const SERVER_INFO_SCRIPT = String.raw`import json, os, socket, subprocess, sys, urllib.error, urllib.request
 unit_path, env_path, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3])
 FIELDS = ${JSON.stringify(SERVER_INFO_FIELDS)}
 STATE_FIELDS = ${JSON.stringify(SERVER_INFO_STATE_FIELDS)}
@@ -94,7 +94,14 @@ if not port.isdigit() or not 0 < int(port) < 65536:
     done({"error": "the --port in " + unit_path + " is not a port: " + port})
 url = "http://%s:%s/server_info" % ("[" + host.strip("[]") + "]" if ":" in host else host, port)
 unit = os.path.basename(unit_path)
+def local_address(table, hexaddr):
+    raw = bytes.fromhex(hexaddr)
+    if table.endswith("6"):
+        return socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return socket.inet_ntop(socket.AF_INET, raw[::-1])
 def listening(port):
+    # The sockets that take a request to host:port: bound to that address or to the wildcard.
+    wanted = {host.strip("[]"), "::ffff:" + host, "0.0.0.0", "::"}
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -104,7 +111,14 @@ def listening(port):
             continue
         for row in rows:
             cols = row.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+            if len(cols) <= 9 or cols[3] != "0A":
+                continue
+            address, hexport = cols[1].rsplit(":", 1)
+            try:
+                bound = local_address(table, address)
+            except ValueError:
+                continue
+            if int(hexport, 16) == port and bound in wanted:
                 inodes.add(cols[9])
     return inodes
 def sockets(pid):

@@ -522,6 +522,35 @@ describe("read-only gate: the server-info program", function () {
         });
     });
 
+    it("minds only the sockets that take the request: a process on another address with the same port is not the unit's concern", async () => {
+        // As in the lab, where containers share one network namespace: another server on 127.0.0.2 at the unit's
+        // port, started so that it is no child of this process (the unit's MainPID here).
+        const other = spawn("sh", ["-c", '(python3 -c "$0" "$1" "$2" "$3" & echo $!)', THIEF, path.join(dir, "other.log"), "127.0.0.2", String(port)], {
+            stdio: ["ignore", "pipe", "inherit"],
+        });
+        let otherPid = 0;
+        try {
+            await new Promise<void>((resolve, reject) => {
+                let out = "";
+                other.stdout.on("data", (d: Buffer) => {
+                    out += d.toString();
+                    const lines = out.split("\n").filter(Boolean);
+                    if (lines.length >= 2) {
+                        otherPid = Number(lines[0]);
+                        resolve();
+                    }
+                });
+                other.once("error", reject);
+            });
+            const { result } = await readInfo(writeService());
+            assert.ok("status" in result && result.status === 200, JSON.stringify(result));
+            assert.deepEqual(seen, [{ path: "/server_info", authorization: `Bearer ${API_KEY}` }]);
+            assert.equal(fs.readFileSync(path.join(dir, "other.log"), "utf8"), "", "the server on the other address got a request");
+        } finally {
+            if (otherPid) process.kill(otherPid);
+        }
+    });
+
     it("sends the key to no process but the unit's: a process holding the port while the unit is stopped gets nothing, and is named", async () => {
         // Another process listens on a port, and the unit's file names that port; the unit's main process is
         // none (stopped) or a process that is not the listener's ancestor.
@@ -554,9 +583,10 @@ describe("read-only gate: the server-info program", function () {
     });
 });
 
-/** A server that logs every request and its Authorization header, then answers 401 (argv: the log file). */
+/** A server that logs every request and its Authorization header, then answers 401 (argv: the log file, optionally the address and port to bind). */
 const THIEF = `import http.server, sys
 log = sys.argv[1]
+bind = (sys.argv[2], int(sys.argv[3])) if len(sys.argv) > 3 else ("127.0.0.1", 0)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         with open(log, "a") as f:
@@ -565,7 +595,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *a):
         pass
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
+s = http.server.HTTPServer(bind, H)
 open(log, "w").close()
 print(s.server_address[1], flush=True)
 s.serve_forever()
