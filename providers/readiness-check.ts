@@ -5,7 +5,7 @@ import { servedByThisProcess } from "./context";
 import { changedKeys } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import type { ReadinessOutputs, ReadinessProps } from "./readiness-check-props";
-import { verifyServing, waitServing } from "./rollout-gate";
+import { verifyServing, waitServing } from "./serving";
 import { journalPosition } from "../remote/readiness-gate";
 
 /**

@@ -13,7 +13,7 @@ import type { RemoteHost } from "../remote/remote-host";
 import { assertBoxServes } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
-import { waitServing } from "./rollout-gate";
+import { waitServing } from "./serving";
 import { say } from "./say";
 import { differences, environmentFileHash, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";

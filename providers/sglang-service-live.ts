@@ -10,7 +10,7 @@ import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
 import { readBoxFacts } from "./box-facts";
 import { changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
-import { verifyServing } from "./rollout-gate";
+import { verifyServing } from "./serving";
 import type { GatePassed, ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
 

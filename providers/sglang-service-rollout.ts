@@ -12,7 +12,7 @@ import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
-import { startAndWait } from "./rollout-gate";
+import { startAndWait } from "./serving";
 import { say } from "./say";
 import { differences, environmentFileHash, LiveService, outputsFrom, readLive } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";

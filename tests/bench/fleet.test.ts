@@ -5,6 +5,7 @@ import { formatConfigIssues } from "../../core/config-issues";
 import { fleetProgramConfig, fleetStackConfig } from "../../bench/lib/fleet";
 import { FLEET_GPU, FLEET_MAX_SERVERS, FLEET_MEM_FRACTION, planFleet } from "../../bench/lib/fleet-plan";
 import type { LabMachines, StackConfigFile } from "../../lab/stack";
+import { promiseOf, RecordingMocks, SERVICE_TYPE } from "../components/recording-mocks";
 
 // The fleet phases of `npm run bench` without a lab: which servers each
 // program and stack gets, and what the fleet program declares for them.
@@ -82,45 +83,6 @@ describe("bench fleet plan", () => {
         assert.ok(plan.all.length <= FLEET_MAX_SERVERS);
     });
 });
-
-interface Registered {
-    type: string;
-    name: string;
-    inputs: Record<string, unknown>;
-}
-
-const SERVICE_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
-const CONTAINER_TYPE = "pulumi-nodejs:dynamic/sglang-serve:LxcContainer";
-
-class RecordingMocks implements pulumi.runtime.Mocks {
-    readonly resources: Registered[] = [];
-    private static readonly known = new Set([
-        "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
-        "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
-        "pulumi-nodejs:dynamic/sglang-serve:SglangService",
-        "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
-        "sglang-serve:index:GpuHost",
-        "sglang-serve:index:LxcContainer",
-        "sglang-serve:index:SglangService",
-        "sglang-serve:index:ReadinessCheck",
-    ]);
-
-    newResource(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
-        if (!RecordingMocks.known.has(args.type)) throw new Error(`unexpected resource type ${args.type}`);
-        this.resources.push({ type: args.type, name: args.name, inputs: args.inputs });
-        const state: Record<string, unknown> = { ...args.inputs };
-        if (args.type === CONTAINER_TYPE) state.vmid = (args.inputs.container as { vmid: number }).vmid;
-        return { id: `${args.name}-id`, state };
-    }
-
-    call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
-        throw new Error(`unexpected call ${args.token}`);
-    }
-}
-
-function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
-    return new Promise((resolve) => output.apply((v) => resolve(v)));
-}
 
 describe("bench fleet program under mocks", () => {
     it("declares one host and container, and per member the service and readiness check the stack program declares", async () => {

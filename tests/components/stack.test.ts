@@ -1,49 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { committedStackSettings } from "../core/fixtures";
-
-interface Registered {
-    type: string;
-    name: string;
-    inputs: Record<string, unknown>;
-    parent?: string;
-}
-
-const SERVICE_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
-const CONTAINER_TYPE = "pulumi-nodejs:dynamic/sglang-serve:LxcContainer";
-
-/** Records every resource; throws on calls the stack does not make. */
-class RecordingMocks implements pulumi.runtime.Mocks {
-    readonly resources: Registered[] = [];
-    private static readonly known = new Set([
-        "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
-        "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
-        "pulumi-nodejs:dynamic/sglang-serve:SglangService",
-        "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
-        "random:index/randomPassword:RandomPassword",
-        "sglang-serve:index:GpuHost",
-        "sglang-serve:index:LxcContainer",
-        "sglang-serve:index:SglangService",
-        "sglang-serve:index:ReadinessCheck",
-    ]);
-
-    newResource(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
-        if (!RecordingMocks.known.has(args.type)) throw new Error(`unexpected resource type ${args.type}`);
-        this.resources.push({ type: args.type, name: args.name, inputs: args.inputs });
-        const state: Record<string, unknown> = { ...args.inputs };
-        if (args.type === CONTAINER_TYPE) state.vmid = (args.inputs.container as { vmid: number }).vmid;
-        if (args.type.endsWith("RandomPassword")) state.result = "generated-key-0123456789abcdef";
-        return { id: `${args.name}-id`, state };
-    }
-
-    call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
-        throw new Error(`unexpected call ${args.token}`);
-    }
-}
-
-function promiseOf<T>(output: pulumi.Output<T>): Promise<T> {
-    return new Promise((resolve) => output.apply((v) => resolve(v)));
-}
+import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
 
 /** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {

@@ -1,3 +1,8 @@
+// Whether a server serves, for the providers: start a unit and wait for the
+// readiness gate (remote/readiness-gate.ts), wait for it without a start, and
+// take a quick look (/health and /server_info). The gate itself lives in
+// remote/; "gate" names the readiness gate and, qualified, the read-only key's
+// read gate (gate/), nothing else.
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
