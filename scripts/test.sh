@@ -15,9 +15,10 @@ npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 # (default 6: the end-to-end files mostly wait on servers starting, so more
 # workers than cores keep both cores busy). Each lab and end-to-end file brings
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
-# run side by side. The longest files are handed out first: the end-to-end
-# deploys with the real engine, then the lab, then the fast pure suites.
+# run side by side. The longest files are handed out first: the differential
+# test against the real releases, the end-to-end deploys with the real engine,
+# then the rest of the lab, then the fast pure suites (mocha runs each file once).
 if [ $# -eq 0 ]; then
-  set -- "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
+  set -- "tests/lab/sglang-differential.test.ts" "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
 fi
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-6}" "$@"
