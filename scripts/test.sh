@@ -17,8 +17,12 @@ npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
 # run side by side. The longest files are handed out first: the differential
 # test against the real releases, the end-to-end deploys with the real engine,
-# then the rest of the lab, then the fast pure suites (mocha runs each file once).
+# then the rest of the lab, then the fast pure suites.
 if [ $# -eq 0 ]; then
-  set -- "tests/lab/sglang-differential.test.ts" "tests/e2e/**/*.test.ts" "tests/lab/**/*.test.ts" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
+  # Each file once: mocha's parallel mode runs a file as often as the arguments name it.
+  differential=tests/lab/sglang-differential.test.ts
+  lab=()
+  for f in tests/lab/*.test.ts; do [ "$f" = "$differential" ] || lab+=("$f"); done
+  set -- "$differential" "tests/e2e/**/*.test.ts" "${lab[@]}" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
 fi
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-6}" "$@"

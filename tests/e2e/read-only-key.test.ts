@@ -223,7 +223,8 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             await onBox(
                 labDir,
                 "container",
-                `for i in $(seq 50); do grep -q ':${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp && exit 0; sleep 0.2; done; exit 1`,
+                // The thief's own socket (0.0.0.0:port): the lab's containers share one network namespace, so other labs' servers listen on the port too.
+                `for i in $(seq 50); do grep -q ' 00000000:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp && exit 0; sleep 0.2; done; exit 1`,
             );
             const paths = unitPaths(UNIT);
             const read = await asReader(
