@@ -216,16 +216,14 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             "        open('/root/thief.log', 'a').write('%s %s\\n' % (self.path, self.headers.get('Authorization')))",
             "        self.send_response(200)",
             "        self.end_headers()",
-            `http.server.HTTPServer(('0.0.0.0', ${port}), H).serve_forever()`,
+            `http.server.HTTPServer((${JSON.stringify(info.container.address)}, ${port}), H).serve_forever()`,
         ].join("\n");
+        // The thief binds where the server listens, the container's address: the lab's containers share one network
+        // namespace, where the wildcard address is not free while other labs' servers listen on the port.
+        const listeningRow = ` ${procNetTcpAddress(info.container.address)}:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
         await onBox(labDir, "container", `: > /root/thief.log && systemd-run --unit sglang-serve-thief python3 -c ${shCommand([thief])}`);
         try {
-            await onBox(
-                labDir,
-                "container",
-                // The thief's own socket (0.0.0.0:port): the lab's containers share one network namespace, so other labs' servers listen on the port too.
-                `for i in $(seq 50); do grep -q ' 00000000:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp && exit 0; sleep 0.2; done; exit 1`,
-            );
+            await onBox(labDir, "container", `for i in $(seq 150); do grep -q '${listeningRow}' /proc/net/tcp && exit 0; sleep 0.2; done; exit 1`);
             const paths = unitPaths(UNIT);
             const read = await asReader(
                 remoteCommand("pct-exec", 129, serverInfoReadArgv({ unitPath: paths.unit, environmentFilePath: paths.environmentFile, timeoutSeconds: 10 })),
@@ -251,3 +249,12 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         }
     });
 });
+
+/** An IPv4 address as /proc/net/tcp prints it: the 32-bit value in the kernel's (little-endian) byte order, in hex. */
+function procNetTcpAddress(ip: string): string {
+    return ip
+        .split(".")
+        .reverse()
+        .map((b) => Number(b).toString(16).toUpperCase().padStart(2, "0"))
+        .join("");
+}
