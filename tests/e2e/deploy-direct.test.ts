@@ -3,15 +3,9 @@ import { labDown } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
-import { httpGetJson } from "../../remote/probe";
-import { mainPid, startLab } from "./lab-box";
+import { healthStatus, mainPid, startLab } from "./lab-box";
 
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
-
-async function healthStatus(info: LabInfo): Promise<number | string> {
-    const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
-    return "status" in r ? r.status : r.error;
-}
 
 describe("deploying to the lab with the real engine, ct129 topology (ssh straight into the container)", function () {
     this.timeout(600_000);

@@ -6,7 +6,7 @@ import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { mainPid, onBox, startLab, UNIT } from "./lab-box";
+import { healthStatus, mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
 
@@ -14,11 +14,6 @@ async function liveServerInfo(info: LabInfo): Promise<Record<string, unknown>> {
     const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
     assert.ok("status" in r && r.status === 200, `server_info: ${JSON.stringify(r).slice(0, 300)}`);
     return r.body as Record<string, unknown>;
-}
-
-async function healthStatus(info: LabInfo): Promise<number | string> {
-    const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
-    return "status" in r ? r.status : r.error;
 }
 
 function service(config: StackConfigFile): Record<string, unknown> {

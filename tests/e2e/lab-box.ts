@@ -3,6 +3,7 @@ import * as os from "os";
 import * as path from "path";
 import { labExec, labUp, readLabInfo } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
+import { httpGetJson } from "../../remote/probe";
 
 export const UNIT = "sglang-qwen.service";
 
@@ -23,4 +24,10 @@ export async function onBox(labDir: string, machine: "host" | "container", comma
 
 export async function mainPid(labDir: string): Promise<string> {
     return onBox(labDir, "container", `systemctl show -p MainPID --value ${UNIT}`);
+}
+
+/** GET /health on the lab container's server: the status, or the error when nothing answers. */
+export async function healthStatus(info: LabInfo): Promise<number | string> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
+    return "status" in r ? r.status : r.error;
 }
