@@ -128,7 +128,9 @@ export function describeFaultRows(title: string, prefix: string, net: number, ro
             await m.d.setSecret("sglang-serve:apiKey", API_KEY);
             const up = await m.d.up();
             expectExit(up, 0, "the first up");
-            assert.match(up.output, new RegExp(`\\[readiness\\] stayed healthy for ${WINDOW_SECONDS} s after ready`));
+            // The window lasts at least WINDOW_SECONDS; a loaded machine's polls may stretch it by a second or two.
+            const stayed = /\[readiness\] stayed healthy for (\d+) s after ready/.exec(up.output);
+            assert.ok(stayed && Number(stayed[1]) >= WINDOW_SECONDS, `no healthy window of ${WINDOW_SECONDS} s:\n${up.output.slice(-3000)}`);
             await m.expectServing(DECLARED);
         });
         after(async () => {
