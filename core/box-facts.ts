@@ -8,6 +8,7 @@
  */
 import { staticPoolFit } from "./config-rules";
 import type { ServiceConfig } from "./config-schema";
+import { extraFlagInteger } from "./extra-args";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
 import { sglangRelease } from "./sglang-releases";
 
@@ -170,7 +171,7 @@ export interface BoxExpectations {
 
 /** What the declared service expects of the box. */
 export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): BoxExpectations {
-    const interval = service.extraArgs.find((a) => /^--mamba-track-interval=\d+$/.test(a));
+    const interval = extraFlagInteger(service.extraArgs, "--mamba-track-interval");
     return {
         python: service.python,
         sglangVersion: service.sglangVersion,
@@ -182,7 +183,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             ...(service.mambaSchedulerStrategy ? { mambaSchedulerStrategy: service.mambaSchedulerStrategy } : {}),
             disableRadixCache: service.disableRadixCache,
             ...(service.maxRunningRequests !== undefined ? { maxRunningRequests: service.maxRunningRequests } : {}),
-            ...(interval ? { mambaTrackInterval: Number(interval.split("=")[1]) } : {}),
+            ...(interval ? { mambaTrackInterval: interval.value } : {}),
             environment: service.environment,
         },
         memory: {

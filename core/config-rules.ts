@@ -4,9 +4,10 @@
  * preview), GPUs and memory, authentication, readiness. Each runs on the
  * sections that parsed and reports under the key it is about, with the fix.
  */
-import { API_KEY_SET_HELP, ENV_NAME, isLoopback, SAFE_VALUE } from "./config-values";
+import { API_KEY_SET_HELP, ENV_NAME, isLoopback } from "./config-values";
 import type { ConfigIssue } from "./config-issues";
 import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
+import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import { API_KEY_ENV, ASSUMED_AUTO_MEM_FRACTION, DEFAULT_LISTEN_HOST, OWNED_FLAGS, parseSglangBool, SPEC_V2_ENV } from "./sglang-rules";
@@ -126,10 +127,10 @@ function versionRule(service: ServiceConfig, f: Findings): void {
     }
 }
 
-/** `--mamba-track-interval=N` in extraArgs, with its index. */
-function mambaTrackInterval(service: ServiceConfig): { value: number; index: number } | undefined {
-    const index = service.extraArgs.findIndex((a) => /^--mamba-track-interval=\d+$/.test(a));
-    return index === -1 ? undefined : { value: Number(service.extraArgs[index]!.split("=")[1]), index };
+/** `--mamba-track-interval N` (or `=N`) in extraArgs: its value, the index of its flag, and how it was written. */
+function mambaTrackInterval(service: ServiceConfig): { value: number; index: number; shown: string } | undefined {
+    const interval = extraFlagInteger(service.extraArgs, "--mamba-track-interval");
+    return interval && { value: interval.value, index: interval.given.index, shown: shownExtraFlag(interval.given) };
 }
 
 const SERVER_ARGS_INPUTS = [
@@ -214,12 +215,12 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
 /** Algorithms that draft with a separate checkpoint (EAGLE and NEXTN draft with the model's own MTP head without one). */
 const DRAFTER_ALGORITHMS = ["EAGLE3", "STANDALONE"];
 
-function valueOfKey(service: ServiceConfig, key: ServerArgsKey, interval: { value: number; index: number } | undefined): unknown {
+function valueOfKey(service: ServiceConfig, key: ServerArgsKey, interval: { shown: string } | undefined): unknown {
     switch (key) {
         case "service.mambaSchedulerStrategy":
             return service.mambaSchedulerStrategy;
         case "service.mambaTrackInterval":
-            return interval ? service.extraArgs[interval.index] : undefined;
+            return interval?.shown;
         case "service.environment":
             return service.environment[SPEC_V2_ENV];
         default:
@@ -256,42 +257,54 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             );
             continue;
         }
-        if (!SAFE_VALUE.test(value)) {
-            f.issue(
-                path,
-                value,
-                `${path} must be letters, digits and ._/@+,=:%- only (no spaces, quotes, $, \\ or control characters), so it is safe in the unit file: change the value.`,
-            );
+        // Any printable text: the unit quotes it for Environment= (core/systemd-unit.ts), and systemd does not expand $ there.
+        const bad = forbiddenCharacter(value);
+        if (bad) {
+            f.issue(path, value, `${path} holds ${bad}, which an Environment= line cannot carry intact: remove it.`);
             continue;
         }
     }
 }
 
+/**
+ * The flags of extraArgs (either form, `--flag=v` or `--flag v...`), each
+ * reported at its flag's element: none may set what the typed config owns,
+ * directly or as an argparse abbreviation, and none may repeat unless SGLang
+ * accumulates it (core/extra-args.ts ACCUMULATING_FLAGS: none in the releases
+ * known here, so a repeat would silently drop all but the last).
+ */
 function extraArgsRule(service: ServiceConfig, f: Findings): void {
-    const seen = new Set<string>();
-    service.extraArgs.forEach((arg, i) => {
-        const path = `service.extraArgs[${i}]`;
-        const flag = arg.split("=")[0];
+    const seen = new Map<string, number>();
+    for (const given of extraFlags(service.extraArgs)) {
+        const { flag, index } = given;
+        const path = `service.extraArgs[${index}]`;
+        const value = service.extraArgs[index];
         const owner = OWNED_FLAGS[flag];
         if (owner) {
-            f.issue(path, arg, `${path} sets ${flag}, which the typed config owns: use ${owner} instead and remove it from extraArgs.`);
-            return;
+            f.issue(path, value, `${path} sets ${flag}, which the typed config owns: use ${owner} instead and remove it from extraArgs.`);
+            continue;
         }
         // argparse accepts unambiguous prefixes, so `--mem-frac` would still set an owned flag.
         const shadowed = Object.keys(OWNED_FLAGS).find((owned) => owned.startsWith(flag));
         if (shadowed) {
             f.issue(
                 path,
-                arg,
+                value,
                 `${path}: SGLang's argparse reads ${flag} as an abbreviation of ${shadowed}, which the typed config owns: use ${OWNED_FLAGS[shadowed]} instead.`,
             );
-            return;
+            continue;
         }
-        if (seen.has(flag)) {
-            f.issue(path, arg, `${path} repeats ${flag}: keep one (argparse silently keeps the last).`);
+        const first = seen.get(flag);
+        if (first !== undefined && !ACCUMULATING_FLAGS.has(flag)) {
+            f.issue(
+                path,
+                value,
+                `${path} repeats ${flag} (first at service.extraArgs[${first}]): SGLang's argparse keeps only the last one. ` +
+                    `Keep one; several values go after a single flag, as ["${flag}", "a", "b"].`,
+            );
         }
-        seen.add(flag);
-    });
+        if (first === undefined) seen.set(flag, index);
+    }
 }
 
 function gpuCountRule(input: RuleInput, f: Findings): number | undefined {

@@ -11,7 +11,6 @@ import {
     apiKeyProblem,
     ARCHITECTURE,
     DNS_NAME,
-    EXTRA_ARG,
     GPU_NAME,
     hostAddress,
     hostKeyProblem,
@@ -27,6 +26,7 @@ import {
     USER_NAME,
     VERSION,
 } from "./config-values";
+import { extraArgsShapeProblems } from "./extra-args";
 import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "./sglang-rules";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
@@ -133,12 +133,17 @@ export const ServiceSchema = z.strictObject({
     port: port().default(DEFAULT_PORT),
     /** Where the stack reaches the HTTP API. */
     endpointHost: hostAddress(),
+    /**
+     * Further SGLang flags, an argv fragment passed unchanged (core/extra-args.ts):
+     * `--flag`, `--flag=value`, or `--flag` followed by its value elements.
+     */
     extraArgs: z
-        .array(
-            z.string().regex(EXTRA_ARG, {
-                error: "must be one token, --flag or --flag=value, with a lowercase flag name and a value of letters, digits and ._/@+,=:%- only",
-            }),
-        )
+        .array(z.string())
+        .superRefine((tokens, ctx) => {
+            for (const problem of extraArgsShapeProblems(tokens, "service.extraArgs")) {
+                ctx.addIssue({ code: "custom", message: problem.message, path: [problem.index], input: tokens[problem.index] });
+            }
+        })
         .default([]),
     /** Plain environment for the server (secrets never: use sglang-serve:apiKey). */
     environment: z.record(z.string(), z.string()).default({}),

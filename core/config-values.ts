@@ -3,7 +3,12 @@
  * Values end up in a systemd unit and in shell commands sent over SSH;
  * rather than trust escaping alone, anything outside these conservative
  * alphabets is rejected with the fix (no quotes, `$`, `\`, spaces, `;`,
- * backticks, newlines, NUL or other control characters). The schema
+ * backticks, newlines, NUL or other control characters). Two kinds of value
+ * are free text instead, because real commands need JSON and spaces there:
+ * extraArgs (core/extra-args.ts) and service.environment values; they go
+ * only into the unit, never into a shell command, quoted by systemd's own
+ * rules (core/systemd-unit.ts, tested to round-trip), and still may not
+ * hold NUL, line breaks or other control characters. The schema
  * (core/config-schema.ts) and the rules (core/config-rules.ts) use them.
  */
 import { z } from "zod";
@@ -14,10 +19,7 @@ import { parseHostKey } from "./host-key";
 const ABSOLUTE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
 /** An SSH private key file: absolute or under the home directory. */
 export const KEY_PATH = /^(~\/|\/)[A-Za-z0-9._/@+-]*$/;
-/** Environment values and `--flag=value` values: `%` and `=` are allowed (systemd escaping is tested for them). */
-export const SAFE_VALUE = /^[A-Za-z0-9._/@+,=:%-]*$/;
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-export const EXTRA_ARG = /^--[a-z0-9][a-z0-9-]*(=[A-Za-z0-9._/@+,=:%-]*)?$/;
 export const SERVICE_NAME = /^[a-z][a-z0-9-]{0,39}$/;
 export const LABEL = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const USER_NAME = /^[a-z_][a-z0-9_-]{0,31}$/;

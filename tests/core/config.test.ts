@@ -528,9 +528,9 @@ describe("stack config: values that reach a unit file or a shell", () => {
         ["service.model.path", "a $", (r) => (r.service.model.path = "/models/$HOME")],
         ["service.python", "a ;", (r) => (r.service.python = "/opt/venv/bin/python3;rm")],
         ["service.model.servedName", "a space", (r) => (r.service.model.servedName = "qwen 27b")],
-        ["service.environment.SGLANG_FOO", "a quote", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = 'a"b')],
         ["service.environment.SGLANG_FOO", "a newline", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "a\nb")],
-        ["service.environment.SGLANG_FOO", "a $ expansion", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "${X}")],
+        ["service.environment.SGLANG_FOO", "a NUL", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "a\0b")],
+        ["service.environment.SGLANG_FOO", "an escape character", (r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "a\x1b[0m")],
         ["service.environment.1BAD", "a name starting with a digit", (r) => ((r.service.environment as Record<string, string>)["1BAD"] = "x")],
         ["service.name", "upper case", (r) => (r.service.name = "Qwen")],
         ["service.name", "a slash", (r) => (r.service.name = "qwen/../x")],
@@ -568,6 +568,23 @@ describe("stack config: values that reach a unit file or a shell", () => {
             }),
         );
     });
+
+    it("accepts environment values with spaces, quotes, $ and \\, which the unit quotes (systemd does not expand $ in Environment=)", () => {
+        accepted(
+            withField((r) => {
+                (r.service.environment as Record<string, string>).SGLANG_FOO = 'a "quoted" value';
+                (r.service.environment as Record<string, string>).SGLANG_BAR = "${X} $HOME \\n 50% it's";
+            }),
+        );
+    });
+
+    it("names the control character in an environment value and says to remove it", () => {
+        const issue = issueAt(
+            withField((r) => ((r.service.environment as Record<string, string>).SGLANG_FOO = "a\nb")),
+            "service.environment.SGLANG_FOO",
+        );
+        assert.match(issue.message, /holds a newline \(U\+000A\) at position 1.*remove it/);
+    });
 });
 
 describe("stack config: extraArgs", () => {
@@ -577,9 +594,47 @@ describe("stack config: extraArgs", () => {
         accepted(extra(["--enable-metrics", "--context-length=32768"]));
     });
 
-    it("requires each entry to start with --", () => {
+    it("accepts a flag followed by its value as two elements", () => {
+        accepted(extra(["--reasoning-parser", "qwen3"]));
+        accepted(extra(["--context-length", "32768", "--enable-metrics"]));
+    });
+
+    it("accepts a flag followed by several values", () => {
+        accepted(extra(["--cuda-graph-bs", "1", "2", "4", "8"]));
+    });
+
+    it("accepts a JSON value with quotes, spaces and a float", () => {
+        accepted(extra(["--json-model-override-args", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}']));
+    });
+
+    it("accepts values with spaces, quotes, %, $, \\, ; and non-ASCII text, which go into argv literally", () => {
+        accepted(extra(["--chat-template=a b", "--x", "$(id)", "${SGLANG_API_KEY}", "50%", "a\\b", ";", "\\;", "it's", "字😀", "\tx"]));
+    });
+
+    it("accepts negative numbers as values", () => {
+        accepted(extra(["--x", "-1", "-0.5", "-.5"]));
+    });
+
+    it("requires the first entry to be a --flag, naming it", () => {
         issueAt(extra(["-v"]), "service.extraArgs[0]");
-        issueAt(extra(["--context-length", "32768"]), "service.extraArgs[1]");
+        const issue = issueAt(extra(["32768", "--context-length"]), "service.extraArgs[0]");
+        assert.match(issue.message, /^service\.extraArgs\[0\] must be a --flag: .*put the flag before "32768"/);
+    });
+
+    it("requires flag names SGLang can have: lowercase letters, digits and -", () => {
+        issueAt(extra(["--Context-Length=1"]), "service.extraArgs[0]");
+        issueAt(extra(["--enable-metrics", "--"]), "service.extraArgs[1]");
+        issueAt(extra(["--enable-metrics", "--x_y", "1"]), "service.extraArgs[1]");
+    });
+
+    it("refuses a value argparse would read as an option, saying to write --flag=value", () => {
+        const issue = issueAt(extra(["--x", "-v"]), "service.extraArgs[1]");
+        assert.match(issue.message, /--flag=-v/);
+        accepted(extra(["--x=-v"]));
+    });
+
+    it("refuses values after a --flag=value element, which argparse would not give to the flag", () => {
+        assert.match(issueAt(extra(["--cuda-graph-bs=1", "2"]), "service.extraArgs[1]").message, /follows service\.extraArgs\[0\] \(--cuda-graph-bs=\.\.\.\)/);
     });
 
     it("rejects a flag the typed config owns and names the field to use", () => {
@@ -588,18 +643,49 @@ describe("stack config: extraArgs", () => {
         assert.match(issueAt(extra(["--speculative-algorithm=EAGLE"]), "service.extraArgs[0]").message, /service\.speculative\.algorithm/);
     });
 
+    it("rejects an owned flag given with its value as the next element, at the flag's index", () => {
+        assert.match(issueAt(extra(["--enable-metrics", "--tp-size", "2"]), "service.extraArgs[1]").message, /use service\.tensorParallelSize instead/);
+        assert.match(issueAt(extra(["--reasoning-parser", "qwen3", "--api-key", "x"]), "service.extraArgs[2]").message, /sglang-serve:apiKey/);
+    });
+
     it("rejects an abbreviation argparse would expand to an owned flag", () => {
         assert.match(issueAt(extra(["--mem-frac=0.5"]), "service.extraArgs[0]").message, /abbreviation of --mem-fraction-static/);
+        assert.match(issueAt(extra(["--mem-frac", "0.5"]), "service.extraArgs[0]").message, /abbreviation of --mem-fraction-static/);
     });
 
     it("rejects a repeated flag", () => {
         issueAt(extra(["--enable-metrics", "--enable-metrics"]), "service.extraArgs[1]");
     });
 
-    it("rejects values that could break out of the unit", () => {
-        issueAt(extra(["--chat-template=a b"]), "service.extraArgs[0]");
-        issueAt(extra(["--chat-template=$(id)"]), "service.extraArgs[0]");
+    it("rejects a flag repeated in the other form, at the repeat, naming the first", () => {
+        const issue = issueAt(extra(["--cuda-graph-bs", "1", "2", "--cuda-graph-bs=4"]), "service.extraArgs[3]");
+        assert.match(issue.message, /repeats --cuda-graph-bs \(first at service\.extraArgs\[0\]\): SGLang's argparse keeps only the last one/);
+        assert.match(issue.message, /\["--cuda-graph-bs", "a", "b"\]/);
+    });
+
+    it("rejects NUL, line breaks and other control characters, naming the element and the character", () => {
         issueAt(extra(["--x=\n"]), "service.extraArgs[0]");
+        const issue = issueAt(extra(["--json-model-override-args", '{"a":\n1}']), "service.extraArgs[1]");
+        assert.match(issue.message, /^service\.extraArgs\[1\] holds a newline \(U\+000A\) at position 5.*remove it/);
+        assert.equal(issue.value, '{"a":\n1}');
+        issueAt(extra(["--x", "a\0b"]), "service.extraArgs[1]");
+        issueAt(extra(["--x", "a\rb"]), "service.extraArgs[1]");
+        issueAt(extra(["--x", "a\u2028b"]), "service.extraArgs[1]");
+        issueAt(extra(["--x", "\x1b[31m"]), "service.extraArgs[1]");
+    });
+
+    it("reads --mamba-track-interval in both forms for SGLang's own rules, reporting at the flag", () => {
+        const spec = (r: FieldRaw, args: string[]) => {
+            r.service.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 4 } as typeof r.service.speculative;
+            (r.service as Record<string, unknown>).extraArgs = args;
+        };
+        const issue = issueAt(
+            withField((r) => spec(r, ["--enable-metrics", "--mamba-track-interval", "2"])),
+            "service.extraArgs[1]",
+        );
+        assert.ok(issue.message.includes("mamba_track_interval 2 must be greater than or equal to speculative_num_draft_tokens 4"));
+        assert.equal(issue.value, "--mamba-track-interval 2");
+        accepted(withField((r) => spec(r, ["--mamba-track-interval", "4"])));
     });
 });
 
