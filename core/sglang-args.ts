@@ -46,7 +46,12 @@ export interface ArgvFields {
     apiKeyEnv?: string;
     /** True when `--api-key` carries a literal key (a hand edit that leaks it into the unit). */
     apiKeyInline: boolean;
-    /** Flags the typed config does not own, each one token (`--flag` or `--flag=value`). */
+    /**
+     * The tokens the typed config does not own, in order and exactly as the
+     * command line has them (core/extra-args.ts): `--flag`, `--flag=value`, or
+     * `--flag` and its value tokens. Not normalised, so a unit reads back as
+     * the extraArgs it was rendered from, whichever form they used.
+     */
     extraArgs: string[];
 }
 
@@ -120,7 +125,23 @@ export function renderArgv(service: ServiceConfig, opts: RenderArgvOptions = {})
 }
 
 export function argvFromFields(fields: ArgvFields): string[] {
+    return commandFromFields(fields).argv;
+}
+
+/** A command line, and the positions in it of the `${NAME}` words meant for systemd to expand (the API key's). */
+export interface RenderedCommand {
+    argv: string[];
+    envReferences: ReadonlySet<number>;
+}
+
+/**
+ * The argv of argvFromFields, with where the environment references are:
+ * only the `--api-key` value is one. Anything else that reads `${NAME}` (an
+ * extraArgs value) is literal text, which the unit writer must escape.
+ */
+export function commandFromFields(fields: ArgvFields): RenderedCommand {
     const argv = fields.launcher === "serve" ? [fields.executable, "serve"] : [fields.executable, "-m", "sglang.launch_server"];
+    const envReferences = new Set<number>();
     const flag = (name: string, value: string | number | undefined) => {
         if (value !== undefined) argv.push(name, String(value));
     };
@@ -141,9 +162,12 @@ export function argvFromFields(fields: ArgvFields): string[] {
     }
     flag("--mamba-scheduler-strategy", fields.mambaSchedulerStrategy);
     if (fields.disableRadixCache) argv.push("--disable-radix-cache");
-    if (fields.apiKeyEnv !== undefined) flag("--api-key", envReference(fields.apiKeyEnv));
+    if (fields.apiKeyEnv !== undefined) {
+        envReferences.add(argv.length + 1);
+        flag("--api-key", envReference(fields.apiKeyEnv));
+    }
     argv.push(...fields.extraArgs);
-    return argv;
+    return { argv, envReferences };
 }
 
 type ValueKind = "string" | "int" | "float";
@@ -209,10 +233,11 @@ function parseHead(argv: readonly string[]): { launcher: Launcher; next: number 
 /**
  * The typed fields of a server command line (the inverse of renderArgv).
  * Accepts `--flag value` and `--flag=value`, argparse aliases of owned flags
- * (`--tp`, `--model`), and `sglang serve`'s positional model path. Flags the
- * config does not own are kept in extraArgs as single tokens. A repeated flag
- * keeps the last value, as argparse does. Throws ArgvError on a command that
- * is not an SGLang server or an owned flag with a bad value.
+ * (`--tp`, `--model`), and `sglang serve`'s positional model path. Tokens the
+ * config does not own (a flag and the values after it) are kept in extraArgs
+ * as they are. A repeated owned flag keeps the last value, as argparse does.
+ * Throws ArgvError on a command that is not an SGLang server or an owned
+ * flag with a bad value.
  */
 export function parseArgv(argv: readonly string[]): ArgvFields {
     if (argv.length < 2) throw new ArgvError("empty command line");
@@ -255,12 +280,8 @@ export function parseArgv(argv: readonly string[]): ArgvFields {
             switchFlag(fields);
             continue;
         }
-        if (inline === undefined && i < argv.length && !argv[i].startsWith("--")) {
-            fields.extraArgs.push(`${flag}=${argv[i]}`);
-            i++;
-        } else {
-            fields.extraArgs.push(token);
-        }
+        // Not owned: the flag and its values stay as written (the value tokens follow on the next turns).
+        fields.extraArgs.push(token);
     }
     if (fields.modelPath === "") throw new ArgvError("no --model-path in the command line");
     return fields;

@@ -5,7 +5,7 @@
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
 import type { ServiceConfig } from "./config-schema";
-import { ArgvFields, parseArgv, renderArgv } from "./sglang-args";
+import { ArgvFields, argvFieldsOf, commandFromFields, parseArgv } from "./sglang-args";
 import { API_KEY_ENV } from "./sglang-rules";
 
 export const UNIT_DIRECTORY = "/etc/systemd/system";
@@ -60,17 +60,20 @@ export function quoteWord(word: string): string {
     return `${out}"`;
 }
 
+const ENV_REFERENCE_WORD = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
 /**
  * One ExecStart argument: `%` -> `%%`, `$` -> `$$` (systemd expands `$` at
  * exec time), except a whole-word `${NAME}` for a variable in
  * `envReferences`, which is meant to be expanded (as one argument). A lone
- * `;` separates commands in ExecStart, so it is written `\;`.
+ * `;` separates commands in ExecStart, so it is written `\;`; the two
+ * characters `\;` are quoted, `"\\;"`, which systemd's parser does not take
+ * for that escape (config_parse_exec checks for a bare `\;` before unquoting).
  */
 export function escapeExecArg(arg: string, envReferences: ReadonlySet<string> = new Set()): string {
-    const ref = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(arg);
+    const ref = ENV_REFERENCE_WORD.exec(arg);
     if (ref && envReferences.has(ref[1])) return arg;
     if (arg === ";") return "\\;";
-    if (arg === "\\;") throw new UnitSyntaxError('systemd reads the argument "\\;" as ";": it cannot be passed literally');
     return quoteWord(escapeSpecifiers(arg).replace(/\$/g, "$$$$"));
 }
 
@@ -112,12 +115,18 @@ function cunescapeOne(text: string, i: number): { out: string; used: number } | 
  * its backslash. Specifiers and `$` are left as written.
  */
 export function splitWords(value: string): string[] {
-    const words: string[] = [];
+    return splitRawWords(value).map((w) => w.word);
+}
+
+/** splitWords, with each word's text as written (quotes and escapes included). */
+function splitRawWords(value: string): { word: string; raw: string }[] {
+    const words: { word: string; raw: string }[] = [];
     let i = 0;
     const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
     while (i < value.length) {
         while (i < value.length && isSpace(value[i])) i++;
         if (i >= value.length) break;
+        const start = i;
         let word = "";
         let quote: string | undefined;
         for (; i < value.length; i++) {
@@ -142,7 +151,7 @@ export function splitWords(value: string): string[] {
             }
         }
         if (quote !== undefined) throw new UnitSyntaxError(`unbalanced quoting in ${JSON.stringify(value)}`);
-        words.push(word);
+        words.push({ word, raw: value.slice(start, i) });
     }
     return words;
 }
@@ -152,9 +161,13 @@ export function unescapeSpecifiers(text: string): string {
     return text.replace(/%%/g, "%");
 }
 
-/** The argv an ExecStart value runs, with `$$` -> `$` and `${NAME}` left for the caller to recognise. */
+/**
+ * The argv an ExecStart value runs, with `$$` -> `$` and `${NAME}` left for
+ * the caller to recognise. A bare `\;` is the argument `;`; a quoted `"\\;"`
+ * is the two characters (systemd tells them apart by the raw text).
+ */
 export function parseExecStart(value: string): string[] {
-    const words = splitWords(value).map((word) => (word === "\\;" ? ";" : unescapeSpecifiers(word).replace(/\$\$/g, "$")));
+    const words = splitRawWords(value).map(({ word, raw }) => (raw === "\\;" ? ";" : unescapeSpecifiers(word).replace(/\$\$/g, "$")));
     if (words.length > 0) words[0] = words[0].replace(/^[-@:+!]+/, "");
     return words;
 }
@@ -231,14 +244,28 @@ export function unitTextWithoutOwner(text: string): string {
         .join("\n");
 }
 
-/** The ExecStart value: one flag (and its value) per continuation line, so a preview diff shows the flag that changed. */
-export function renderExecStart(argv: readonly string[], envReferences: ReadonlySet<string> = new Set()): string {
+/**
+ * The ExecStart value: one flag (and its values) per continuation line, so a
+ * preview diff shows the flag that changed. Every word reaches the program
+ * as written, except those at `envReferences` (positions in argv), which must
+ * be `${NAME}` and are left for systemd to expand: a `${NAME}` anywhere else
+ * is literal text, never the variable's value.
+ */
+export function renderExecStart(argv: readonly string[], envReferences: ReadonlySet<number> = new Set()): string {
     assertAbsoluteExecutable(argv);
     const lines: string[][] = [];
-    for (const arg of argv) {
+    argv.forEach((arg, i) => {
         if (lines.length === 0 || arg.startsWith("--")) lines.push([]);
-        lines[lines.length - 1].push(escapeExecArg(arg, envReferences));
-    }
+        let word: string;
+        if (envReferences.has(i)) {
+            const ref = ENV_REFERENCE_WORD.exec(arg);
+            if (!ref) throw new UnitSyntaxError(`ExecStart argument ${i} is to be expanded by systemd but is not \${NAME}: ${JSON.stringify(arg)}`);
+            word = escapeExecArg(arg, new Set([ref[1]]));
+        } else {
+            word = escapeExecArg(arg);
+        }
+        lines[lines.length - 1].push(word);
+    });
     return lines.map((words) => words.join(" ")).join(" \\\n    ");
 }
 
@@ -250,8 +277,7 @@ function environmentLines(environment: Readonly<Record<string, string>>): string
 
 /** The text of `sglang-<name>.service`. */
 export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
-    const envReferences = new Set(opts.hasSecrets ? [API_KEY_ENV] : []);
-    const argv = renderArgv(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {});
+    const command = commandFromFields(argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}));
     const body = [
         ...(opts.owner ? [ownerLine(opts.owner), OWNER_NOTE] : []),
         "[Unit]",
@@ -266,7 +292,7 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "Type=simple",
         ...environmentLines(service.environment),
         ...(opts.hasSecrets ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
-        `ExecStart=${renderExecStart(argv, envReferences)}`,
+        `ExecStart=${renderExecStart(command.argv, command.envReferences)}`,
         "Restart=on-failure",
         "# Time for the driver to free the dead server's GPU memory before the next start.",
         `RestartSec=${RESTART_SECONDS}`,

@@ -98,8 +98,31 @@ const extraFlag = fc
     .stringMatching(/^[a-z0-9][a-z0-9-]{0,12}$/)
     .map((name) => `--extra-${name}`)
     .filter((flag) => !ownedFlags.some((owned) => owned.startsWith(flag)));
-const extraArg = fc.tuple(extraFlag, fc.option(safeValue, { nil: undefined })).map(([flag, value]) => (value === undefined ? flag : `${flag}=${value}`));
-const extraArgs = fc.uniqueArray(extraArg, { maxLength: 4, selector: (arg) => arg.split("=")[0] });
+/**
+ * Printable text as extraArgs values and environment values may hold it:
+ * quotes, `\`, `$`, `${NAME}`, `%`, `;`, spaces, JSON, non-ASCII; never
+ * control characters other than tab (the config refuses those).
+ */
+const printableChar = fc.oneof(
+    fc.constantFrom(" ", "\t", '"', "'", "\\", "$", "%", "{", "}", ";", "#", "=", "`", "*", "&", "|", "<", ">", "é", "字", "😀"),
+    fc.string({ minLength: 1, maxLength: 1, unit: "grapheme-ascii" }),
+);
+const printableText = fc.oneof(
+    fc.string({ unit: printableChar, maxLength: 16 }),
+    fc.constantFrom("${SGLANG_API_KEY}", "$HOME", "%n", ";", "\\;", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}'),
+);
+/** A value token: what the config takes after a --flag (not starting with -, but negative numbers). */
+const extraValue = fc.oneof(
+    printableText.filter((v) => !v.startsWith("-")),
+    fc.constantFrom("-1", "-0.5"),
+);
+/** One flag of extraArgs in one of its forms: `--flag`, `--flag=value`, `--flag v1 v2...`. */
+const extraGroup = fc.oneof(
+    extraFlag.map((flag) => [flag]),
+    fc.tuple(extraFlag, printableText).map(([flag, value]) => [`${flag}=${value}`]),
+    fc.tuple(extraFlag, fc.array(extraValue, { minLength: 1, maxLength: 4 })).map(([flag, values]) => [flag, ...values]),
+);
+const extraArgs = fc.uniqueArray(extraGroup, { maxLength: 4, selector: (group) => group[0].split("=")[0] }).map((groups) => groups.flat());
 const envName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/).filter((n) => n !== "SGLANG_API_KEY");
 const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join("."));
 
@@ -145,7 +168,7 @@ export const rawService = fc.record(
         port: fc.integer({ min: 1, max: 65535 }),
         endpointHost: ipv4,
         extraArgs,
-        environment: fc.dictionary(envName, safeValue, { maxKeys: 4 }),
+        environment: fc.dictionary(envName, fc.oneof(safeValue, printableText), { maxKeys: 4 }),
     },
     { requiredKeys: ["name", "sglangVersion", "python", "model", "endpointHost"] },
 );

@@ -111,6 +111,15 @@ describe("sglang argv: render", () => {
         const argv = renderArgv(service((s) => ((s as Record<string, unknown>).extraArgs = ["--enable-metrics", "--context-length=32768"])));
         assert.deepEqual(argv.slice(-2), ["--enable-metrics", "--context-length=32768"]);
     });
+
+    it("puts each extraArgs element into argv as one element, unchanged", () => {
+        const extra = ["--cuda-graph-bs", "1", "2", "4", "8", "--json-model-override-args", '{"a": "b c", "d": 4.0}', "--x", "${SGLANG_API_KEY}"];
+        const argv = renderArgv(
+            service((s) => ((s as Record<string, unknown>).extraArgs = extra)),
+            { apiKeyEnv: "SGLANG_API_KEY" },
+        );
+        assert.deepEqual(argv.slice(-extra.length), extra);
+    });
 });
 
 describe("sglang argv: parse", () => {
@@ -147,7 +156,39 @@ describe("sglang argv: parse", () => {
         assert.equal(fields.port, 30000);
         assert.deepEqual(fields.speculative, { algorithm: "NEXTN" });
         assert.equal(fields.disableRadixCache, true);
-        assert.deepEqual(fields.extraArgs, ["--context-length=32768", "--enable-metrics"]);
+        assert.deepEqual(fields.extraArgs, ["--context-length", "32768", "--enable-metrics"]);
+    });
+
+    it("keeps unowned flags and their values as the tokens the command line has, in either form", () => {
+        const extra = [
+            "--reasoning-parser",
+            "qwen3",
+            "--cuda-graph-bs",
+            "1",
+            "2",
+            "4",
+            "8",
+            "--context-length=32768",
+            "--json-model-override-args",
+            '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}',
+            "--x",
+            "-1",
+            "--enable-metrics",
+        ];
+        const fields = parseArgv(["/v/bin/sglang", "serve", "--model-path", "/m", "--port", "1", ...extra]);
+        assert.deepEqual(fields.extraArgs, extra);
+    });
+
+    it("reads back the extraArgs of every shape the config accepts (render, then parse)", () => {
+        for (const extraArgs of [
+            ["--reasoning-parser", "qwen3"],
+            ["--cuda-graph-bs", "1", "2", "4", "8"],
+            ["--json-model-override-args", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}'],
+            ["--enable-metrics", "--context-length=32768"],
+        ]) {
+            const svc = service((s) => ((s as Record<string, unknown>).extraArgs = extraArgs));
+            assert.deepEqual(parseArgv(renderArgv(svc)).extraArgs, extraArgs);
+        }
     });
 
     it("reads sglang serve's positional model path", () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
+import { forbiddenCharacter } from "../../core/extra-args";
 import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
 import { API_KEY_ENV } from "../../core/sglang-rules";
 import {
@@ -33,6 +34,20 @@ function expectedUnitService(service: ServiceConfig, opts: { hasSecrets: boolean
         environment: { ...service.environment },
         environmentFiles: opts.hasSecrets ? [environmentFilePath(service.name)] : [],
     };
+}
+
+/** The shapes of extraArgs the config accepts (issue 18, item 4). */
+const ACCEPTED_EXTRA_ARGS: readonly string[][] = [
+    ["--reasoning-parser", "qwen3"],
+    ["--cuda-graph-bs", "1", "2", "4", "8"],
+    ["--json-model-override-args", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}'],
+    ["--enable-metrics", "--context-length=32768"],
+    ["--chat-template", "a b", "--x", "-1", "--y=$HOME", "--z", "100%", "--w", "a\\b", "--v", ";", "--u", "\\;", "--t", "字 😀", "--s", "${SGLANG_API_KEY}"],
+];
+
+/** The field service with these extraArgs, as the schema passes them on (tests/core/config.test.ts: it accepts each). */
+function withExtra(extraArgs: readonly string[]): ServiceConfig {
+    return { ...fieldService(), extraArgs: [...extraArgs] };
 }
 
 function executableOf(service: ServiceConfig): string {
@@ -75,6 +90,32 @@ const hostileChar = fc.oneof(
     fc.string({ minLength: 1, maxLength: 1, unit: "grapheme-ascii" }),
 );
 const hostileString = fc.string({ unit: hostileChar, maxLength: 24 }).filter((s) => !s.includes("\0"));
+
+/** Hostile text the config accepts as an extraArgs value or environment value (no NUL, line breaks or other control characters). */
+const configurableText = fc.oneof(
+    hostileString.filter((s) => forbiddenCharacter(s) === undefined),
+    fc.constantFrom("${SGLANG_API_KEY}", "$SGLANG_API_KEY", "%i", "%%", ";", "\\;", "\\", '{"a": "b\\"c", "d": [1, -2.5]}'),
+);
+
+/** extraArgs of every form with hostile values: `--flag=<text>` and `--flag <value>...` (a value does not start with -). */
+const hostileExtraArgs = fc
+    .array(
+        fc.oneof(
+            configurableText.map((v) => [`--extra-inline=${v}`]),
+            fc
+                .array(
+                    configurableText.filter((v) => !v.startsWith("-")),
+                    { minLength: 1, maxLength: 3 },
+                )
+                .map((vs) => ["--extra-values", ...vs]),
+        ),
+        { minLength: 1, maxLength: 3 },
+    )
+    .map((groups) => groups.map((g, i) => [g[0].replace("--extra-", `--extra${i}-`), ...g.slice(1)]).flat());
+
+function deepEqualJson(a: unknown, b: unknown): boolean {
+    return JSON.stringify(a) === JSON.stringify(b);
+}
 
 describe("systemd unit: names and the environment file", () => {
     it("names the unit and its files after the service", () => {
@@ -137,6 +178,35 @@ describe("systemd unit: rendering", () => {
         );
     });
 
+    it("puts a multi-value flag on one line and quotes a JSON value as one word", () => {
+        const text = renderUnit(withExtra(ACCEPTED_EXTRA_ARGS[1]), { hasSecrets: false });
+        assert.match(text, /\n {4}--cuda-graph-bs 1 2 4 8\n/);
+        const json = renderUnit(withExtra(ACCEPTED_EXTRA_ARGS[2]), { hasSecrets: false });
+        assert.match(json, /\n {4}--json-model-override-args "\{\\"rope_scaling\\": \{\\"rope_type\\": \\"yarn\\", \\"factor\\": 4\.0, /);
+    });
+
+    it("writes a ${SGLANG_API_KEY} lookalike in extraArgs as literal text, never the key: only --api-key's word is expanded", () => {
+        const svc = withExtra(["--x", "${SGLANG_API_KEY}", "--y=${SGLANG_API_KEY}"]);
+        const text = renderUnit(svc, { hasSecrets: true });
+        const execStart = unitValues(parseUnit(text), "Service", "ExecStart")[0]!;
+        assert.equal(execStart.match(/(?<!\$)\$\{SGLANG_API_KEY\}/g)?.length, 1, execStart);
+        assert.match(execStart, /--api-key \$\{SGLANG_API_KEY\}/);
+        assert.match(execStart, /--x \$\$\{SGLANG_API_KEY\}/);
+        assert.match(execStart, /--y=\$\$\{SGLANG_API_KEY\}/);
+        assert.deepEqual(serviceFromUnit(text).fields.extraArgs, svc.extraArgs);
+    });
+
+    it("writes environment values with spaces, quotes, %, $ and \\ so that systemd reads them back exactly", () => {
+        const environment = { A: "two words", B: 'say "hi"', C: "50%", D: "${HOME} $X", E: "a\\b;c", F: "it's\tok" };
+        const svc = ServiceSchema.parse({ ...fieldConfig().service, environment });
+        const text = renderUnit(svc, { hasSecrets: false });
+        assert.match(text, /^Environment="A=two words"$/m);
+        assert.match(text, /^Environment="B=say \\"hi\\""$/m);
+        assert.match(text, /^Environment=C=50%%$/m);
+        assert.match(text, /^Environment="D=\$\{HOME\} \$X"$/m);
+        assert.deepEqual(serviceFromUnit(text).environment, environment);
+    });
+
     it("escapes % in environment values", () => {
         const svc = ServiceSchema.parse({ ...fieldConfig().service, environment: { SGLANG_ENABLE_SPEC_V2: "1", SGLANG_X: "50%" } });
         assert.match(renderUnit(svc, { hasSecrets: false }), /^Environment=SGLANG_X=50%%$/m);
@@ -162,6 +232,32 @@ describe("systemd unit: parsing back", () => {
             }),
             { numRuns: 300 },
         );
+    });
+
+    it("reads back every shape of extraArgs as the tokens declared, so a second preview compares equal", () => {
+        for (const extraArgs of ACCEPTED_EXTRA_ARGS) {
+            const svc = withExtra(extraArgs);
+            for (const hasSecrets of [false, true]) {
+                const back = serviceFromUnit(renderUnit(svc, { hasSecrets }));
+                assert.deepEqual(back.argv.slice(-extraArgs.length), extraArgs);
+                assert.deepEqual(back.fields.extraArgs, extraArgs);
+                assert.deepEqual(back.fields, expectedUnitService(svc, { hasSecrets }).fields);
+            }
+        }
+    });
+
+    it("reads back a unit whose extraArgs are --flag=value tokens (as the stack wrote them before) as the same declared extraArgs", () => {
+        const extraArgs = ["--enable-metrics", "--context-length=32768", "--chat-template=/t/chatml.jinja", "--x=50%"];
+        const text = renderUnit(withExtra(extraArgs), { hasSecrets: true });
+        assert.ok(text.includes("    --context-length=32768 \\\n    --chat-template=/t/chatml.jinja \\\n    --x=50%%\n"), text);
+        assert.deepEqual(serviceFromUnit(text).fields.extraArgs, extraArgs);
+    });
+
+    it("reads back a changed extraArgs value as a change", () => {
+        const declared = withExtra(["--cuda-graph-bs", "1", "2", "4", "8"]);
+        const edited = renderUnit(declared, { hasSecrets: true }).replace("--cuda-graph-bs 1 2 4 8", "--cuda-graph-bs 1 2 4 16");
+        assert.notDeepEqual(serviceFromUnit(edited).fields.extraArgs, declared.extraArgs);
+        assert.deepEqual(serviceFromUnit(edited).fields.extraArgs, ["--cuda-graph-bs", "1", "2", "4", "16"]);
     });
 
     it("reads what a hand-edited unit runs", () => {
@@ -258,19 +354,25 @@ describe("systemd unit: escaping", () => {
         assert.equal(escapeExecArg(";", refs), "\\;");
     });
 
+    it("passes the two characters \\; literally, quoted, and a lone ; as the escaped separator", () => {
+        assert.equal(escapeExecArg("\\;"), '"\\\\;"');
+        assert.deepEqual(parseExecStart(renderExecStart(["/bin/x", ";", "\\;", "a;b"])), ["/bin/x", ";", "\\;", "a;b"]);
+        assert.deepEqual(parseExecStart('/bin/x \\; "\\\\;" "\\;"'), ["/bin/x", ";", "\\;", "\\;"]);
+    });
+
+    it("expands only the words at the positions it is told, and refuses a position that is not ${NAME}", () => {
+        const argv = ["/bin/x", "--api-key", "${K}", "--y", "${K}"];
+        assert.equal(renderExecStart(argv, new Set([2])), "/bin/x \\\n    --api-key ${K} \\\n    --y $${K}");
+        assert.throws(() => renderExecStart(argv, new Set([1])), UnitSyntaxError);
+    });
+
     it("round-trips any argument through ExecStart (property)", () => {
         fc.assert(
-            fc.property(
-                fc.array(
-                    hostileString.filter((s) => s !== "\\;"),
-                    { maxLength: 6 },
-                ),
-                (args) => {
-                    const argv = ["/opt/x/bin/sglang", ...args];
-                    const unit = parseUnit(`[Service]\nExecStart=${renderExecStart(argv)}\n`);
-                    assert.deepEqual(parseExecStart(unitValues(unit, "Service", "ExecStart")[0]!), argv);
-                },
-            ),
+            fc.property(fc.array(hostileString, { maxLength: 6 }), (args) => {
+                const argv = ["/opt/x/bin/sglang", ...args];
+                const unit = parseUnit(`[Service]\nExecStart=${renderExecStart(argv)}\n`);
+                assert.deepEqual(parseExecStart(unitValues(unit, "Service", "ExecStart")[0]!), argv);
+            }),
             { numRuns: 500 },
         );
     });
@@ -288,6 +390,37 @@ describe("systemd unit: escaping", () => {
     it("reads quotes and C escapes as systemd does", () => {
         assert.deepEqual(splitWords(`a"b c"d 'e f' \\x41 "\\s" x\\qy`), ["ab cd", "e f", "A", " ", "x\\qy"]);
         assert.throws(() => splitWords('"open'), UnitSyntaxError);
+    });
+});
+
+describe("systemd unit: injection fuzz", () => {
+    /**
+     * Words of an ExecStart value that systemd would still expand: a `%`
+     * specifier or a `$` left after the escaped pairs `%%` and `$$`.
+     */
+    function expandingWords(execStart: string): string[] {
+        return splitWords(execStart).filter((word) => /[%$]/.test(word.replace(/%%/g, "").replace(/\$\$/g, "")));
+    }
+
+    it("shows 0 escapes: hostile extraArgs values come back as the same argv elements and only --api-key's word expands (property)", () => {
+        let escapes = 0;
+        fc.assert(
+            fc.property(hostileExtraArgs, fc.boolean(), (extraArgs, hasSecrets) => {
+                const svc = withExtra(extraArgs);
+                const text = renderUnit(svc, { hasSecrets });
+                const execStart = unitValues(parseUnit(text), "Service", "ExecStart")[0]!;
+                const back = serviceFromUnit(text);
+                const expanding = expandingWords(execStart);
+                const ok =
+                    deepEqualJson(back.argv.slice(back.argv.length - extraArgs.length), extraArgs) &&
+                    deepEqualJson(back.fields.extraArgs, extraArgs) &&
+                    deepEqualJson(expanding, hasSecrets ? ["${SGLANG_API_KEY}"] : []);
+                if (!ok) escapes++;
+                assert.ok(ok, `escaped: ${JSON.stringify(extraArgs)}\n${execStart}`);
+            }),
+            { numRuns: 500 },
+        );
+        assert.equal(escapes, 0);
     });
 });
 
@@ -325,27 +458,42 @@ describe("systemd unit: systemd-analyze verify", function () {
 
     it("accepts hostile arguments and environment values, escaped", () => {
         fc.assert(
-            fc.property(
-                fc.array(
-                    hostileString.filter((s) => s !== "\\;"),
-                    { minLength: 1, maxLength: 4 },
-                ),
-                hostileString,
-                (args, value) => {
-                    const argv = ["/opt/x/bin/tool", ...args];
-                    const text = [
-                        "[Unit]",
-                        "Description=escaping",
-                        "[Service]",
-                        `Environment=${quoteWord(escapeSpecifiers(`X=${value}`))}`,
-                        `ExecStart=${renderExecStart(argv)}`,
-                        "",
-                    ].join("\n");
-                    const result = root.verify("escaping.service", text, ["/opt/x/bin/tool"]);
-                    assert.equal(result.output, "", `systemd-analyze verify complained about ${JSON.stringify(args)}:\n${result.output}`);
-                    assert.equal(result.status, 0);
-                },
-            ),
+            fc.property(fc.array(hostileString, { minLength: 1, maxLength: 4 }), hostileString, (args, value) => {
+                const argv = ["/opt/x/bin/tool", ...args];
+                const text = [
+                    "[Unit]",
+                    "Description=escaping",
+                    "[Service]",
+                    `Environment=${quoteWord(escapeSpecifiers(`X=${value}`))}`,
+                    `ExecStart=${renderExecStart(argv)}`,
+                    "",
+                ].join("\n");
+                const result = root.verify("escaping.service", text, ["/opt/x/bin/tool"]);
+                assert.equal(result.output, "", `systemd-analyze verify complained about ${JSON.stringify(args)}:\n${result.output}`);
+                assert.equal(result.status, 0);
+            }),
+            { numRuns: 40 },
+        );
+    });
+
+    it("accepts units with every shape of extraArgs and environment values with spaces, quotes, % and $", () => {
+        for (const extraArgs of ACCEPTED_EXTRA_ARGS) {
+            const svc = ServiceSchema.parse({
+                ...fieldConfig().service,
+                extraArgs,
+                environment: { SGLANG_ENABLE_SPEC_V2: "1", A: "two words", B: 'say "hi"', C: "50%", D: "${HOME} $X", E: "a\\b;c" },
+            });
+            assertVerifies(svc, true);
+            assertVerifies(svc, false);
+        }
+    });
+
+    it("accepts units with hostile extraArgs and environment values the config takes (property)", () => {
+        fc.assert(
+            fc.property(hostileExtraArgs, configurableText, fc.boolean(), (extraArgs, value, hasSecrets) => {
+                const svc = ServiceSchema.parse({ ...fieldConfig().service, extraArgs, environment: { X: value } });
+                assertVerifies(svc, hasSecrets);
+            }),
             { numRuns: 40 },
         );
     });
