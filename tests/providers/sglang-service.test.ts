@@ -645,6 +645,44 @@ describe("SglangService provider against the fake box", function () {
             assert.equal((await provider.diff!(ID, read.props!, declared())).changes, true);
         });
 
+        it("reads back extraArgs of every shape, and environment values with spaces and quotes, as declared: a second preview shows no change", async () => {
+            const shaped = () =>
+                declared((raw) => {
+                    raw.extraArgs = [
+                        "--reasoning-parser",
+                        "qwen3",
+                        "--cuda-graph-bs",
+                        "1",
+                        "2",
+                        "4",
+                        "8",
+                        "--json-model-override-args",
+                        '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}',
+                        "--context-length=32768",
+                    ];
+                    raw.environment = { SGLANG_ENABLE_SPEC_V2: "1", NOTE: 'a "quoted" value, 50% and $HOME' };
+                });
+            const outs = await deployed(shaped());
+            const read = await provider.read!(ID, outs);
+            assert.equal(read.inputs!.unitText, outs.unitText);
+            assert.deepEqual(read.inputs!.flags, shaped().flags);
+            assert.equal(read.inputs!.flags["--cuda-graph-bs"], "1 2 4 8");
+            assert.equal(read.inputs!.flags["--reasoning-parser"], "qwen3");
+            assert.deepEqual(read.inputs!.environment, shaped().environment);
+            assert.deepEqual(await provider.diff!(ID, read.props!, shaped()), { changes: false, replaces: [] });
+            assert.equal((await provider.check!(read.inputs!, shaped())).inputs!.restart, "no");
+        });
+
+        it("shows an extraArgs value edited on the box as that flag changed", async () => {
+            const shaped = () => declared((raw) => (raw.extraArgs = ["--cuda-graph-bs", "1", "2", "4", "8"]));
+            const outs = await deployed(shaped());
+            box.write(UNIT, outs.unitText.replace("--cuda-graph-bs 1 2 4 8", "--cuda-graph-bs 1 2 4 16"), 0o644);
+            const read = await provider.read!(ID, outs);
+            assert.equal(read.inputs!.flags["--cuda-graph-bs"], "1 2 4 16");
+            assert.equal((await provider.diff!(ID, read.props!, shaped())).changes, true);
+            assert.equal((await provider.check!(read.inputs!, shaped())).inputs!.restart, "yes: --cuda-graph-bs changed");
+        });
+
         it("reads a unit edited beyond parsing as drift, not a failed refresh", async () => {
             const outs = await deployed();
             box.write(UNIT, "[Service]\nExecStart=/opt/sglang/venv/bin/sglang serve --model-path '/models/Qwen3.6-27B\n", 0o644);
