@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { escapeSpecifiers, quoteWord, renderExecStart } from "../../core/systemd-unit";
 import { exec, installUnit, journalOnce, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 const sleeper = (name: string, extra = "") => `[Unit]
@@ -177,6 +178,42 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
     it("exits 1 without a word for -q --show-cursor --since when nothing matches (the readiness gate's first poll)", async () => {
         const r = await exec("container", "journalctl -u t-never-ran --no-pager -q -o cat --show-cursor --since=@$(date +%s)");
         assert.deepEqual([r.code, r.stdout, r.stderr], [1, "", ""]);
+    });
+
+    it("hands the program exactly the argv the stack renders into ExecStart and the values it writes into Environment= (hostile values)", async () => {
+        // What core/systemd-unit.ts writes for extraArgs and service.environment, read back by the real systemd.
+        const hostile = [
+            "--json-model-override-args",
+            '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}',
+            "--cuda-graph-bs",
+            "1",
+            "2",
+            "4",
+            "8",
+            "--x=50% %n %% $HOME $$ ${SGLANG_API_KEY}",
+            "${SGLANG_API_KEY}",
+            ";",
+            "\\;",
+            "a;b",
+            "a\\b \\n",
+            'it\'s "quoted"',
+            "tab\there",
+            "字 😀",
+            "-1",
+            "",
+        ];
+        const script = "import json, os, sys; open('/run/t-argv.json', 'w').write(json.dumps([sys.argv[1:], os.environ['X'], os.environ['Y']]))";
+        const argv = ["/usr/bin/python3", "-c", script, "--api-key", "${SGLANG_API_KEY}", ...hostile];
+        const environment = { X: 'two words, "quoted", 50%, $HOME ${Y} \\ it\'s', Y: "%%;$$" };
+        const env = Object.entries(environment).map(([name, value]) => `Environment=${quoteWord(escapeSpecifiers(`${name}=${value}`))}`);
+        await installUnit(
+            "t-argv.service",
+            ["[Service]", "Type=oneshot", "Environment=SGLANG_API_KEY=the-key", ...env, `ExecStart=${renderExecStart(argv, new Set([4]))}`, ""].join("\n"),
+        );
+        await ok("container", "rm -f /run/t-argv.json && systemctl daemon-reload && systemctl start t-argv");
+        const [args, x, y] = JSON.parse(await ok("container", "cat /run/t-argv.json")) as [string[], string, string];
+        assert.deepEqual(args, ["--api-key", "the-key", ...hostile]);
+        assert.deepEqual([x, y], [environment.X, environment.Y]);
     });
 
     it("follows the journal with -f", async () => {
