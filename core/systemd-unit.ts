@@ -6,7 +6,6 @@
  */
 import type { ServiceConfig } from "./config-schema";
 import { ArgvFields, parseArgv, renderArgv } from "./sglang-args";
-import { API_KEY_ENV } from "./sglang-rules";
 
 export const UNIT_DIRECTORY = "/etc/systemd/system";
 export const ENVIRONMENT_DIRECTORY = "/etc/sglang";
@@ -23,6 +22,11 @@ export function unitPath(serviceName: string): string {
 
 export function environmentFilePath(serviceName: string): string {
     return `${ENVIRONMENT_DIRECTORY}/${serviceName}.env`;
+}
+
+/** SGLang's own config file (`--config`, YAML, mode 0600): it carries the API key, off the command line. */
+export function serverConfigFilePath(serviceName: string): string {
+    return `${ENVIRONMENT_DIRECTORY}/${serviceName}.yaml`;
 }
 
 // ---------------------------------------------------------------------------
@@ -170,8 +174,10 @@ export interface UnitOwner {
 }
 
 export interface UnitOptions {
-    /** The service has secrets (the API key): add EnvironmentFile= and `--api-key ${SGLANG_API_KEY}`. */
+    /** The service has an API key: `--config <0600 yaml>` (SGLang reads the key there) and EnvironmentFile=. */
     hasSecrets: boolean;
+    /** service.secretEnvironment is not empty: EnvironmentFile= (its values are there, never in the unit). */
+    hasSecretEnvironment?: boolean;
     /** Recorded in the unit so that another stack refuses to change or delete it (core/ownership.ts). */
     owner?: UnitOwner;
     /**
@@ -250,8 +256,8 @@ function environmentLines(environment: Readonly<Record<string, string>>): string
 
 /** The text of `sglang-<name>.service`. */
 export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
-    const envReferences = new Set(opts.hasSecrets ? [API_KEY_ENV] : []);
-    const argv = renderArgv(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {});
+    const argv = renderArgv(service, opts.hasSecrets ? { configFile: serverConfigFilePath(service.name) } : {});
+    const environmentFile = opts.hasSecrets || opts.hasSecretEnvironment === true;
     const body = [
         ...(opts.owner ? [ownerLine(opts.owner), OWNER_NOTE] : []),
         "[Unit]",
@@ -265,8 +271,8 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "[Service]",
         "Type=simple",
         ...environmentLines(service.environment),
-        ...(opts.hasSecrets ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
-        `ExecStart=${renderExecStart(argv, envReferences)}`,
+        ...(environmentFile ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
+        `ExecStart=${renderExecStart(argv)}`,
         "Restart=on-failure",
         "# Time for the driver to free the dead server's GPU memory before the next start.",
         `RestartSec=${RESTART_SECONDS}`,
@@ -413,6 +419,19 @@ export function renderEnvironmentFile(secrets: Readonly<Record<string, string>>)
         lines.push(`${name}=${value}`);
     }
     return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The text of SGLang's config file for the API key (mode 0600): `api-key`
+ * as argparse spells the flag (the merger turns each key into `--<key>`
+ * verbatim, so `api_key` would be an unknown flag), the value double-quoted
+ * so YAML reads it as a string whatever it looks like (`0123` would be an
+ * octal number). Throws on a key the quoting could not carry.
+ */
+export function renderServerConfigFile(apiKey: string): string {
+    if (!ENV_FILE_VALUE.test(apiKey) || apiKey === "")
+        throw new UnitSyntaxError("server config file: the API key has characters outside [A-Za-z0-9._~+/=:@,%-]");
+    return `# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "${apiKey}"\n`;
 }
 
 /** Reads back what renderEnvironmentFile writes (comments and blank lines skipped). */

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
-import { API_KEY_ENV } from "../../core/sglang-rules";
 import {
     ENVIRONMENT_FILE_MODE,
     environmentFilePath,
@@ -14,7 +13,9 @@ import {
     quoteWord,
     renderEnvironmentFile,
     renderExecStart,
+    renderServerConfigFile,
     renderUnit,
+    serverConfigFilePath,
     serviceFromUnit,
     splitWords,
     unescapeSpecifiers,
@@ -29,7 +30,7 @@ import { fieldConfig, fieldService, serviceConfig, SystemdRoot } from "./fixture
 /** What serviceFromUnit should read back from renderUnit(service, { hasSecrets }): the declared fields, environment and files. */
 function expectedUnitService(service: ServiceConfig, opts: { hasSecrets: boolean }) {
     return {
-        fields: argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}),
+        fields: argvFieldsOf(service, opts.hasSecrets ? { configFile: serverConfigFilePath(service.name) } : {}),
         environment: { ...service.environment },
         environmentFiles: opts.hasSecrets ? [environmentFilePath(service.name)] : [],
     };
@@ -121,13 +122,28 @@ describe("systemd unit: rendering", () => {
         assert.deepEqual(one("Install", "WantedBy"), ["multi-user.target"]);
     });
 
-    it("passes the API key by reference, so the unit never holds it", () => {
-        assert.match(text, /--api-key \$\{SGLANG_API_KEY\}/);
+    it("passes the API key through SGLang's 0600 config file, so neither the unit nor the command line holds it", () => {
+        assert.match(text, /--config \/etc\/sglang\/qwen\.yaml/);
+        assert.doesNotMatch(text, /--api-key|SGLANG_API_KEY/);
     });
 
-    it("has no EnvironmentFile and no --api-key without secrets", () => {
+    it("has no EnvironmentFile and no --config without secrets", () => {
         const plain = renderUnit(fieldService(), { hasSecrets: false });
-        assert.doesNotMatch(plain, /EnvironmentFile=|--api-key/);
+        assert.doesNotMatch(plain, /EnvironmentFile=|--api-key|--config/);
+    });
+
+    it("has the EnvironmentFile but no --config with a secret environment and no API key", () => {
+        const secretOnly = renderUnit(fieldService(), { hasSecrets: false, hasSecretEnvironment: true });
+        assert.match(secretOnly, /^EnvironmentFile=\/etc\/sglang\/qwen\.env$/m);
+        assert.doesNotMatch(secretOnly, /--config|--api-key/);
+    });
+
+    it("writes the key in SGLang's config file as argparse spells the flag, quoted so YAML keeps it a string", () => {
+        assert.equal(
+            renderServerConfigFile("0123456789abcdef"),
+            '# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "0123456789abcdef"\n',
+        );
+        assert.throws(() => renderServerConfigFile('bad"key\nx: 1'), UnitSyntaxError);
     });
 
     it("puts one flag per ExecStart line", () => {
@@ -148,7 +164,8 @@ describe("systemd unit: parsing back", () => {
         const back = serviceFromUnit(renderUnit(fieldService(), { hasSecrets: true }));
         assert.equal(back.fields.tensorParallelSize, 2);
         assert.deepEqual(back.fields.speculative, { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 });
-        assert.equal(back.fields.apiKeyEnv, "SGLANG_API_KEY");
+        assert.equal(back.fields.configFile, "/etc/sglang/qwen.yaml");
+        assert.equal(back.fields.apiKeyInline, false);
         assert.deepEqual(back.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
         assert.deepEqual(back.environmentFiles, ["/etc/sglang/qwen.env"]);
     });
