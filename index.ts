@@ -1,12 +1,12 @@
 import * as pulumi from "./components/pulumi";
 import { loadStackConfig } from "./components/stack-config";
-import { declareBox, declareServer, serverApiKey } from "./components/stack-resources";
+import { declareBox, declareServer } from "./components/stack-resources";
 
 const pulumiConfig = new pulumi.Config();
 const { host, container, service, readiness } = loadStackConfig(pulumiConfig);
 
 const box = declareBox(host, container);
-const { server, check } = declareServer(box, service, readiness, serverApiKey(pulumiConfig, service));
+const { server, check } = declareServer(box, service, readiness);
 
 export const endpoint = server.endpoint;
 export const openaiBaseUrl = pulumi.interpolate`${server.endpoint}/v1`;

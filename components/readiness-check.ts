@@ -14,7 +14,8 @@ export interface ReadinessCheckArgs {
     revision: pulumi.Input<string>;
     /** The service's gatePassed output: in the run whose rollout passed the gate for `revision`, the check confirms instead of waiting again. */
     gatePassed?: pulumi.Input<GatePassed | undefined>;
-    apiKey?: pulumi.Input<string>;
+    /** service.requireApiKey: the check authenticates with the deploy run's key (never an input: providers/context.ts deploySecrets). */
+    requireApiKey: boolean;
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
@@ -53,7 +54,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 endpoint: args.endpoint,
                 revision: args.revision,
                 gatePassed: args.gatePassed,
-                apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
+                requireApiKey: args.requireApiKey,
                 servedModelName: args.servedModelName,
                 speculativeAlgorithm: args.speculativeAlgorithm,
                 readiness: args.readiness,
@@ -61,7 +62,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 liveServerArgs: undefined,
                 speculativeActive: undefined,
             },
-            { parent: this, additionalSecretOutputs: ["apiKey"] },
+            { parent: this },
         );
         this.ready = probe.ready;
         this.liveServerArgs = probe.liveServerArgs;

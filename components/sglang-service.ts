@@ -1,9 +1,9 @@
 import * as pulumi from "./pulumi";
 import type { ReadinessConfig, ServiceConfig } from "../core/config-schema";
 import { formatOwner } from "../core/ownership";
-import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../core/systemd-unit";
+import { renderUnit, serverConfigFilePath, unitName, UnitOwner } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
-import { API_KEY_ENV } from "../core/sglang-rules";
+import type { DeclaredSecrets } from "../core/deploy-secrets";
 import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
 import { Connection } from "./connection";
@@ -17,8 +17,6 @@ export interface SglangServiceArgs {
     service: ServiceConfig;
     /** Readiness budget and probe settings used by the rollout's health gate. */
     readiness: ReadinessConfig;
-    /** The API key, if any (kept secret; written only to the 0600 EnvironmentFile). */
-    apiKey?: pulumi.Input<string>;
     /** GPU indices the server uses, watched for memory release between stop and start. */
     gpuIndices: number[];
     /** Recorded in the unit; another stack refuses to change or delete it. Default: this project and stack. */
@@ -43,7 +41,8 @@ class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs
 
 /**
  * The SGLang server as a systemd unit in the container. Writes the rendered
- * unit and a 0600 EnvironmentFile for secrets, daemon-reloads, enables, and
+ * unit and, with secrets, a 0600 EnvironmentFile and a 0600 SGLang config file
+ * for the API key (their values never pass through Pulumi), daemon-reloads, enables, and
  * restarts only when something that affects the running process changed.
  * A rollout is stop-first (the GPUs cannot hold two servers), health-gated,
  * and puts the previous unit back when the new one does not become ready.
@@ -61,9 +60,9 @@ export class SglangService extends pulumi.ComponentResource {
     constructor(name: string, args: SglangServiceArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:SglangService", name, {}, opts);
         const service = args.service;
-        const hasApiKey = args.apiKey !== undefined;
-        const argv = renderArgv(service, hasApiKey ? { apiKeyEnv: API_KEY_ENV } : {});
-        const secrets = hasApiKey ? pulumi.secret(pulumi.output(args.apiKey!).apply((k) => renderEnvironmentFile({ SGLANG_API_KEY: k }))) : undefined;
+        // Declared only: the values come from the deploy run's environment to the provider, never through Pulumi (core/deploy-secrets.ts).
+        const secrets: DeclaredSecrets = { apiKey: service.requireApiKey, environment: [...service.secretEnvironment].sort() };
+        const argv = renderArgv(service, service.requireApiKey ? { configFile: serverConfigFilePath(service.name) } : {});
         const flagged = flagMap(argv);
         const owner = args.owner ?? { project: pulumi.getProject(), stack: pulumi.getStack() };
         const unit = new SglangServiceResource(
@@ -72,13 +71,12 @@ export class SglangService extends pulumi.ComponentResource {
                 providerVersion: PROVIDER_VERSION,
                 connection: args.connection,
                 unitName: unitName(service.name),
-                unitText: renderUnit(service, { hasSecrets: hasApiKey, owner }),
+                unitText: renderUnit(service, { hasSecrets: service.requireApiKey, hasSecretEnvironment: secrets.environment.length > 0, owner }),
                 command: flagged.command,
                 flags: flagged.flags,
                 environment: service.environment ?? {},
-                environmentFile: secrets,
+                secrets,
                 endpoint: `http://${service.endpointHost}:${service.port}`,
-                apiKey: args.apiKey ? pulumi.secret(args.apiKey) : undefined,
                 servedModelName: service.model.servedName,
                 speculativeAlgorithm: service.speculative?.algorithm,
                 gpuIndices: args.gpuIndices,
@@ -92,7 +90,7 @@ export class SglangService extends pulumi.ComponentResource {
                 liveArgs: undefined,
                 restart: undefined,
             },
-            { parent: this, additionalSecretOutputs: ["environmentFile", "apiKey", "secretsHash"] },
+            { parent: this },
         );
         this.unitName = unit.unitName;
         this.endpoint = pulumi.output(`http://${service.endpointHost}:${service.port}`);

@@ -57,37 +57,15 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
     };
 }
 
-/** @pulumi/random, loaded only when a key is generated: its index loads all of @pulumi/pulumi (~0.3 s). */
-function randomProvider(): typeof import("@pulumi/random") {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require("@pulumi/random");
-}
-
-/**
- * The server's API key: the secret `sglang-serve:apiKey`, else with
- * `sglang-serve:generateApiKey: true` a RandomPassword `<service>-api-key`,
- * else none.
- */
-export function serverApiKey(config: pulumi.Config, service: ServiceConfig): pulumi.Output<string> | undefined {
-    return (
-        config.getSecret("apiKey") ??
-        // Generated keys need @pulumi/random's plugin; the real-engine tests set the key in config instead.
-        (config.getBoolean("generateApiKey")
-            ? new (randomProvider().RandomPassword)(`${service.name}-api-key`, { length: 40, special: false }).result
-            : undefined)
-    );
-}
-
 /** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`. */
 export function declareServer(
     box: Box,
     service: ServiceConfig,
     readiness: ReadinessConfig,
-    apiKey: pulumi.Output<string> | undefined,
 ): { server: SglangService; check: ReadinessCheck } {
     const server = new SglangService(
         service.name,
-        { connection: box.serverConnection, service, readiness, apiKey, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB },
+        { connection: box.serverConnection, service, readiness, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB },
         { dependsOn: [box.placement] },
     );
     const check = new ReadinessCheck(`${service.name}-ready`, {
@@ -96,7 +74,7 @@ export function declareServer(
         endpoint: server.endpoint,
         revision: server.revision,
         gatePassed: server.gatePassed,
-        apiKey,
+        requireApiKey: service.requireApiKey,
         servedModelName: service.model.servedName,
         speculativeAlgorithm: service.speculative?.algorithm,
         readiness,

@@ -20,9 +20,6 @@ export interface RuleInput {
     containerGiven: boolean;
     service?: ServiceConfig;
     readiness?: ReadinessConfig;
-    sshPrivateKeyGiven: boolean;
-    /** sglang-serve:apiKey is set (valid or not) or generateApiKey is true. */
-    apiKeyGiven: boolean;
     /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
     sshAgentAvailable?: boolean;
 }
@@ -50,6 +47,7 @@ export function applyRules(input: RuleInput, f: Findings): void {
     if (service) {
         versionRule(service, f);
         environmentRule(service, f);
+        secretEnvironmentRule(service, f);
         serverArgsRule(service, f);
         extraArgsRule(service, f);
         listenRule(service, f);
@@ -95,18 +93,11 @@ function topologyRule(input: RuleInput, f: Findings): void {
 function sshKeyRule(input: RuleInput, f: Findings): void {
     const { host } = input;
     if (!host) return;
-    if (host.sshPrivateKeyPath !== undefined && input.sshPrivateKeyGiven) {
-        f.issue(
-            "host.sshPrivateKeyPath",
-            host.sshPrivateKeyPath,
-            "host.sshPrivateKeyPath and the secret sglang-serve:sshPrivateKey are both set: keep one (`pulumi config rm sglang-serve:sshPrivateKey` or remove host.sshPrivateKeyPath).",
-        );
-    }
-    // Without either, the providers use ssh-agent (SSH_AUTH_SOCK): only a known absence of one is worth a word.
-    if (host.sshPrivateKeyPath === undefined && !input.sshPrivateKeyGiven && input.sshAgentAvailable === false) {
+    // Without a key file the providers use ssh-agent (SSH_AUTH_SOCK): only a known absence of one is worth a word.
+    if (host.sshPrivateKeyPath === undefined && input.sshAgentAvailable === false) {
         f.warn(
-            `Neither ${pulumiKey("host.sshPrivateKeyPath")} nor the secret ${pulumiKey("sshPrivateKey")} is set, and no ssh-agent runs (SSH_AUTH_SOCK is not set): ` +
-                `preview works, but \`pulumi up\` cannot log in to ${host.address}. Start ssh-agent and \`ssh-add\` the key, or set one of them.`,
+            `${pulumiKey("host.sshPrivateKeyPath")} is not set and no ssh-agent runs (SSH_AUTH_SOCK is not set): ` +
+                `preview works, but \`pulumi up\` cannot log in to ${host.address}. Start ssh-agent and \`ssh-add\` the key, or set host.sshPrivateKeyPath.`,
         );
     }
     if (isPlaceholderHostKey(host.hostKey)) {
@@ -253,7 +244,16 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             f.issue(
                 path,
                 "[secret]",
-                `${path} must not be set here: the API key is a secret, set it with \`pulumi config set --secret ${pulumiKey("apiKey")}\` (it goes to the 0600 EnvironmentFile, never into the unit).`,
+                `${path} must not be set here: the API key is a secret: set ${pulumiKey("service.requireApiKey")}: true and give the deploy the key in SGLANG_SERVE_API_KEY (it goes to 0600 files, never into the unit).`,
+            );
+            continue;
+        }
+        if (looksSecret(name)) {
+            f.issue(
+                path,
+                "[secret]",
+                `${path}: ${name} looks like a secret, and service.environment goes in clear into the 0644 unit, the state and every preview: ` +
+                    `move the name to ${pulumiKey("service.secretEnvironment")} and give its value to the deploy in SGLANG_SERVE_SECRET_ENVIRONMENT (\`${name}=...\`).`,
             );
             continue;
         }
@@ -264,6 +264,33 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             continue;
         }
     }
+}
+
+/** Names that look like secrets: `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_KEY` (case-insensitive). */
+export function looksSecret(name: string): boolean {
+    const upper = name.toUpperCase();
+    return upper.includes("TOKEN") || upper.includes("SECRET") || upper.includes("PASSWORD") || upper.endsWith("_KEY");
+}
+
+function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {
+    const seen = new Set<string>();
+    service.secretEnvironment.forEach((name, i) => {
+        const path = `service.secretEnvironment[${i}]`;
+        if (!ENV_NAME.test(name)) {
+            f.issue(path, name, `${path}: the variable name must be letters, digits and _ (not starting with a digit): rename it.`);
+        } else if (name === API_KEY_ENV) {
+            f.issue(
+                path,
+                name,
+                `${path}: ${API_KEY_ENV} is the stack's own variable for the API key: set ${pulumiKey("service.requireApiKey")}: true instead.`,
+            );
+        } else if (name in service.environment) {
+            f.issue(path, name, `${path}: ${name} is in service.environment too: keep it in one of them (secretEnvironment for a secret).`);
+        } else if (seen.has(name)) {
+            f.issue(path, name, `${path}: ${name} is listed twice: remove one.`);
+        }
+        seen.add(name);
+    });
 }
 
 /**
@@ -400,7 +427,7 @@ function authenticationRule(input: RuleInput, f: Findings): void {
     const { service } = input;
     if (!service) return;
     const listen = service.listenHost ?? DEFAULT_LISTEN_HOST;
-    if (input.apiKeyGiven) {
+    if (service.requireApiKey) {
         if (service.allowUnauthenticated) {
             f.warn(`${pulumiKey("service.allowUnauthenticated")} is true but an API key is set: the key is used and the server authenticates.`);
         }
@@ -415,10 +442,10 @@ function authenticationRule(input: RuleInput, f: Findings): void {
         return;
     }
     f.issue(
-        "apiKey",
-        undefined,
-        `apiKey is not set but service.listenHost is ${listen}: the server would answer anyone who reaches port ${service.port} without authentication. ` +
-            `Set the secret (${API_KEY_SET_HELP}) or ${pulumiKey("generateApiKey")}: true; or listen on 127.0.0.1; ` +
+        "service.requireApiKey",
+        service.requireApiKey,
+        `service.requireApiKey is false but service.listenHost is ${listen}: the server would answer anyone who reaches port ${service.port} without authentication. ` +
+            `Set service.requireApiKey: true (and ${API_KEY_SET_HELP}); or listen on 127.0.0.1; ` +
             "or, if an open endpoint is really intended, set service.allowUnauthenticated: true.",
         ["service.listenHost", "service.allowUnauthenticated", "service.port"],
     );

@@ -8,7 +8,6 @@ import { z } from "zod";
 import { fromBooleanString, fromNumericString } from "./config-scalars";
 import {
     absolutePath,
-    apiKeyProblem,
     ARCHITECTURE,
     DNS_NAME,
     GPU_NAME,
@@ -145,9 +144,21 @@ export const ServiceSchema = z.strictObject({
             }
         })
         .default([]),
-    /** Plain environment for the server (secrets never: use sglang-serve:apiKey). */
+    /** Plain environment for the server, written into the 0644 unit: names that look like secrets are refused (use secretEnvironment). */
     environment: z.record(z.string(), z.string()).default({}),
-    /** Says that a server on a non-loopback address without sglang-serve:apiKey is intended. */
+    /**
+     * Names of the server's secret environment variables. Their values come
+     * from SGLANG_SERVE_SECRET_ENVIRONMENT (`NAME=value` lines) in the deploy
+     * run and go only to the 0600 EnvironmentFile (core/deploy-secrets.ts).
+     */
+    secretEnvironment: z.array(z.string()).default([]),
+    /**
+     * The server requires `Authorization: Bearer <key>`. The key's value comes
+     * from SGLANG_SERVE_API_KEY in the deploy run, never from Pulumi config
+     * (core/deploy-secrets.ts); SGLang reads it from a 0600 config file.
+     */
+    requireApiKey: fromBooleanString(z.boolean()).default(false),
+    /** Says that a server on a non-loopback address without an API key is intended. */
     allowUnauthenticated: fromBooleanString(z.boolean()).default(false),
     /** The stack (`<stack>` or `<project>/<stack>`) whose unit on the box this stack may take over. */
     takeOverFrom: z
@@ -198,21 +209,9 @@ export const ReadinessSchema = z.strictObject({
 
 export const StackConfigSchema = z.strictObject({
     host: HostSchema,
-    /** Secret; alternative to host.sshPrivateKeyPath. */
-    sshPrivateKey: z.string().min(1).optional(),
     /** Required for topology pct-exec, absent for direct. */
     container: ContainerSchema.optional(),
     service: ServiceSchema,
-    /** Secret; written only to the 0600 EnvironmentFile. */
-    apiKey: z
-        .string()
-        .superRefine((value, ctx) => {
-            const problem = apiKeyProblem(value);
-            if (problem) ctx.addIssue({ code: "custom", message: problem });
-        })
-        .optional(),
-    /** A key made by @pulumi/random instead of sglang-serve:apiKey. */
-    generateApiKey: fromBooleanString(z.boolean()).optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 
@@ -226,4 +225,26 @@ export type ReadinessConfig = z.output<typeof ReadinessSchema>;
 export type Topology = HostConfig["topology"];
 
 /** Config keys that hold secrets: their values are never printed. */
-export const SECRET_CONFIG_KEYS: readonly string[] = ["sshPrivateKey", "apiKey"];
+export const SECRET_CONFIG_KEYS: readonly string[] = ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"];
+
+/**
+ * Secrets older versions took as Pulumi config, refused now: any Pulumi
+ * secret lands in the state (the dynamic providers' default provider records
+ * the whole stack config as its inputs), which every job that loads the state
+ * can decrypt, pull-request previews included (issue 19). Each with its fix.
+ */
+export const RETIRED_SECRET_KEYS: Readonly<Record<string, string>> = {
+    sshPrivateKey:
+        "the deploy key must not be Pulumi config (it lands in the state, where every job that loads the state can decrypt it): " +
+        "`pulumi config rm sglang-serve:sshPrivateKey`, load the key into ssh-agent (`ssh-add`) or set host.sshPrivateKeyPath, " +
+        'then rotate the key (docs/operator-guide.md, "Removing a secret an older version stored").',
+    sshPrivateKeyPassphrase:
+        "a key passphrase must not be Pulumi config: `pulumi config rm sglang-serve:sshPrivateKeyPassphrase` and add the key to ssh-agent (`ssh-add` asks for it).",
+    apiKey:
+        "the API key must not be Pulumi config (it lands in the state, where every job that loads the state can decrypt it): " +
+        "`pulumi config rm sglang-serve:apiKey`, set service.requireApiKey: true and give the deploy the key in SGLANG_SERVE_API_KEY, " +
+        'then rotate the key (docs/operator-guide.md, "Removing a secret an older version stored").',
+    generateApiKey:
+        "a generated key lives in the state, where every job that loads the state can read it: remove sglang-serve:generateApiKey, " +
+        "set service.requireApiKey: true and give the deploy a key in SGLANG_SERVE_API_KEY (`openssl rand -hex 32`).",
+};

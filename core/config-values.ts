@@ -31,7 +31,7 @@ export const ARCHITECTURE = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
 export const VERSION = /^\d+\.\d+\.\d+$/;
 export const INTERFACE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
 export const GPU_NAME = /^[A-Za-z0-9 ._()+-]{1,64}$/;
-/** API keys go into the EnvironmentFile unquoted and into argv through `${SGLANG_API_KEY}`. */
+/** API keys go into the 0600 EnvironmentFile unquoted and into the 0600 SGLang config file in double quotes. */
 const API_KEY_ALPHABET = /^[A-Za-z0-9._~+/=-]*$/;
 export const API_KEY_MIN_LENGTH = 16;
 export const API_KEY_MAX_LENGTH = 256;
@@ -57,7 +57,7 @@ export function isLoopback(host: string): boolean {
     return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
-export const API_KEY_SET_HELP = "`openssl rand -hex 32 | npm run pulumi -- config set --secret sglang-serve:apiKey`";
+export const API_KEY_SET_HELP = "`export SGLANG_SERVE_API_KEY=$(openssl rand -hex 32)` in the deploy's environment, never in Pulumi config";
 
 /**
  * Why `key` cannot be the server's API key, or undefined when it can. The
@@ -69,7 +69,7 @@ export function apiKeyProblem(key: string): string | undefined {
     if (key === "") {
         return (
             "is empty, and SGLang treats an empty --api-key as no key: the server would answer without authentication. " +
-            `Set a key of ${API_KEY_MIN_LENGTH}-${API_KEY_MAX_LENGTH} characters (${API_KEY_SET_HELP}), or remove it (\`npm run pulumi -- config rm sglang-serve:apiKey\`)`
+            `Set a key of ${API_KEY_MIN_LENGTH}-${API_KEY_MAX_LENGTH} characters (${API_KEY_SET_HELP})`
         );
     }
     if (key.length < API_KEY_MIN_LENGTH || key.length > API_KEY_MAX_LENGTH) {
@@ -77,7 +77,7 @@ export function apiKeyProblem(key: string): string | undefined {
     }
     if (!API_KEY_ALPHABET.test(key)) {
         return (
-            "has characters other than letters, digits and ._~+/=- (it goes unquoted into the 0600 EnvironmentFile and into --api-key): " +
+            "has characters other than letters, digits and ._~+/=- (it goes unquoted into the 0600 EnvironmentFile and SGLang's 0600 config file): " +
             `set a key of those characters only (${API_KEY_SET_HELP})`
         );
     }

@@ -7,7 +7,16 @@
 import { z } from "zod";
 import { ConfigIssue, errorMap, formatPath, fromZodIssues, unknownKeyIssue, valueAt } from "./config-issues";
 import { applyRules, Findings } from "./config-rules";
-import { CONFIG_NAMESPACE, ContainerConfig, HostConfig, ReadinessConfig, ServiceConfig, StackConfig, StackConfigSchema } from "./config-schema";
+import {
+    CONFIG_NAMESPACE,
+    ContainerConfig,
+    HostConfig,
+    ReadinessConfig,
+    RETIRED_SECRET_KEYS,
+    ServiceConfig,
+    StackConfig,
+    StackConfigSchema,
+} from "./config-schema";
 import { isRecord } from "./is-record";
 
 export type ValidationResult = { ok: true; config: StackConfig; warnings: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[] };
@@ -17,8 +26,9 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
 
 /**
  * Validates a stack's config: `raw` holds the sections without the
- * `sglang-serve:` prefix (`{ host, container, service, readiness, apiKey?,
- * sshPrivateKey? }`). Returns every problem, never just the first.
+ * `sglang-serve:` prefix (`{ host, container, service, readiness }`; the
+ * secrets older versions took as config are refused with their fix).
+ * Returns every problem, never just the first.
  * `where` says what the caller knows of the machine that will run the
  * providers (whether an ssh-agent runs there).
  */
@@ -30,7 +40,9 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     }
     const known: readonly string[] = SECTION_NAMES;
     for (const key of Object.keys(raw)) {
-        if (!known.includes(key) && raw[key] !== undefined) findings.issues.push(unknownKeyIssue([], key, known, raw));
+        if (raw[key] === undefined) continue;
+        if (key in RETIRED_SECRET_KEYS) findings.issue(key, raw[key], RETIRED_SECRET_KEYS[key]);
+        else if (!known.includes(key)) findings.issues.push(unknownKeyIssue([], key, known, raw));
     }
     const parsed: Partial<Record<SectionName, unknown>> = {};
     const forRules: Partial<Record<SectionName, unknown>> = {};
@@ -60,8 +72,6 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
             containerGiven: raw.container !== undefined,
             service: forRules.service as ServiceConfig | undefined,
             readiness: forRules.readiness as ReadinessConfig | undefined,
-            sshPrivateKeyGiven: raw.sshPrivateKey !== undefined,
-            apiKeyGiven: raw.apiKey !== undefined || raw.generateApiKey === true,
             sshAgentAvailable: where.sshAgentAvailable,
         },
         ruleFindings,

@@ -3,14 +3,15 @@
  * parsed back from a unit on the box, and compared with what a running server
  * reports in `/server_info`.
  *
- * API key: SGLang 0.5.x takes the key only as `--api-key` (ServerArgs.api_key,
- * plain CLI field, default None; no environment variable reads it: checked in
- * python/sglang/srt/server_args.py and srt/environ.py). So the unit says
- * `--api-key ${SGLANG_API_KEY}` and systemd expands it at exec time from the
- * 0600 EnvironmentFile: the unit file, the Pulumi state and previews never
- * hold the key. The cost: the expanded key is in the server's argv, readable
- * in /proc/<pid>/cmdline by users inside the container; the container runs
- * only this server as root, so that is accepted.
+ * API key: SGLang takes the key as `--api-key` (ServerArgs.api_key; no
+ * environment variable reads it). The unit passes `--config <0600 yaml>`
+ * instead, a file that holds `api-key: "<key>"`: every supported release's
+ * prepare_server_args (0.5.9 on) merges a YAML file given as `--config` into
+ * argv before argparse (srt/server_args_config_parser.py: each key becomes
+ * `--<key> <value>`, placed before the command line's own flags, so the
+ * command line wins). The key so stays off the command line:
+ * /proc/<pid>/cmdline and `systemctl status` show only the file's path
+ * (issue 19).
  */
 import { z } from "zod";
 import type { ServiceConfig } from "./config-schema";
@@ -42,9 +43,9 @@ export interface ArgvFields {
     speculative?: ArgvSpeculative;
     mambaSchedulerStrategy?: string;
     disableRadixCache: boolean;
-    /** `--api-key ${NAME}`: the variable systemd expands. */
-    apiKeyEnv?: string;
-    /** True when `--api-key` carries a literal key (a hand edit that leaks it into the unit). */
+    /** `--config <file>`: the 0600 YAML file SGLang reads the API key from. */
+    configFile?: string;
+    /** True when `--api-key` is on the command line (a hand edit, or a unit of an older version: the key shows in /proc/<pid>/cmdline). */
     apiKeyInline: boolean;
     /**
      * The tokens the typed config does not own, in order and exactly as the
@@ -56,8 +57,8 @@ export interface ArgvFields {
 }
 
 export interface RenderArgvOptions {
-    /** Name of the environment variable holding the API key; renders `--api-key ${NAME}`. Omit for no key. */
-    apiKeyEnv?: string;
+    /** The 0600 YAML file holding the API key; renders `--config <file>`. Omit for no key. */
+    configFile?: string;
 }
 
 export class ArgvError extends Error {}
@@ -102,18 +103,11 @@ export function argvFieldsOf(service: ServiceConfig, opts: RenderArgvOptions = {
             : undefined,
         mambaSchedulerStrategy: service.mambaSchedulerStrategy,
         disableRadixCache: service.disableRadixCache,
-        apiKeyEnv: opts.apiKeyEnv,
+        configFile: opts.configFile,
         apiKeyInline: false,
         extraArgs: [...service.extraArgs],
     });
 }
-
-/** `${NAME}`: the one `$` form the unit writer leaves for systemd to expand. */
-export function envReference(name: string): string {
-    return `\${${name}}`;
-}
-
-const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 /**
  * The ExecStart argv, flags in a fixed order, only those the config asks
@@ -124,24 +118,9 @@ export function renderArgv(service: ServiceConfig, opts: RenderArgvOptions = {})
     return argvFromFields(argvFieldsOf(service, opts));
 }
 
+/** The command line of the typed fields; every word is literal (the API key is in the --config file, never expanded by systemd). */
 export function argvFromFields(fields: ArgvFields): string[] {
-    return commandFromFields(fields).argv;
-}
-
-/** A command line, and the positions in it of the `${NAME}` words meant for systemd to expand (the API key's). */
-export interface RenderedCommand {
-    argv: string[];
-    envReferences: ReadonlySet<number>;
-}
-
-/**
- * The argv of argvFromFields, with where the environment references are:
- * only the `--api-key` value is one. Anything else that reads `${NAME}` (an
- * extraArgs value) is literal text, which the unit writer must escape.
- */
-export function commandFromFields(fields: ArgvFields): RenderedCommand {
     const argv = fields.launcher === "serve" ? [fields.executable, "serve"] : [fields.executable, "-m", "sglang.launch_server"];
-    const envReferences = new Set<number>();
     const flag = (name: string, value: string | number | undefined) => {
         if (value !== undefined) argv.push(name, String(value));
     };
@@ -162,12 +141,9 @@ export function commandFromFields(fields: ArgvFields): RenderedCommand {
     }
     flag("--mamba-scheduler-strategy", fields.mambaSchedulerStrategy);
     if (fields.disableRadixCache) argv.push("--disable-radix-cache");
-    if (fields.apiKeyEnv !== undefined) {
-        envReferences.add(argv.length + 1);
-        flag("--api-key", envReference(fields.apiKeyEnv));
-    }
+    flag("--config", fields.configFile);
     argv.push(...fields.extraArgs);
-    return { argv, envReferences };
+    return argv;
 }
 
 type ValueKind = "string" | "int" | "float";
@@ -197,19 +173,8 @@ const VALUE_FLAGS: Record<string, { kind: ValueKind; set: Setter }> = {
     "--speculative-eagle-topk": { kind: "int", set: (f, v) => (specOf(f).eagleTopk = Number(v)) },
     "--speculative-num-draft-tokens": { kind: "int", set: (f, v) => (specOf(f).numDraftTokens = Number(v)) },
     "--mamba-scheduler-strategy": { kind: "string", set: (f, v) => (f.mambaSchedulerStrategy = v) },
-    "--api-key": {
-        kind: "string",
-        set: (f, v) => {
-            const ref = ENV_REFERENCE.exec(v);
-            if (ref) {
-                f.apiKeyEnv = ref[1];
-                f.apiKeyInline = false;
-            } else {
-                delete f.apiKeyEnv;
-                f.apiKeyInline = true;
-            }
-        },
-    },
+    "--config": { kind: "string", set: (f, v) => (f.configFile = v) },
+    "--api-key": { kind: "string", set: (f) => (f.apiKeyInline = true) },
 };
 
 const SWITCH_FLAGS: Record<string, (fields: ArgvFields) => void> = {

@@ -77,7 +77,11 @@ export const DEFAULT_LISTEN_HOST = "127.0.0.1";
  */
 export const ASSUMED_AUTO_MEM_FRACTION = 0.85;
 
-/** The environment variable the EnvironmentFile defines and ExecStart expands into `--api-key`. */
+/**
+ * The variable the 0600 EnvironmentFile defines with the API key: the on-box
+ * reads find the key there (core/server-info-read.ts); SGLang itself reads it
+ * from the 0600 config file given as `--config` (core/sglang-args.ts).
+ */
 export const API_KEY_ENV = "SGLANG_API_KEY";
 
 /**
@@ -104,5 +108,6 @@ export const OWNED_FLAGS: Readonly<Record<string, string>> = {
     "--speculative-num-draft-tokens": "service.speculative.numDraftTokens",
     "--mamba-scheduler-strategy": "service.mambaSchedulerStrategy",
     "--disable-radix-cache": "service.disableRadixCache",
-    "--api-key": "sglang-serve:apiKey (secret)",
+    "--api-key": "service.requireApiKey (the key's value comes from SGLANG_SERVE_API_KEY at deploy)",
+    "--config": "service.requireApiKey (the stack's 0600 config file carries the API key)",
 };

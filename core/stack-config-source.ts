@@ -4,7 +4,7 @@
  * as JSON text), `npm run render` and the read gate's tool (a
  * Pulumi.<stack>.yaml's `config:` map, objects as YAML), the bench's fleet
  * program. It gives the raw sections core/config.ts validates; secrets are
- * checked for presence (and the API key's shape), never printed.
+ * read for presence only (to refuse them), never their values.
  */
 import { CONFIG_NAMESPACE } from "./config-schema";
 import { isRecord } from "./is-record";
@@ -16,6 +16,9 @@ export type ConfigSource = (name: string) => unknown;
 export const SECRET_PRESENT = "(secret)";
 
 const SECTIONS = ["host", "container", "service", "readiness", "generateApiKey"] as const;
+
+/** Keys whose values are secrets: only their presence is read. */
+const SECRET_KEYS = ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"] as const;
 
 /** JSON text (Pulumi's form of an object value) parsed; anything else as it is. */
 function objectValue(value: unknown): unknown {
@@ -34,11 +37,10 @@ export function rawStackConfig(source: ConfigSource): Record<string, unknown> {
         const value = source(name);
         if (value !== undefined) raw[name] = objectValue(value);
     }
-    // The SSH key is validated for presence only: its value stays with the providers.
-    if (source("sshPrivateKey") !== undefined) raw.sshPrivateKey = SECRET_PRESENT;
-    // The API key's value is checked (length, alphabet; an empty key turns SGLang's auth off); validation never prints it.
-    const apiKey = source("apiKey");
-    if (apiKey !== undefined) raw.apiKey = apiKey;
+    // Secrets in Pulumi config are refused (core/config-schema.ts RETIRED_SECRET_KEYS): only their presence is read.
+    for (const name of SECRET_KEYS) {
+        if (source(name) !== undefined) raw[name] = SECRET_PRESENT;
+    }
     return raw;
 }
 

@@ -5,8 +5,7 @@
  * lines", systemd.unit "Specifiers", systemd.exec "Environment=").
  */
 import type { ServiceConfig } from "./config-schema";
-import { ArgvFields, argvFieldsOf, commandFromFields, parseArgv } from "./sglang-args";
-import { API_KEY_ENV } from "./sglang-rules";
+import { ArgvFields, parseArgv, renderArgv } from "./sglang-args";
 
 export const UNIT_DIRECTORY = "/etc/systemd/system";
 export const ENVIRONMENT_DIRECTORY = "/etc/sglang";
@@ -23,6 +22,11 @@ export function unitPath(serviceName: string): string {
 
 export function environmentFilePath(serviceName: string): string {
     return `${ENVIRONMENT_DIRECTORY}/${serviceName}.env`;
+}
+
+/** SGLang's own config file (`--config`, YAML, mode 0600): it carries the API key, off the command line. */
+export function serverConfigFilePath(serviceName: string): string {
+    return `${ENVIRONMENT_DIRECTORY}/${serviceName}.yaml`;
 }
 
 // ---------------------------------------------------------------------------
@@ -60,19 +64,15 @@ export function quoteWord(word: string): string {
     return `${out}"`;
 }
 
-const ENV_REFERENCE_WORD = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
-
 /**
  * One ExecStart argument: `%` -> `%%`, `$` -> `$$` (systemd expands `$` at
- * exec time), except a whole-word `${NAME}` for a variable in
- * `envReferences`, which is meant to be expanded (as one argument). A lone
- * `;` separates commands in ExecStart, so it is written `\;`; the two
- * characters `\;` are quoted, `"\\;"`, which systemd's parser does not take
- * for that escape (config_parse_exec checks for a bare `\;` before unquoting).
+ * exec time; nothing the stack writes is meant to be expanded: the API key
+ * is in SGLang's --config file). A lone `;` separates commands in ExecStart,
+ * so it is written `\;`; the two characters `\;` are quoted, `"\\;"`, which
+ * systemd's parser does not take for that escape (config_parse_exec checks
+ * for a bare `\;` before unquoting).
  */
-export function escapeExecArg(arg: string, envReferences: ReadonlySet<string> = new Set()): string {
-    const ref = ENV_REFERENCE_WORD.exec(arg);
-    if (ref && envReferences.has(ref[1])) return arg;
+export function escapeExecArg(arg: string): string {
     if (arg === ";") return "\\;";
     return quoteWord(escapeSpecifiers(arg).replace(/\$/g, "$$$$"));
 }
@@ -183,8 +183,10 @@ export interface UnitOwner {
 }
 
 export interface UnitOptions {
-    /** The service has secrets (the API key): add EnvironmentFile= and `--api-key ${SGLANG_API_KEY}`. */
+    /** The service has an API key: `--config <0600 yaml>` (SGLang reads the key there) and EnvironmentFile=. */
     hasSecrets: boolean;
+    /** service.secretEnvironment is not empty: EnvironmentFile= (its values are there, never in the unit). */
+    hasSecretEnvironment?: boolean;
     /** Recorded in the unit so that another stack refuses to change or delete it (core/ownership.ts). */
     owner?: UnitOwner;
     /**
@@ -247,25 +249,15 @@ export function unitTextWithoutOwner(text: string): string {
 /**
  * The ExecStart value: one flag (and its values) per continuation line, so a
  * preview diff shows the flag that changed. Every word reaches the program
- * as written, except those at `envReferences` (positions in argv), which must
- * be `${NAME}` and are left for systemd to expand: a `${NAME}` anywhere else
- * is literal text, never the variable's value.
+ * as written: a `${NAME}` is literal text, never a variable's value.
  */
-export function renderExecStart(argv: readonly string[], envReferences: ReadonlySet<number> = new Set()): string {
+export function renderExecStart(argv: readonly string[]): string {
     assertAbsoluteExecutable(argv);
     const lines: string[][] = [];
-    argv.forEach((arg, i) => {
+    for (const arg of argv) {
         if (lines.length === 0 || arg.startsWith("--")) lines.push([]);
-        let word: string;
-        if (envReferences.has(i)) {
-            const ref = ENV_REFERENCE_WORD.exec(arg);
-            if (!ref) throw new UnitSyntaxError(`ExecStart argument ${i} is to be expanded by systemd but is not \${NAME}: ${JSON.stringify(arg)}`);
-            word = escapeExecArg(arg, new Set([ref[1]]));
-        } else {
-            word = escapeExecArg(arg);
-        }
-        lines[lines.length - 1].push(word);
-    });
+        lines[lines.length - 1].push(escapeExecArg(arg));
+    }
     return lines.map((words) => words.join(" ")).join(" \\\n    ");
 }
 
@@ -277,7 +269,8 @@ function environmentLines(environment: Readonly<Record<string, string>>): string
 
 /** The text of `sglang-<name>.service`. */
 export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
-    const command = commandFromFields(argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}));
+    const argv = renderArgv(service, opts.hasSecrets ? { configFile: serverConfigFilePath(service.name) } : {});
+    const environmentFile = opts.hasSecrets || opts.hasSecretEnvironment === true;
     const body = [
         ...(opts.owner ? [ownerLine(opts.owner), OWNER_NOTE] : []),
         "[Unit]",
@@ -291,8 +284,8 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "[Service]",
         "Type=simple",
         ...environmentLines(service.environment),
-        ...(opts.hasSecrets ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
-        `ExecStart=${renderExecStart(command.argv, command.envReferences)}`,
+        ...(environmentFile ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
+        `ExecStart=${renderExecStart(argv)}`,
         "Restart=on-failure",
         "# Time for the driver to free the dead server's GPU memory before the next start.",
         `RestartSec=${RESTART_SECONDS}`,
@@ -439,6 +432,19 @@ export function renderEnvironmentFile(secrets: Readonly<Record<string, string>>)
         lines.push(`${name}=${value}`);
     }
     return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The text of SGLang's config file for the API key (mode 0600): `api-key`
+ * as argparse spells the flag (the merger turns each key into `--<key>`
+ * verbatim, so `api_key` would be an unknown flag), the value double-quoted
+ * so YAML reads it as a string whatever it looks like (`0123` would be an
+ * octal number). Throws on a key the quoting could not carry.
+ */
+export function renderServerConfigFile(apiKey: string): string {
+    if (!ENV_FILE_VALUE.test(apiKey) || apiKey === "")
+        throw new UnitSyntaxError("server config file: the API key has characters outside [A-Za-z0-9._~+/=:@,%-]");
+    return `# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "${apiKey}"\n`;
 }
 
 /** Reads back what renderEnvironmentFile writes (comments and blank lines skipped). */

@@ -5,7 +5,7 @@
 // per box instead of several per service.
 import { BatchSection, parseBatch, renderBatch } from "./batch-script";
 import { shQuote } from "./shell";
-import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY } from "./systemd-unit";
+import { ENVIRONMENT_DIRECTORY, serverConfigFilePath, UNIT_DIRECTORY } from "./systemd-unit";
 
 /** `sglang-qwen.service` -> `qwen`: the unit and its files are named from the service name. */
 export function serviceNameOf(unitName: string): string {
@@ -13,10 +13,11 @@ export function serviceNameOf(unitName: string): string {
 }
 
 /** Where a unit and its EnvironmentFile live on the box. */
-export function unitPaths(unitName: string): { unit: string; environmentFile: string } {
+export function unitPaths(unitName: string): { unit: string; environmentFile: string; serverConfigFile: string } {
     return {
         unit: `${UNIT_DIRECTORY}/${unitName}`,
         environmentFile: `${ENVIRONMENT_DIRECTORY}/${serviceNameOf(unitName)}.env`,
+        serverConfigFile: serverConfigFilePath(serviceNameOf(unitName)),
     };
 }
 

@@ -59,6 +59,18 @@ export class Deployment {
         writeStackFile(path.join(this.dir, `Pulumi.${this.stack}.yaml`), config);
     }
 
+    /**
+     * The deploy run's secrets, as a deploy job's environment gives them to
+     * the engine (SGLANG_SERVE_API_KEY, SGLANG_SERVE_SECRET_ENVIRONMENT): never
+     * Pulumi config, never in the state (issue 19). Every engine run here gets them.
+     */
+    readonly deployEnv: Record<string, string> = {};
+
+    /** The server's API key for the deploy runs (the stack's service.requireApiKey: true). */
+    giveApiKey(key: string): void {
+        this.deployEnv.SGLANG_SERVE_API_KEY = key;
+    }
+
     /** `pulumi config set --secret KEY` with the value on stdin (never on a command line). */
     async setSecret(key: string, value: string): Promise<void> {
         const r = await this.run(["config", "set", "--secret", key], { input: value });
@@ -76,6 +88,7 @@ export class Deployment {
             PULUMI_CONFIG_PASSPHRASE_FILE: "",
             PULUMI_BACKEND_URL: "",
             PULUMI_HOME: "",
+            ...this.deployEnv,
         };
     }
 
@@ -103,6 +116,7 @@ export class Deployment {
             PULUMI_HOME: path.join(state, "home"),
             PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
             PULUMI_SKIP_UPDATE_CHECK: "true",
+            ...this.deployEnv,
         };
         return runProcess("pulumi", [...args, "--stack", this.stack, "--non-interactive"], { env, cwd: this.dir });
     }

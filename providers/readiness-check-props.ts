@@ -16,6 +16,9 @@ export interface ReadinessProps {
     revision: string;
     /** The service's gatePassed output: a rollout of this run that already passed the gate for `revision`. */
     gatePassed?: GatePassed;
+    /** The server requires the API key; its value comes from the deploy run (providers/deploy-secrets.ts deployApiKey), never an input. */
+    requireApiKey?: boolean;
+    /** Held by states written before requireApiKey; dropped from the outputs. */
     apiKey?: string;
     servedModelName: string;
     speculativeAlgorithm?: string;

@@ -2,6 +2,7 @@ import type { CompleteProvider } from "./resource-provider";
 import { describeFailure } from "../core/readiness";
 import { redact } from "../core/redact";
 import { servedByThisProcess } from "./context";
+import { deployApiKey } from "./deploy-secrets";
 import { changedKeys } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import type { ReadinessOutputs, ReadinessProps } from "./readiness-check-props";
@@ -13,7 +14,10 @@ import { journalPosition } from "../remote/readiness-gate";
  * chat and speculative checks. The service's rollout already gated on the
  * same checks, so on a healthy box this returns within a poll or two.
  */
-async function check(run: ProviderRun, inputs: ReadinessProps): Promise<ReadinessOutputs> {
+async function check(run: ProviderRun, declared: ReadinessProps): Promise<ReadinessOutputs> {
+    // The key authenticates the requests and is never recorded: the outputs are built from `recorded`.
+    const { apiKey: _stored, ...recorded } = declared;
+    const inputs = { ...recorded, apiKey: declared.requireApiKey ? deployApiKey() : undefined };
     if (inputs.gatePassed?.run === run.id && inputs.gatePassed.revision === inputs.revision) {
         // The rollout of this revision passed the whole gate moments ago, in this run, and
         // reported it (the service's gatePassed output, taken as an input here): confirm it
@@ -21,7 +25,7 @@ async function check(run: ProviderRun, inputs: ReadinessProps): Promise<Readines
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
             return {
-                ...inputs,
+                ...recorded,
                 ready: true,
                 liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
                 speculativeActive: serving.speculativeActive,
@@ -44,7 +48,7 @@ async function check(run: ProviderRun, inputs: ReadinessProps): Promise<Readines
     }
     const serving = await verifyServing(inputs);
     return {
-        ...inputs,
+        ...recorded,
         ready: true,
         liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
         speculativeActive: serving.speculativeActive,
@@ -67,7 +71,7 @@ export const readinessCheckProvider = (run: ProviderRun): CompleteProvider<Readi
             "speculativeAlgorithm",
             "readiness",
         ]);
-        const apiKeyChanged = (olds.apiKey ?? "") !== (news.apiKey ?? "");
+        const apiKeyChanged = (olds.requireApiKey ?? olds.apiKey !== undefined) !== (news.requireApiKey ?? false);
         const notServing = olds.ready === false || olds.speculativeActive === false;
         return { changes: changed.length > 0 || apiKeyChanged || notServing, replaces: [] };
     },
@@ -79,14 +83,18 @@ export const readinessCheckProvider = (run: ProviderRun): CompleteProvider<Readi
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
         const serving = await verifyServing(props, run.remoteFor(props.connection, "server"), { shared: run.looks });
+        // A state of an older version held the key (encrypted): the refresh records it no more, in the outputs or the inputs.
+        const { apiKey: _stored, ...recorded } = props;
+        const { ready: _r, liveServerArgs: _l, speculativeActive: _s, ...inputs } = recorded;
         return {
             id,
             props: {
-                ...props,
+                ...recorded,
                 ready: serving.healthy,
                 liveServerArgs: (serving.liveArgs as Record<string, unknown> | null) ?? null,
                 speculativeActive: serving.speculativeActive,
             },
+            inputs: { ...inputs, requireApiKey: props.requireApiKey ?? props.apiKey !== undefined },
         };
     },
     async update(_id, _olds, news) {

@@ -15,9 +15,10 @@ import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./serving";
 import { say } from "./say";
-import { differences, environmentFileHash, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
+import { differences, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { rollout } from "./sglang-service-rollout";
+import { secretValuesOf } from "./service-secrets";
 import { previousPaths, unitPaths } from "./unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
@@ -81,8 +82,8 @@ async function untilServing(run: ProviderRun, id: string, remote: RemoteHost, in
     say(`[${inputs.unitName}] runs the declared config but does not answer yet; waiting for it (not restarted)`);
     const gate = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
     if (gate.ok) return readLive(run, remote, inputs);
-    const cause = redact(describeFailure(gate.cause), [inputs.apiKey]);
-    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), [inputs.apiKey]);
+    const cause = redact(describeFailure(gate.cause), secretValuesOf(inputs));
+    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), secretValuesOf(inputs));
     throw new ResourceInitFailed(
         `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
             `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,
@@ -95,8 +96,8 @@ async function untilServing(run: ProviderRun, id: string, remote: RemoteHost, in
 /** Stops and removes the unit and its files, unless the box says another stack owns it now. */
 export async function removeService(run: ProviderRun, props: ServiceOutputs): Promise<void> {
     const remote = run.remoteFor(props.connection, "server");
-    // Read the box, not the state: another stack may have taken the unit over since.
-    const read = await run.unitReads.read(remote, props.unitName, environmentFileHash(props.environmentFile));
+    // Read the box, not the state: another stack may have taken the unit over since (its owner is all this read needs).
+    const read = await run.unitReads.read(remote, props.unitName, "");
     const live = read.unitText === null ? undefined : unitOwner(read.unitText);
     const decision = decideDelete({ live, self: selfOwner(props), unit: props.unitName, where: remote.describe() });
     if (decision.kind === "leave") {
@@ -106,7 +107,7 @@ export async function removeService(run: ProviderRun, props: ServiceOutputs): Pr
     const paths = unitPaths(props.unitName);
     const prev = previousPaths(props.unitName);
     await remote.run(["systemctl", "disable", "--now", props.unitName]);
-    await remote.runChecked(["rm", "-f", paths.unit, paths.environmentFile, prev.unit, prev.environmentFile]);
+    await remote.runChecked(["rm", "-f", ...[paths, prev].flatMap((p) => [p.unit, p.environmentFile, p.serverConfigFile])]);
     await remote.runChecked(["systemctl", "daemon-reload"]);
     say(`[${props.unitName}] stopped and removed (the model and the container are untouched)`);
 }

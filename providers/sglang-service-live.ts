@@ -3,7 +3,6 @@
  * the running server's args) and the service's outputs built from it; the
  * refresh (`read`) of an SglangService.
  */
-import { sha256 } from "../core/digest";
 import { formatOwner, parseOwner } from "../core/ownership";
 import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
@@ -11,13 +10,9 @@ import { readBoxFacts } from "./box-facts";
 import { changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import { verifyServing } from "./serving";
+import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./service-secrets";
 import type { GatePassed, ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
-
-/** The secrets hash of an EnvironmentFile: "" when there is none, as the unit read reports it (core/unit-read.ts). */
-export function environmentFileHash(text: string | undefined): string {
-    return text === undefined ? "" : sha256(text);
-}
 
 /** Two unit texts that differ at most in the owner they record run the same server. */
 export function sameServer(a: string | undefined, b: string | undefined): boolean {
@@ -56,7 +51,8 @@ export function readableUnit(text: string): UnitView {
  * the ReadinessCheck's refresh when that one is in flight (the run's looks).
  */
 export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: ServiceProps, opts: { refresh?: boolean } = {}): Promise<LiveService> {
-    const read = await run.unitReads.read(remote, inputs.unitName, environmentFileHash(inputs.environmentFile));
+    const expected = expectedEnvironmentHash(inputs);
+    const read = await run.unitReads.read(remote, inputs.unitName, expected);
     const unit = read.unitText === null ? null : readableUnit(read.unitText);
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
@@ -71,7 +67,7 @@ export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: Ser
     return {
         unit,
         owner: read.unitText === null ? undefined : unitOwner(read.unitText),
-        secretsHash: read.environmentFileHash,
+        secretsHash: recordedSecrets(read.environmentFileHash, expected),
         activeState,
         enabled: read.enabled,
         liveArgs,
@@ -81,7 +77,8 @@ export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: Ser
 
 /** The outputs: the props with what the box holds on top; `gatePassed` only when this create or update's gate passed (or kept by a refresh). */
 export function outputsFrom(props: ServiceProps, live: LiveService, revision: string, gatePassed?: GatePassed): ServiceOutputs {
-    const { gatePassed: _earlier, ...inputs } = props as Partial<ServiceOutputs> & ServiceProps;
+    // The secret values never reach the state (a state written before this version held them: dropped here).
+    const { gatePassed: _earlier, ...inputs } = withoutSecretValues(props as Partial<ServiceOutputs> & ServiceProps);
     const fromBox = live.unit
         ? { unitText: live.unit.text, command: live.unit.command, flags: live.unit.flags, environment: live.unit.environment }
         : { unitText: "", command: [], flags: {}, environment: {} };
@@ -109,7 +106,7 @@ export function differences(inputs: ServiceProps, live: LiveService): string[] {
         const env = changedNames(inputs.environment, live.unit.environment);
         why.push(flags.length || env.length ? `changed: ${[...flags, ...env].join(", ")}` : "unit file differs");
     }
-    if (live.secretsHash !== environmentFileHash(inputs.environmentFile)) why.push("secrets changed");
+    if (live.secretsHash !== (inputs.environmentFile === undefined ? "" : SECRETS_AS_DECLARED)) why.push("secrets changed");
     if (live.activeState !== "active") why.push(`service is ${live.activeState}`);
     if (!live.liveMatchesUnit) why.push("the running server does not run the unit file's args (changed, not restarted)");
     return why;
@@ -142,7 +139,7 @@ export async function refreshService(
     } catch (e) {
         // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
         if (!containerNotRunning(e)) throw e;
-        const outs: ServiceOutputs = { ...props, activeState: CONTAINER_STOPPED, liveArgs: null };
+        const outs: ServiceOutputs = { ...withoutSecretValues(props), activeState: CONTAINER_STOPPED, liveArgs: null };
         return { id, props: outs, inputs: inputsOf(outs) };
     }
     if (!live.unit) return { id: "" };

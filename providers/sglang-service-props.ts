@@ -6,6 +6,7 @@
 import type { Connection } from "../components/connection";
 import type { BoxExpectations } from "../core/box-facts";
 import type { ReadinessConfig } from "../core/config-schema";
+import type { DeclaredSecrets } from "../core/deploy-secrets";
 import type { BoxFactsRead } from "./box-facts";
 
 export interface ServiceProps {
@@ -16,10 +17,18 @@ export interface ServiceProps {
     command: string[];
     flags: Record<string, string>;
     environment: Record<string, string>;
-    /** The EnvironmentFile's text (secret); absent when the server has no secrets. */
+    /** The secrets the config declares (names only); absent in states written before. */
+    secrets?: DeclaredSecrets;
+    /**
+     * The 0600 files' texts and the API key: filled from the deploy run's
+     * environment when the provider writes the box (providers/service-secrets.ts
+     * withDeploySecrets), never inputs and never in the state (outputsFrom
+     * leaves them out; states of older versions held them).
+     */
     environmentFile?: string;
-    endpoint: string;
+    serverConfigFile?: string;
     apiKey?: string;
+    endpoint: string;
     servedModelName: string;
     speculativeAlgorithm?: string;
     gpuIndices: number[];
@@ -60,7 +69,11 @@ export interface ServiceOutputs extends ServiceProps {
     gatePassed?: GatePassed;
     activeState: string;
     enabled: boolean;
-    /** sha256 of the EnvironmentFile on the box (secret): secrets drift without storing them twice. */
+    /**
+     * The EnvironmentFile as the box's unit read answers it (core/unit-read.ts):
+     * the declared file's digest when it is that file, "differs" when another,
+     * "" when there is none; secrets drift without storing them.
+     */
     secretsHash: string;
     /** The running server's args from /server_info, normalized to the fields the stack owns; null when unreachable. */
     liveArgs: Record<string, unknown> | null;

@@ -2,6 +2,7 @@
  * The rollout runner: runs the stop-first rollout that core/rollout-plan.ts
  * plans, one step at a time, on the box.
  */
+import { randomUUID } from "crypto";
 import { sha256 } from "../core/digest";
 import { redact } from "../core/redact";
 import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
@@ -14,8 +15,9 @@ import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { startAndWait } from "./serving";
 import { say } from "./say";
-import { differences, environmentFileHash, LiveService, outputsFrom, readLive } from "./sglang-service-live";
+import { differences, LiveService, outputsFrom, readLive } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import { secretValuesOf } from "./service-secrets";
 import { previousPaths, unitPaths } from "./unit-view";
 
 /** GPU memory below this counts as released (the driver's own use stays far below). */
@@ -34,7 +36,7 @@ const GPU_FREE_THRESHOLD_MIB = 1024;
 export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = run.remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
-    const secret = (text: string) => redact(text, [inputs.apiKey]);
+    const secret = (text: string) => redact(text, secretValuesOf(inputs));
     say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
     let {
         state,
@@ -63,7 +65,8 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
     const result = step.result;
     if (result.ok) {
         const after = await readLive(run, remote, inputs);
-        const revision = sha256(`${inputs.unitText}\n${environmentFileHash(inputs.environmentFile)}\n${Date.now()}`);
+        // New with every rollout, and no digest of the secrets (the revision is plain in the state).
+        const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         return outputsFrom(inputs, after, revision, { revision, run: run.id });
     }
 
@@ -100,7 +103,7 @@ async function stepError(
     e: unknown,
 ): Promise<unknown> {
     const unit = inputs.unitName;
-    const message = redact(e instanceof Error ? e.message : String(e), [inputs.apiKey]);
+    const message = redact(e instanceof Error ? e.message : String(e), secretValuesOf(inputs));
     say(`[${unit}] the rollout stopped at its ${step.kind} step: ${message}`);
     let holds = after.holds;
     let outcome = "nothing was put back";
@@ -114,7 +117,7 @@ async function stepError(
             holds = "previous";
             outcome = "the previous unit was put back and started (not gated: check it with journalctl)";
         } catch (again) {
-            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), [inputs.apiKey])}`;
+            outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), secretValuesOf(inputs))}`;
         }
     }
     let live: LiveService;
@@ -203,10 +206,12 @@ async function writeServiceFiles(remote: RemoteHost, inputs: ServiceProps): Prom
     const paths = unitPaths(inputs.unitName);
     await remote.runChecked(["mkdir", "-p", "/etc/sglang"]);
     await remote.writeFile(paths.unit, inputs.unitText, 0o644);
-    if (inputs.environmentFile !== undefined) {
-        await remote.writeFile(paths.environmentFile, inputs.environmentFile, 0o600);
-    } else {
-        await remote.runChecked(["rm", "-f", paths.environmentFile]);
+    for (const [file, text] of [
+        [paths.environmentFile, inputs.environmentFile],
+        [paths.serverConfigFile, inputs.serverConfigFile],
+    ] as const) {
+        if (text !== undefined) await remote.writeFile(file, text, 0o600);
+        else await remote.runChecked(["rm", "-f", file]);
     }
 }
 

@@ -4,7 +4,6 @@
  * -rollout.ts the rollout itself), and the preview's decisions (check: what
  * restarts and why; diff: what changed or drifted).
  */
-import { apiKeyProblem } from "../core/config-values";
 import { decideWrite, parseOwner } from "../core/ownership";
 import { boxFailures } from "./box-facts";
 import { servedByThisProcess } from "./context";
@@ -12,24 +11,17 @@ import { changedKeys, changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import { CompleteProvider, keepingProviderModule } from "./resource-provider";
 import { applyService, removeService } from "./sglang-service-apply";
-import { environmentFileHash, refreshService, sameServer } from "./sglang-service-live";
+import { refreshService, sameServer } from "./sglang-service-live";
+import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./service-secrets";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 
 /** Fields whose change means the server process must restart. */
 const PROCESS_FIELDS = ["unitText", "command", "flags", "environment"] as const;
 
-/** The unknown-value placeholder dynamic providers see in preview (e.g. a key @pulumi/random has not made yet). */
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
-
 /** The SglangService's verbs for one run. */
 export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<ServiceProps, ServiceOutputs> => ({
     async check(olds, news) {
         const failures: { property: string; reason: string }[] = [];
-        // The config validation checks the key too; this covers a key from anywhere else (a generated one, another program).
-        if (typeof news.apiKey === "string" && news.apiKey !== UNKNOWN) {
-            const problem = apiKeyProblem(news.apiKey);
-            if (problem) failures.push({ property: "apiKey", reason: `sglang-serve:apiKey ${problem}` });
-        }
         // After a refresh, olds.owner is the owner the unit on the box records.
         const live = olds.owner === undefined ? undefined : parseOwner(olds.owner);
         const self = news.owner === undefined ? undefined : parseOwner(news.owner);
@@ -47,16 +39,12 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             return { changes: true, replaces: ["unitName"], deleteBeforeReplace: true };
         }
         const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
-        const drift =
-            olds.activeState !== "active" ||
-            olds.enabled !== true ||
-            olds.liveMatchesUnit === false ||
-            olds.secretsHash !== environmentFileHash(news.environmentFile);
+        const drift = olds.activeState !== "active" || olds.enabled !== true || olds.liveMatchesUnit === false || secretsDiffer(olds.secretsHash, news);
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {
         const id = `${inputs.connection.address}:${inputs.connection.vmid ?? "-"}:${inputs.unitName}`;
-        const outs = await keepingProviderModule(inputs, () => applyService(run, id, inputs));
+        const outs = await keepingProviderModule(inputs, () => applyService(run, id, withDeploySecrets(inputs)));
         return { id, outs };
     },
     async read(id, props) {
@@ -64,7 +52,7 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         return refreshService(run, id, props);
     },
     async update(id, olds, news) {
-        return { outs: await keepingProviderModule(news, () => applyService(run, id, news, olds)) };
+        return { outs: await keepingProviderModule(news, () => applyService(run, id, withDeploySecrets(news), olds)) };
     },
     async delete(_id, props) {
         await removeService(run, props);
@@ -78,7 +66,8 @@ export const provider = servedByThisProcess(sglangServiceProvider);
 function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string {
     if (olds.unitName === undefined) return "yes: new server";
     const changed = changedKeys(olds, news, PROCESS_FIELDS).filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText));
-    const secrets = environmentFileHash(olds.environmentFile) !== environmentFileHash(news.environmentFile);
+    // The declared secrets (names, and whether there is a key), never their values: a rotated value shows as drift instead (diff).
+    const secrets = JSON.stringify(declaredSecrets(olds as ServiceProps)) !== JSON.stringify(declaredSecrets(news));
     if (changed.length === 0 && !secrets) return "no";
     const what = [...changedNames(olds.flags, news.flags), ...changedNames(olds.environment, news.environment), ...(secrets ? ["secrets"] : [])];
     return `yes: ${what.length ? what.join(", ") : "unit file"} changed`;

@@ -22,11 +22,12 @@ export function unitView(text: string): UnitView {
 }
 
 /** Where a rollout keeps the unit that ran before it (outside the unit directory, so systemd ignores it). */
-export function previousPaths(unitName: string): { unit: string; environmentFile: string } {
+export function previousPaths(unitName: string): { unit: string; environmentFile: string; serverConfigFile: string } {
     const name = serviceNameOf(unitName);
     return {
         unit: `${ENVIRONMENT_DIRECTORY}/${name}.service.previous`,
         environmentFile: `${ENVIRONMENT_DIRECTORY}/${name}.env.previous`,
+        serverConfigFile: `${ENVIRONMENT_DIRECTORY}/${name}.yaml.previous`,
     };
 }
 

@@ -160,7 +160,7 @@ async function main(): Promise<void> {
             const config = labStackConfig(info, "pct-exec");
             const d = await tree.deployment("lab", config);
             cleanup.push(() => d.cleanup());
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
             const first = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, "first up");
             log(`stack deployed in ${(first.wallMs / 1000).toFixed(1)} s`);
             const floors = {} as Floors;

@@ -1,8 +1,9 @@
 /**
  * `npm run lab`: the whole flow on this machine. Brings the lab up if needed,
  * writes the `lab` stack's config (kpro5's server settings pointed at the
- * lab, with an API key generated once), runs `pulumi up --stack lab` with the
- * real engine, and ends with the OpenAI endpoint and a sample curl.
+ * lab), runs `pulumi up --stack lab` with the real engine and the lab's API
+ * key (generated once, 0600, given as a deploy job gives it:
+ * SGLANG_SERVE_API_KEY), and ends with the OpenAI endpoint and a sample curl.
  *
  *   npm run lab                 up (the main command)
  *   npm run lab -- <subcommand> the lab itself: up | down | status | exec <host|container> <command...>
@@ -12,25 +13,29 @@ import { randomBytes } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { labListening, labUp, readLabInfo, writeLabStackConfig } from "../lab/control";
-import * as yaml from "js-yaml";
 
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
+/** The lab server's API key (generated once, 0600): the deploy run's SGLANG_SERVE_API_KEY. */
+const apiKeyFile = path.join(repo, ".pulumi-state", "lab-api-key");
 
-function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}) {
+function labApiKey(): string {
+    if (!fs.existsSync(apiKeyFile)) {
+        fs.mkdirSync(path.dirname(apiKeyFile), { recursive: true });
+        fs.writeFileSync(apiKeyFile, `${randomBytes(24).toString("hex")}\n`, { mode: 0o600 });
+    }
+    return fs.readFileSync(apiKeyFile, "utf8").trim();
+}
+
+function pulumi(args: string[], opts: { capture?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {}) {
     const r = spawnSync(pulumiSh, args, {
         cwd: repo,
+        env: opts.env ?? process.env,
         stdio: [opts.input === undefined ? "inherit" : "pipe", opts.capture ? "pipe" : "inherit", "inherit"],
         input: opts.input,
         encoding: "utf8",
     });
     return { code: r.status ?? 1, stdout: r.stdout ?? "" };
-}
-
-/** Whether the lab stack has its API key (set by the first `npm run lab`, kept when its file is written again). */
-function hasApiKey(file: string): boolean {
-    const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as { config?: Record<string, unknown> };
-    return doc.config?.["sglang-serve:apiKey"] !== undefined;
 }
 
 async function main(): Promise<number> {
@@ -40,16 +45,10 @@ async function main(): Promise<number> {
         await labUp();
     }
     const info = readLabInfo();
-    const stackFile = writeLabStackConfig();
-    if (!hasApiKey(stackFile)) {
-        const key = randomBytes(24).toString("hex");
-        // The key goes through stdin, never a command line.
-        const set = pulumi(["config", "set", "--secret", "sglang-serve:apiKey", "--stack", "lab"], { input: key });
-        if (set.code !== 0) return set.code;
-    }
+    writeLabStackConfig();
 
     console.log(`lab: pulumi up --stack lab (host ${info.host.address}, container ${info.container.address} through pct exec)`);
-    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"]);
+    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"], { env: { ...process.env, SGLANG_SERVE_API_KEY: labApiKey() } });
     if (up.code !== 0) return up.code;
 
     const outputs = JSON.parse(pulumi(["stack", "output", "--json", "--stack", "lab"], { capture: true }).stdout) as {
@@ -60,10 +59,10 @@ async function main(): Promise<number> {
 The server is ready.
   OpenAI endpoint: ${outputs.openaiBaseUrl}
   model:           ${outputs.servedModelName}
-  API key:         npm run -s pulumi -- config get sglang-serve:apiKey --stack lab
+  API key:         cat .pulumi-state/lab-api-key
 
   curl -s ${outputs.openaiBaseUrl}/chat/completions \\
-    -H "Authorization: Bearer $(npm run -s pulumi -- config get sglang-serve:apiKey --stack lab)" \\
+    -H "Authorization: Bearer $(cat .pulumi-state/lab-api-key)" \\
     -H 'Content-Type: application/json' \\
     -d '{"model": "${outputs.servedModelName}", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'
 `);

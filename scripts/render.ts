@@ -12,8 +12,8 @@ import { formatConfigIssues } from "../core/config-issues";
 import { CONFIG_NAMESPACE, StackConfig } from "../core/config-schema";
 import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
 import { SECRET_MASK } from "../core/redact";
-import { API_KEY_ENV } from "../core/sglang-rules";
-import { environmentFilePath, renderEnvironmentFile, renderUnit, unitPath } from "../core/systemd-unit";
+import { renderSecretFiles } from "../core/deploy-secrets";
+import { environmentFilePath, renderUnit, unitPath } from "../core/systemd-unit";
 import * as yaml from "js-yaml";
 
 /**
@@ -45,17 +45,25 @@ export function renderStack(text: string): RenderedStack {
     const result = validateStackConfig(rawConfigFromStackYaml(text));
     if (!result.ok) throw new ConfigError(formatConfigIssues(result.issues));
     const { config } = result;
-    const hasSecrets = config.apiKey !== undefined;
+    const service = config.service;
     const rendered: RenderedStack = {
         config,
         warnings: result.warnings,
-        unitPath: unitPath(config.service.name),
-        unitText: renderUnit(config.service, { hasSecrets, startupTimeoutSeconds: config.readiness.startupTimeoutSeconds }),
+        unitPath: unitPath(service.name),
+        unitText: renderUnit(service, {
+            hasSecrets: service.requireApiKey,
+            hasSecretEnvironment: service.secretEnvironment.length > 0,
+            startupTimeoutSeconds: config.readiness.startupTimeoutSeconds,
+        }),
     };
-    if (hasSecrets) {
-        rendered.environmentFilePath = environmentFilePath(config.service.name);
+    const files = renderSecretFiles({
+        apiKey: service.requireApiKey ? SECRET_STAND_IN : undefined,
+        environment: Object.fromEntries(service.secretEnvironment.map((name) => [name, SECRET_STAND_IN])),
+    });
+    if (files.environmentFile) {
+        rendered.environmentFilePath = environmentFilePath(service.name);
         // Render with the real renderer, then mask: the layout shown is the one written.
-        rendered.environmentFileMasked = renderEnvironmentFile({ [API_KEY_ENV]: SECRET_STAND_IN }).replace(SECRET_STAND_IN, SECRET_MASK);
+        rendered.environmentFileMasked = files.environmentFile.split(SECRET_STAND_IN).join(SECRET_MASK);
     }
     return rendered;
 }
@@ -105,7 +113,7 @@ function main(argv: readonly string[]): number {
     if (rendered.environmentFilePath && rendered.environmentFileMasked) {
         out.push(`### ${rendered.environmentFilePath} (mode 0600, secrets masked)`, rendered.environmentFileMasked);
     } else {
-        out.push(`### no EnvironmentFile: no secrets configured (set one with \`pulumi config set --secret ${CONFIG_NAMESPACE}:apiKey\`)`, "");
+        out.push(`### no EnvironmentFile: no secrets declared (${CONFIG_NAMESPACE}:service.requireApiKey, service.secretEnvironment)`, "");
     }
     process.stdout.write(out.join("\n"));
     return 0;

@@ -13,7 +13,7 @@ import { validateStackConfig } from "../../core/config";
 import { formatConfigIssues } from "../../core/config-issues";
 import type { StackConfig } from "../../core/config-schema";
 import { readRawStackConfig } from "../../components/stack-config";
-import { declareBox, declareServer, serverApiKey } from "../../components/stack-resources";
+import { declareBox, declareServer } from "../../components/stack-resources";
 
 const pulumiConfig = new pulumi.Config();
 const raw = readRawStackConfig(pulumiConfig) as { service?: Record<string, unknown> };
@@ -31,7 +31,7 @@ const box = declareBox(host, container);
 export const endpoints: Record<string, pulumi.Output<string>> = {};
 export const liveServerArgs: Record<string, pulumi.Output<Record<string, unknown>>> = {};
 for (const { service } of stacks) {
-    const { server, check } = declareServer(box, service, readiness, serverApiKey(pulumiConfig, service));
+    const { server, check } = declareServer(box, service, readiness);
     endpoints[service.name] = server.endpoint;
     liveServerArgs[service.name] = check.liveServerArgs;
 }

@@ -3,7 +3,8 @@ import type { LabInfo } from "../../lab/control";
 import { validateStackConfig } from "../../core/config";
 import { formatConfigIssues } from "../../core/config-issues";
 import type { ServiceConfig } from "../../core/config-schema";
-import { ENVIRONMENT_DIRECTORY, renderEnvironmentFile, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
+import { renderSecretFiles } from "../../core/deploy-secrets";
+import { ENVIRONMENT_DIRECTORY, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
 import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
 import { FLEET_GPU, FLEET_MEM_FRACTION, FleetMember } from "./fleet-plan";
@@ -44,11 +45,14 @@ export async function preplaceFleet(labDir: string, info: LabInfo, members: Flee
     for (const m of members) {
         const service = validatedService(fleetStackConfig(info, m));
         const unit = unitName(service.name);
+        const files = renderSecretFiles({ apiKey, environment: {} });
         lines.push(
             `echo ${b64(renderUnit(service, { hasSecrets: true }))} | base64 -d > ${UNIT_DIRECTORY}/${unit}`,
             `chmod 0644 ${UNIT_DIRECTORY}/${unit}`,
-            `(umask 077; echo ${b64(renderEnvironmentFile({ SGLANG_API_KEY: apiKey }))} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.env)`,
+            `(umask 077; echo ${b64(files.environmentFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.env)`,
             `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${service.name}.env`,
+            `(umask 077; echo ${b64(files.serverConfigFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.yaml)`,
+            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${service.name}.yaml`,
         );
     }
     lines.push("systemctl daemon-reload");

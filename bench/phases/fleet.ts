@@ -41,7 +41,7 @@ export async function phaseFleet(
         cleanup.push(() => d.cleanup());
         // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
         fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
-        await d.setSecret("sglang-serve:apiKey", apiKey);
+        d.giveApiKey(apiKey);
         const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
         log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
         programs.set(n, d);
@@ -51,7 +51,7 @@ export async function phaseFleet(
     for (const member of plan.stacks) {
         const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member));
         cleanup.push(() => d.cleanup());
-        await d.setSecret("sglang-serve:apiKey", apiKey);
+        d.giveApiKey(apiKey);
         expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);
         stacks.push(d);
     }

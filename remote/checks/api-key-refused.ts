@@ -1,6 +1,6 @@
 // A server that was given a key must refuse a request without it. SGLang
-// authenticates only with a non-empty --api-key (an empty SGLANG_API_KEY turns
-// it off) and exempts /health*, /ready* and /metrics: ask an endpoint it
+// authenticates only with a non-empty --api-key (an empty api-key in its
+// --config file turns it off) and exempts /health*, /ready* and /metrics: ask an endpoint it
 // guards, with no Authorization header. Runs first: an open server is not
 // rolled out however well it answers.
 
@@ -23,7 +23,7 @@ export const apiKeyRefusedCheck: PostReadyCheck = {
                     kind: "auth-check",
                     reason:
                         `GET ${AUTH_CHECK_PATH} without the key answered HTTP ${res.status}, not 401: anyone who reaches ${ctx.endpoint} can use it ` +
-                        "(check that the unit passes --api-key ${SGLANG_API_KEY} and that the EnvironmentFile sets a non-empty SGLANG_API_KEY)",
+                        "(check that the unit passes --config /etc/sglang/<service>.yaml and that this 0600 file sets a non-empty api-key)",
                 },
             };
         }

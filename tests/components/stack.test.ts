@@ -8,13 +8,13 @@ function stackConfig(stack: string): Record<string, string> {
     return Object.fromEntries(Object.entries(committedStackSettings(stack)).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
 }
 
-/** The field stacks listen on 0.0.0.0: operators set this secret (the committed files hold none). */
-const API_KEY = { "sglang-serve:apiKey": "0123456789abcdef0123456789abcdef" };
+/** The key the deploy run gives (SGLANG_SERVE_API_KEY): the program never reads it, so it must appear in no resource. */
+const DEPLOY_KEY = "0123456789abcdef0123456789abcdef";
 
-async function loadProgram(stack: string, extra: Record<string, string> = API_KEY) {
+async function loadProgram(stack: string, extra: Record<string, string> = {}, secretKeys: string[] = []) {
     const mocks = new RecordingMocks();
     await pulumi.runtime.setMocks(mocks, "sglang-serve", stack, false);
-    pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra }, Object.keys(API_KEY));
+    pulumi.runtime.setAllConfig({ ...stackConfig(stack), ...extra }, secretKeys);
     const programPath = require.resolve("../../index");
     delete require.cache[programPath];
     // require, not import(): the program is loaded afresh under each test's mocks (its cache entry deleted above).
@@ -57,7 +57,7 @@ describe("the stack program under mocks", () => {
             "--mem-fraction-static": "0.88",
             "--host": "0.0.0.0",
             "--port": "30000",
-            "--api-key": "${SGLANG_API_KEY}",
+            "--config": "/etc/sglang/qwen.yaml",
         });
         assert.deepEqual(unit.inputs.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
     });
@@ -84,16 +84,43 @@ describe("the stack program under mocks", () => {
         assert.equal((unit.inputs.connection as { address: string }).address, "10.1.230.172");
     });
 
-    it("generates an API key with @pulumi/random when asked and keeps it out of the unit text", async () => {
-        const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:generateApiKey": "true" });
-        await promiseOf(program.unitName);
-        assert.ok(mocks.resources.some((r) => r.type === "random:index/randomPassword:RandomPassword"));
-        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
-        assert.match(String(unit.inputs.unitText), /--api-key \$\{SGLANG_API_KEY\}/);
-        assert.doesNotMatch(String(unit.inputs.unitText), /generated-key/);
-        // Secret inputs reach the mocks wrapped as { value } with Pulumi's secret signature.
-        const envFile = unit.inputs.environmentFile as { value: string };
-        assert.match(envFile.value, /^SGLANG_API_KEY=generated-key-0123456789abcdef$/m);
+    it("gives no resource a secret, even in a deploy run that holds the key: only the declared names, and --config for the key", async () => {
+        process.env.SGLANG_SERVE_API_KEY = DEPLOY_KEY;
+        try {
+            const config = stackConfig("kpro5");
+            const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+            service.secretEnvironment = ["HF_TOKEN"];
+            const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
+            await promiseOf(program.unitName);
+            const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
+            assert.deepEqual(unit.inputs.secrets, { apiKey: true, environment: ["HF_TOKEN"] });
+            assert.match(String(unit.inputs.unitText), /--config \/etc\/sglang\/qwen\.yaml/);
+            assert.match(String(unit.inputs.unitText), /^EnvironmentFile=\/etc\/sglang\/qwen\.env$/m);
+            for (const r of mocks.resources) {
+                const text = JSON.stringify(r.inputs);
+                assert.ok(!text.includes(DEPLOY_KEY), `${r.type} holds the key`);
+                // Secret inputs reach the mocks wrapped with Pulumi's secret signature: none at all.
+                assert.ok(!text.includes("1b47061264138c4ac30d75fd1eb44270"), `${r.type} has a secret input: ${text}`);
+                assert.ok(!("apiKey" in r.inputs) && !("environmentFile" in r.inputs), r.type);
+            }
+        } finally {
+            delete process.env.SGLANG_SERVE_API_KEY;
+        }
+    });
+
+    it("refuses the API key, a generated key or the SSH key as Pulumi config, naming the way out", async () => {
+        for (const [key, value] of [
+            ["sglang-serve:apiKey", DEPLOY_KEY],
+            ["sglang-serve:generateApiKey", "true"],
+            ["sglang-serve:sshPrivateKey", "-----BEGIN OPENSSH PRIVATE KEY-----"],
+        ]) {
+            await assert.rejects(
+                () => loadProgram("kpro5", { [key]: value }, key === "sglang-serve:generateApiKey" ? [] : [key]),
+                (e: Error) =>
+                    e.message.includes(`${key} = `) && /SGLANG_SERVE_API_KEY|ssh-agent/.test(e.message) && (value === "true" || !e.message.includes(value)),
+                key,
+            );
+        }
     });
 
     it("records this project and stack as the unit's owner, and passes service.takeOverFrom on", async () => {
@@ -107,30 +134,18 @@ describe("the stack program under mocks", () => {
         const config = stackConfig("kpro5");
         const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
         service.takeOverFrom = "ct129";
-        const taking = await loadProgram("kpro5", { ...API_KEY, "sglang-serve:service": JSON.stringify(service) });
+        const taking = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
         await promiseOf(taking.program.unitName);
         assert.equal(taking.mocks.resources.find((r) => r.type === SERVICE_TYPE)!.inputs.takeOverFrom, "ct129");
     });
 
-    it("fails the preview of kpro5 (0.0.0.0) without an API key, naming the key", async () => {
+    it("fails the preview of kpro5 (0.0.0.0) when it requires no API key, naming requireApiKey", async () => {
+        const config = stackConfig("kpro5");
+        const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+        delete service.requireApiKey;
         await assert.rejects(
-            () => loadProgram("kpro5", {}),
-            (e: Error) => /sglang-serve:apiKey = \(not set\)/.test(e.message) && /allowUnauthenticated/.test(e.message),
-        );
-    });
-
-    it("fails the preview naming the key when the API key is short", async () => {
-        await assert.rejects(
-            () => loadProgram("kpro5", { "sglang-serve:apiKey": "short" }),
-            (e: Error) =>
-                /sglang-serve:apiKey = \[secret\]/.test(e.message) && /5 characters long but must be 16-256/.test(e.message) && !/"short"/.test(e.message),
-        );
-    });
-
-    it("fails the preview naming the key when the API key is empty", async () => {
-        await assert.rejects(
-            () => loadProgram("kpro5", { "sglang-serve:apiKey": "" }),
-            (e: Error) => /sglang-serve:apiKey = \[secret\]/.test(e.message) && /is empty/.test(e.message),
+            () => loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) }),
+            (e: Error) => /sglang-serve:service\.requireApiKey = false/.test(e.message) && /allowUnauthenticated/.test(e.message),
         );
     });
 
@@ -138,6 +153,7 @@ describe("the stack program under mocks", () => {
         const config = stackConfig("kpro5");
         const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
         service.allowUnauthenticated = true;
+        delete service.requireApiKey;
         const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
         await promiseOf(program.unitName);
         const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;

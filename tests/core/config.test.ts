@@ -556,8 +556,34 @@ describe("stack config: values that reach a unit file or a shell", () => {
             withField((r) => ((r.service.environment as Record<string, string>).SGLANG_API_KEY = "abcdefabcdefabcdef")),
             "service.environment.SGLANG_API_KEY",
         );
-        assert.match(issue.message, /pulumi config set --secret sglang-serve:apiKey/);
+        assert.match(issue.message, /service\.requireApiKey: true .*SGLANG_SERVE_API_KEY/);
         assert.equal(issue.value, "[secret]");
+    });
+
+    for (const name of ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY", "MY_SECRET", "DB_PASSWORD", "openai_api_key"]) {
+        it(`refuses ${name} in the plain environment, without its value, pointing at secretEnvironment`, () => {
+            const raw = withField((r) => ((r.service.environment as Record<string, string>)[name] = "hf_abcdefghijklmnop"));
+            const issue = issueAt(raw, `service.environment.${name}`);
+            assert.match(issue.message, /looks like a secret/);
+            assert.match(issue.message, /sglang-serve:service\.secretEnvironment/);
+            assert.match(issue.message, /SGLANG_SERVE_SECRET_ENVIRONMENT/);
+            assert.doesNotMatch(formatConfigIssues([issue]), /hf_abcdefghijklmnop/);
+        });
+    }
+
+    it("keeps plain variables that only contain KEY elsewhere (KEYS_DIR, SGLANG_KEY_CACHE)", () => {
+        accepted(
+            withField((r) => ((r.service as Record<string, unknown>).environment = { SGLANG_ENABLE_SPEC_V2: "1", KEYS_DIR: "/x", SGLANG_KEY_CACHE: "1" })),
+        );
+    });
+
+    it("accepts secretEnvironment names and refuses bad, repeated, plain-too or the API key's own name", () => {
+        accepted(withField((r) => ((r.service as Record<string, unknown>).secretEnvironment = ["HF_TOKEN", "WANDB_API_KEY"])));
+        const names = (list: string[]) => withField((r) => ((r.service as Record<string, unknown>).secretEnvironment = list));
+        issueAt(names(["1BAD"]), "service.secretEnvironment[0]");
+        assert.match(issueAt(names(["HF_TOKEN", "HF_TOKEN"]), "service.secretEnvironment[1]").message, /listed twice/);
+        assert.match(issueAt(names(["SGLANG_ENABLE_SPEC_V2"]), "service.secretEnvironment[0]").message, /in service\.environment too/);
+        assert.match(issueAt(names(["SGLANG_API_KEY"]), "service.secretEnvironment[0]").message, /requireApiKey/);
     });
 
     it("accepts values with % = , : that the unit escapes", () => {
@@ -639,13 +665,14 @@ describe("stack config: extraArgs", () => {
 
     it("rejects a flag the typed config owns and names the field to use", () => {
         assert.match(issueAt(extra(["--tp-size=2"]), "service.extraArgs[0]").message, /use service\.tensorParallelSize instead/);
-        assert.match(issueAt(extra(["--api-key=x"]), "service.extraArgs[0]").message, /sglang-serve:apiKey/);
+        assert.match(issueAt(extra(["--api-key=x"]), "service.extraArgs[0]").message, /service\.requireApiKey/);
+        assert.match(issueAt(extra(["--config=/tmp/x.yaml"]), "service.extraArgs[0]").message, /service\.requireApiKey/);
         assert.match(issueAt(extra(["--speculative-algorithm=EAGLE"]), "service.extraArgs[0]").message, /service\.speculative\.algorithm/);
     });
 
     it("rejects an owned flag given with its value as the next element, at the flag's index", () => {
         assert.match(issueAt(extra(["--enable-metrics", "--tp-size", "2"]), "service.extraArgs[1]").message, /use service\.tensorParallelSize instead/);
-        assert.match(issueAt(extra(["--reasoning-parser", "qwen3", "--api-key", "x"]), "service.extraArgs[2]").message, /sglang-serve:apiKey/);
+        assert.match(issueAt(extra(["--reasoning-parser", "qwen3", "--api-key", "x"]), "service.extraArgs[2]").message, /service\.requireApiKey/);
     });
 
     it("rejects an abbreviation argparse would expand to an owned flag", () => {
@@ -709,8 +736,13 @@ describe("stack config: host, container, readiness", () => {
         assert.equal(hostKeyProblem(PLACEHOLDER_HOST_KEY), undefined);
     });
 
-    it("rejects both an SSH key path and the SSH key secret", () => {
-        issueAt({ ...withKeyFile(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "host.sshPrivateKeyPath");
+    it("refuses the SSH key as Pulumi config, without its value, pointing at ssh-agent and the removal", () => {
+        const issue = issueAt({ ...fieldConfig(), sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----" }, "sshPrivateKey");
+        assert.match(issue.message, /pulumi config rm sglang-serve:sshPrivateKey/);
+        assert.match(issue.message, /ssh-agent/);
+        assert.match(issue.message, /rotate the key/);
+        assert.doesNotMatch(formatConfigIssues([issue]), /BEGIN OPENSSH/);
+        issueAt({ ...fieldConfig(), sshPrivateKeyPassphrase: "hunter2hunter2" }, "sshPrivateKeyPassphrase");
     });
 
     it("rejects a probe timeout within SGLang's own health-check timeout", () => {
@@ -734,55 +766,45 @@ describe("stack config: host, container, readiness", () => {
 });
 
 describe("stack config: API key and authentication", () => {
-    const withKey = (key: string | undefined) => {
-        const raw: Record<string, unknown> = { ...fieldConfig() };
-        if (key === undefined) delete raw.apiKey;
-        else raw.apiKey = key;
-        return raw;
-    };
+    const withKey = (required: boolean) => withField((r) => ((r.service as Record<string, unknown>).requireApiKey = required));
 
-    it("rejects an empty API key, saying that it turns SGLang's authentication off", () => {
-        const issue = issueAt(withKey(""), "apiKey");
-        assert.match(issue.message, /is empty/);
-        assert.match(issue.message, /without authentication/);
-        assert.match(formatConfigIssues([issue]), /sglang-serve:apiKey = \[secret\]/);
+    for (const key of ["", "short", "0123456789abcdef0123456789abcdef"]) {
+        it(`refuses sglang-serve:apiKey (${key.length} characters) as Pulumi config, without its value, with the way out`, () => {
+            const issue = issueAt({ ...fieldConfig(), apiKey: key }, "apiKey");
+            assert.match(issue.message, /pulumi config rm sglang-serve:apiKey/);
+            assert.match(issue.message, /service\.requireApiKey: true/);
+            assert.match(issue.message, /SGLANG_SERVE_API_KEY/);
+            assert.match(issue.message, /rotate the key/);
+            const text = formatConfigIssues([issue]);
+            assert.match(text, /sglang-serve:apiKey = \[secret\]/);
+            if (key !== "") assert.ok(!text.includes(key), text);
+        });
+    }
+
+    it("refuses a generated key, which would live in the state", () => {
+        assert.match(issueAt({ ...fieldConfig(), generateApiKey: true }, "generateApiKey").message, /lives in the state/);
     });
 
-    it("rejects a key shorter than 16 characters, naming its length and not its value", () => {
-        const issue = issueAt(withKey("short"), "apiKey");
-        assert.match(issue.message, /is 5 characters long but must be 16-256/);
-        assert.doesNotMatch(formatConfigIssues([issue]), /short"/);
+    it("accepts a server that requires a key, with no key in the config", () => {
+        accepted(withKey(true));
     });
 
-    it("rejects a key longer than 256 characters", () => {
-        assert.match(issueAt(withKey("a".repeat(257)), "apiKey").message, /is 257 characters long/);
-    });
-
-    it("rejects a key with characters that would need quoting in the environment file", () => {
-        assert.match(issueAt(withKey("0123456789abcdef $x"), "apiKey").message, /other than letters, digits and \._~\+\/=-/);
-    });
-
-    it("accepts a key of 16 to 256 characters of the key alphabet", () => {
-        accepted(withKey("0123456789abcdef"));
-        accepted(withKey(`${"A".repeat(250)}._~+/=`));
-    });
-
-    it("refuses a server on 0.0.0.0 without a key, naming the key, listenHost and allowUnauthenticated", () => {
-        const issue = issueAt(withKey(undefined), "apiKey");
+    it("refuses a server on 0.0.0.0 without a key, naming requireApiKey, listenHost and allowUnauthenticated", () => {
+        const issue = issueAt(withKey(false), "service.requireApiKey");
         assert.match(issue.message, /service\.listenHost is 0\.0\.0\.0/);
-        assert.match(issue.message, /config set --secret sglang-serve:apiKey/);
+        assert.match(issue.message, /SGLANG_SERVE_API_KEY/);
         assert.match(issue.message, /service\.allowUnauthenticated: true/);
-        assert.match(formatConfigIssues([issue]), /sglang-serve:apiKey = \(not set\)/);
+        assert.match(formatConfigIssues([issue]), /sglang-serve:service\.requireApiKey = false/);
     });
 
     it("refuses a server on another non-loopback address without a key", () => {
-        const raw = withKey(undefined);
+        const raw = withKey(false);
         (raw.service as Record<string, unknown>).listenHost = "10.1.230.172";
-        issueAt(raw, "apiKey");
+        issueAt(raw, "service.requireApiKey");
     });
 
     it("accepts a server on 0.0.0.0 without a key when allowUnauthenticated says so, with a warning", () => {
-        const raw = withKey(undefined);
+        const raw = withKey(false);
         (raw.service as Record<string, unknown>).allowUnauthenticated = true;
         const result = accepted(raw);
         assert.ok(
@@ -791,19 +813,15 @@ describe("stack config: API key and authentication", () => {
         );
     });
 
-    it("accepts a generated key instead of the secret", () => {
-        accepted({ ...withKey(undefined), generateApiKey: true });
-    });
-
     it("accepts a server on loopback without a key", () => {
-        const raw = withKey(undefined);
+        const raw = withKey(false);
         (raw.service as Record<string, unknown>).listenHost = "127.0.0.1";
         (raw.service as Record<string, unknown>).endpointHost = "127.0.0.1";
         accepted(raw);
     });
 
-    it("does not add the missing-key issue to an invalid key's", () => {
-        const issues = issuesOf(withKey("short"));
+    it("reports a key left in Pulumi config alone when the server requires a key", () => {
+        const issues = issuesOf({ ...withKey(true), apiKey: "0123456789abcdef" });
         assert.deepEqual(
             issues.map((i) => i.path),
             ["apiKey"],

@@ -55,23 +55,25 @@ export interface FieldRaw {
         port: number;
         endpointHost: string;
         extraArgs?: string[];
+        requireApiKey?: boolean;
+        allowUnauthenticated?: boolean;
+        secretEnvironment?: string[];
     };
     readiness?: Record<string, unknown>;
-    apiKey: string;
 }
 
 /**
  * kpro5 as the field runs it (Pulumi.kpro5.yaml, the one example config:
  * Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2), as
- * raw sections, with an API key: the field listens on 0.0.0.0 and sets its
- * key as a secret; any valid key here.
+ * raw sections: the field listens on 0.0.0.0 and requires an API key, whose
+ * value only the deploy run gives (core/deploy-secrets.ts).
  */
 export function fieldConfig(): FieldRaw {
     const prefix = `${CONFIG_NAMESPACE}:`;
     const sections = Object.entries(committedStackSettings("kpro5"))
         .filter(([key]) => key.startsWith(prefix))
         .map(([key, value]) => [key.slice(prefix.length), value]);
-    return { ...Object.fromEntries(sections), apiKey: "0123456789abcdef0123456789abcdef" } as FieldRaw;
+    return Object.fromEntries(sections) as unknown as FieldRaw;
 }
 
 /** The field config with `edit` applied to a fresh copy (tests mutate freely). */

@@ -8,8 +8,8 @@ import { SystemdRoot } from "./fixtures";
 
 const repo = path.join(__dirname, "..", "..");
 const committedStackText = (stack: string) => fs.readFileSync(path.join(repo, `Pulumi.${stack}.yaml`), "utf8");
-/** A committed field stack with its API key set, encrypted, as an operator sets it (the field stacks listen on 0.0.0.0). */
-const stackText = (stack: string) => committedStackText(stack).replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n");
+/** A committed field stack (they listen on 0.0.0.0 and require an API key, whose value only the deploy holds). */
+const stackText = (stack: string) => committedStackText(stack);
 
 /** `npm run render -- <args>` without npm: the same node command the npm script runs. */
 function runRender(args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -80,20 +80,29 @@ describe("render script", function () {
             assert.match(run.stderr, /sglang-serve:service\.mambaSchedulerStrategy = "no_buffer"/);
         });
 
-        it("refuses the committed kpro5, which listens on 0.0.0.0, until its API key is set", () => {
-            const run = runRender(["--stack", "kpro5"]);
+        it("refuses a stack on 0.0.0.0 that requires no API key", () => {
+            const file = path.join(dir, "Pulumi.open.yaml");
+            fs.writeFileSync(file, stackText("kpro5").replace("    requireApiKey: true\n", ""));
+            const run = runRender(["--file", file]);
             assert.equal(run.status, 2);
-            assert.match(run.stderr, /sglang-serve:apiKey = \(not set\)/);
+            assert.match(run.stderr, /sglang-serve:service\.requireApiKey = false/);
             assert.match(run.stderr, /service\.allowUnauthenticated: true/);
         });
 
-        it("masks an encrypted API key and adds the EnvironmentFile", () => {
+        it("refuses an API key stored as Pulumi config, encrypted or not, with the way out", () => {
             const file = path.join(dir, "Pulumi.secret.yaml");
-            fs.writeFileSync(file, stackText("kpro5"));
+            fs.writeFileSync(file, stackText("kpro5").replace(/^config:\n/m, "config:\n  sglang-serve:apiKey:\n    secure: v1:AAAABBBBCCCC:ZZZZ\n"));
             const run = runRender(["--file", file]);
+            assert.equal(run.status, 2);
+            assert.match(run.stderr, /sglang-serve:apiKey = \[secret\]\n.*pulumi config rm sglang-serve:apiKey/);
+        });
+
+        it("renders the committed kpro5 with the key's --config file and the EnvironmentFile, secrets masked", () => {
+            const run = runRender(["--stack", "kpro5"]);
             assert.equal(run.status, 0, run.stderr);
             assert.match(run.stdout, /EnvironmentFile=\/etc\/sglang\/qwen\.env/);
-            assert.match(run.stdout, /--api-key \$\{SGLANG_API_KEY\}/);
+            assert.match(run.stdout, /--config \/etc\/sglang\/qwen\.yaml/);
+            assert.doesNotMatch(run.stdout, /--api-key/);
             assert.match(run.stdout, /### \/etc\/sglang\/qwen\.env \(mode 0600, secrets masked\)\n[^\n]*\nSGLANG_API_KEY=\[secret\]\n/);
             assert.doesNotMatch(run.stdout, /0123456789abcdef/);
         });

@@ -91,9 +91,11 @@ describe("sglang argv: render", () => {
         }
     });
 
-    it("renders the API key as a reference systemd expands, never the key", () => {
-        const argv = renderArgv(fieldService(), { apiKeyEnv: "SGLANG_API_KEY" });
-        assert.deepEqual(argv.slice(-2), ["--api-key", "${SGLANG_API_KEY}"]);
+    it("passes the API key as SGLang's --config file, never --api-key on the command line", () => {
+        const argv = renderArgv(fieldService(), { configFile: "/etc/sglang/qwen.yaml" });
+        assert.deepEqual(argv.slice(-2), ["--config", "/etc/sglang/qwen.yaml"]);
+        assert.ok(!argv.includes("--api-key"));
+        assert.ok(!argv.some((a) => a.includes("SGLANG_API_KEY")));
     });
 
     it("switches drafter by config alone", () => {
@@ -116,7 +118,7 @@ describe("sglang argv: render", () => {
         const extra = ["--cuda-graph-bs", "1", "2", "4", "8", "--json-model-override-args", '{"a": "b c", "d": 4.0}', "--x", "${SGLANG_API_KEY}"];
         const argv = renderArgv(
             service((s) => ((s as Record<string, unknown>).extraArgs = extra)),
-            { apiKeyEnv: "SGLANG_API_KEY" },
+            { configFile: "/etc/sglang/qwen.yaml" },
         );
         assert.deepEqual(argv.slice(-extra.length), extra);
     });
@@ -126,7 +128,7 @@ describe("sglang argv: parse", () => {
     it("parse(render(service)) gives back the service's fields (property)", () => {
         fc.assert(
             fc.property(serviceConfig, fc.boolean(), (svc, withKey) => {
-                const opts = withKey ? { apiKeyEnv: "SGLANG_API_KEY" } : {};
+                const opts = withKey ? { configFile: `/etc/sglang/${svc.name}.yaml` } : {};
                 assert.deepEqual(parseArgv(renderArgv(svc, opts)), argvFieldsOf(svc, opts));
             }),
             { numRuns: 300 },
@@ -202,8 +204,12 @@ describe("sglang argv: parse", () => {
     it("flags a literal API key in the unit without keeping it", () => {
         const fields = parseArgv(["/v/bin/sglang", "serve", "--model-path", "/m", "--api-key", "sk-live-123"]);
         assert.equal(fields.apiKeyInline, true);
-        assert.equal(fields.apiKeyEnv, undefined);
+        assert.equal(fields.configFile, undefined);
         assert.ok(!JSON.stringify(fields).includes("sk-live-123"));
+    });
+
+    it("flags the older units' --api-key ${SGLANG_API_KEY} as a key on the command line", () => {
+        assert.equal(parseArgv(["/v/bin/sglang", "serve", "--model-path", "/m", "--api-key", "${SGLANG_API_KEY}"]).apiKeyInline, true);
     });
 
     it("rejects a command that is not an SGLang server", () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { rawStackConfig, SECRET_PRESENT, sshPrivateKeyPath, stackFileSource } from "../../core/stack-config-source";
 
 describe("stack config source: one reader for the program, the providers and the stack files", () => {
-    it("parses the object values Pulumi hands over as JSON text, and keeps the API key's value", () => {
+    it("parses the object values Pulumi hands over as JSON text, and only the presence of the API key", () => {
         const values: Record<string, string> = {
             host: '{"name":"kpro5","address":"10.1.2.5"}',
             generateApiKey: "true",
@@ -13,9 +13,15 @@ describe("stack config source: one reader for the program, the providers and the
             {
                 host: { name: "kpro5", address: "10.1.2.5" },
                 generateApiKey: true,
-                apiKey: "0123456789abcdef0123",
+                apiKey: SECRET_PRESENT,
             },
         );
+    });
+
+    it("takes the secrets' presence only, never their values (they are refused as config)", () => {
+        for (const name of ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"]) {
+            assert.equal(rawStackConfig((n) => (n === name ? "the-value-0123456789" : undefined))[name], SECRET_PRESENT, name);
+        }
     });
 
     it("takes the SSH key's presence only, never its value", () => {
@@ -24,7 +30,7 @@ describe("stack config source: one reader for the program, the providers and the
 
     it("reads a stack file's config map, an encrypted value as the stand-in", () => {
         const doc = { config: { "sglang-serve:service": { name: "qwen" }, "sglang-serve:apiKey": { secure: "v1:abc" }, "other:host": { name: "x" } } };
-        assert.deepEqual(rawStackConfig(stackFileSource(doc, "STAND-IN")), { service: { name: "qwen" }, apiKey: "STAND-IN" });
+        assert.deepEqual(rawStackConfig(stackFileSource(doc, "STAND-IN")), { service: { name: "qwen" }, apiKey: SECRET_PRESENT });
     });
 
     it("gives the providers host.sshPrivateKeyPath, and nothing for a host section that is not an object", () => {

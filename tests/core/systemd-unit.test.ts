@@ -3,7 +3,6 @@ import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { forbiddenCharacter } from "../../core/extra-args";
 import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
-import { API_KEY_ENV } from "../../core/sglang-rules";
 import {
     ENVIRONMENT_FILE_MODE,
     environmentFilePath,
@@ -15,7 +14,9 @@ import {
     quoteWord,
     renderEnvironmentFile,
     renderExecStart,
+    renderServerConfigFile,
     renderUnit,
+    serverConfigFilePath,
     serviceFromUnit,
     splitWords,
     unescapeSpecifiers,
@@ -30,7 +31,7 @@ import { fieldConfig, fieldService, serviceConfig, SystemdRoot } from "./fixture
 /** What serviceFromUnit should read back from renderUnit(service, { hasSecrets }): the declared fields, environment and files. */
 function expectedUnitService(service: ServiceConfig, opts: { hasSecrets: boolean }) {
     return {
-        fields: argvFieldsOf(service, opts.hasSecrets ? { apiKeyEnv: API_KEY_ENV } : {}),
+        fields: argvFieldsOf(service, opts.hasSecrets ? { configFile: serverConfigFilePath(service.name) } : {}),
         environment: { ...service.environment },
         environmentFiles: opts.hasSecrets ? [environmentFilePath(service.name)] : [],
     };
@@ -162,13 +163,28 @@ describe("systemd unit: rendering", () => {
         assert.deepEqual(one("Install", "WantedBy"), ["multi-user.target"]);
     });
 
-    it("passes the API key by reference, so the unit never holds it", () => {
-        assert.match(text, /--api-key \$\{SGLANG_API_KEY\}/);
+    it("passes the API key through SGLang's 0600 config file, so neither the unit nor the command line holds it", () => {
+        assert.match(text, /--config \/etc\/sglang\/qwen\.yaml/);
+        assert.doesNotMatch(text, /--api-key|SGLANG_API_KEY/);
     });
 
-    it("has no EnvironmentFile and no --api-key without secrets", () => {
+    it("has no EnvironmentFile and no --config without secrets", () => {
         const plain = renderUnit(fieldService(), { hasSecrets: false });
-        assert.doesNotMatch(plain, /EnvironmentFile=|--api-key/);
+        assert.doesNotMatch(plain, /EnvironmentFile=|--api-key|--config/);
+    });
+
+    it("has the EnvironmentFile but no --config with a secret environment and no API key", () => {
+        const secretOnly = renderUnit(fieldService(), { hasSecrets: false, hasSecretEnvironment: true });
+        assert.match(secretOnly, /^EnvironmentFile=\/etc\/sglang\/qwen\.env$/m);
+        assert.doesNotMatch(secretOnly, /--config|--api-key/);
+    });
+
+    it("writes the key in SGLang's config file as argparse spells the flag, quoted so YAML keeps it a string", () => {
+        assert.equal(
+            renderServerConfigFile("0123456789abcdef"),
+            '# Managed by sglang-serve: read by SGLang (--config); mode 0600.\napi-key: "0123456789abcdef"\n',
+        );
+        assert.throws(() => renderServerConfigFile('bad"key\nx: 1'), UnitSyntaxError);
     });
 
     it("puts one flag per ExecStart line", () => {
@@ -185,12 +201,12 @@ describe("systemd unit: rendering", () => {
         assert.match(json, /\n {4}--json-model-override-args "\{\\"rope_scaling\\": \{\\"rope_type\\": \\"yarn\\", \\"factor\\": 4\.0, /);
     });
 
-    it("writes a ${SGLANG_API_KEY} lookalike in extraArgs as literal text, never the key: only --api-key's word is expanded", () => {
+    it("writes ${SGLANG_API_KEY} in extraArgs as literal text, never the key: nothing in ExecStart is expanded, the key is in --config's file", () => {
         const svc = withExtra(["--x", "${SGLANG_API_KEY}", "--y=${SGLANG_API_KEY}"]);
         const text = renderUnit(svc, { hasSecrets: true });
         const execStart = unitValues(parseUnit(text), "Service", "ExecStart")[0]!;
-        assert.equal(execStart.match(/(?<!\$)\$\{SGLANG_API_KEY\}/g)?.length, 1, execStart);
-        assert.match(execStart, /--api-key \$\{SGLANG_API_KEY\}/);
+        assert.equal(execStart.match(/(?<!\$)\$\{SGLANG_API_KEY\}/g), null, execStart);
+        assert.match(execStart, /--config \/etc\/sglang\/qwen\.yaml/);
         assert.match(execStart, /--x \$\$\{SGLANG_API_KEY\}/);
         assert.match(execStart, /--y=\$\$\{SGLANG_API_KEY\}/);
         assert.deepEqual(serviceFromUnit(text).fields.extraArgs, svc.extraArgs);
@@ -218,7 +234,8 @@ describe("systemd unit: parsing back", () => {
         const back = serviceFromUnit(renderUnit(fieldService(), { hasSecrets: true }));
         assert.equal(back.fields.tensorParallelSize, 2);
         assert.deepEqual(back.fields.speculative, { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 });
-        assert.equal(back.fields.apiKeyEnv, "SGLANG_API_KEY");
+        assert.equal(back.fields.configFile, "/etc/sglang/qwen.yaml");
+        assert.equal(back.fields.apiKeyInline, false);
         assert.deepEqual(back.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
         assert.deepEqual(back.environmentFiles, ["/etc/sglang/qwen.env"]);
     });
@@ -343,27 +360,20 @@ describe("systemd unit: the owner", () => {
 });
 
 describe("systemd unit: escaping", () => {
-    it("escapes % and $ in ExecStart but leaves the intended ${SGLANG_API_KEY}", () => {
-        const refs = new Set(["SGLANG_API_KEY"]);
-        assert.equal(escapeExecArg("100%", refs), "100%%");
-        assert.equal(escapeExecArg("$HOME", refs), "$$HOME");
-        assert.equal(escapeExecArg("${SGLANG_API_KEY}", refs), "${SGLANG_API_KEY}");
-        assert.equal(escapeExecArg("${OTHER}", refs), "$${OTHER}");
-        assert.equal(escapeExecArg("a b", refs), '"a b"');
-        assert.equal(escapeExecArg('say "hi"\n', refs), '"say \\"hi\\"\\n"');
-        assert.equal(escapeExecArg(";", refs), "\\;");
+    it("escapes % and $ in ExecStart, ${SGLANG_API_KEY} too: nothing the stack writes is expanded by systemd", () => {
+        assert.equal(escapeExecArg("100%"), "100%%");
+        assert.equal(escapeExecArg("$HOME"), "$$HOME");
+        assert.equal(escapeExecArg("${SGLANG_API_KEY}"), "$${SGLANG_API_KEY}");
+        assert.equal(escapeExecArg("${OTHER}"), "$${OTHER}");
+        assert.equal(escapeExecArg("a b"), '"a b"');
+        assert.equal(escapeExecArg('say "hi"\n'), '"say \\"hi\\"\\n"');
+        assert.equal(escapeExecArg(";"), "\\;");
     });
 
     it("passes the two characters \\; literally, quoted, and a lone ; as the escaped separator", () => {
         assert.equal(escapeExecArg("\\;"), '"\\\\;"');
         assert.deepEqual(parseExecStart(renderExecStart(["/bin/x", ";", "\\;", "a;b"])), ["/bin/x", ";", "\\;", "a;b"]);
         assert.deepEqual(parseExecStart('/bin/x \\; "\\\\;" "\\;"'), ["/bin/x", ";", "\\;", "\\;"]);
-    });
-
-    it("expands only the words at the positions it is told, and refuses a position that is not ${NAME}", () => {
-        const argv = ["/bin/x", "--api-key", "${K}", "--y", "${K}"];
-        assert.equal(renderExecStart(argv, new Set([2])), "/bin/x \\\n    --api-key ${K} \\\n    --y $${K}");
-        assert.throws(() => renderExecStart(argv, new Set([1])), UnitSyntaxError);
     });
 
     it("round-trips any argument through ExecStart (property)", () => {
@@ -402,7 +412,7 @@ describe("systemd unit: injection fuzz", () => {
         return splitWords(execStart).filter((word) => /[%$]/.test(word.replace(/%%/g, "").replace(/\$\$/g, "")));
     }
 
-    it("shows 0 escapes: hostile extraArgs values come back as the same argv elements and only --api-key's word expands (property)", () => {
+    it("shows 0 escapes: hostile extraArgs values come back as the same argv elements and no word expands (property)", () => {
         let escapes = 0;
         fc.assert(
             fc.property(hostileExtraArgs, fc.boolean(), (extraArgs, hasSecrets) => {
@@ -414,7 +424,7 @@ describe("systemd unit: injection fuzz", () => {
                 const ok =
                     deepEqualJson(back.argv.slice(back.argv.length - extraArgs.length), extraArgs) &&
                     deepEqualJson(back.fields.extraArgs, extraArgs) &&
-                    deepEqualJson(expanding, hasSecrets ? ["${SGLANG_API_KEY}"] : []);
+                    deepEqualJson(expanding, []);
                 if (!ok) escapes++;
                 assert.ok(ok, `escaped: ${JSON.stringify(extraArgs)}\n${execStart}`);
             }),

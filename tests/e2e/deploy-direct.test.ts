@@ -16,7 +16,7 @@ describe("deploying to the lab with the real engine, ct129 topology (ssh straigh
     before(async () => {
         ({ labDir, info } = await startLab("direct", 114));
         d = await Deployment.create("lab", labStackConfig(info, "direct"));
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        d.giveApiKey(API_KEY);
     });
     after(async () => {
         d?.cleanup();

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { clearFaults, labDown, setFaults } from "../../lab/control";
+import { clearFaults, labDown, setFaults, simulatorEvents } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
@@ -44,7 +44,7 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         assert.ok(cores, "the lab container has a cores setting");
         config["sglang-serve:container"].cores = Number(cores[1]);
         d = await Deployment.create("lab", config);
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        d.giveApiKey(API_KEY);
     });
     after(async () => {
         d?.cleanup();
@@ -69,14 +69,46 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         assert.equal(await onBox(labDir, "host", "pct config 129"), containerConfigBefore);
     });
 
-    it("keeps the API key out of the unit file and writes it to a 0600 environment file", async () => {
+    it("keeps the API key out of the unit file and writes it to 0600 files: the environment file and SGLang's config file", async () => {
         const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
         assert.doesNotMatch(unit, new RegExp(API_KEY));
-        assert.match(unit, /--api-key \$\{SGLANG_API_KEY\}/);
+        assert.match(unit, /--config \/etc\/sglang\/qwen\.yaml/);
+        assert.doesNotMatch(unit, /--api-key/);
         assert.equal(await onBox(labDir, "container", "stat -c %a /etc/sglang/qwen.env"), "600");
+        assert.equal(await onBox(labDir, "container", "stat -c %a /etc/sglang/qwen.yaml"), "600");
         const state = fs.readFileSync(path.join(d.dir, ".state", "backend", ".pulumi", "stacks", "sglang-serve", "lab.json"), "utf8");
         const at = state.indexOf(API_KEY);
         assert.equal(at, -1, `the API key is in the state in plaintext: ...${state.slice(Math.max(0, at - 300), at + 60)}`);
+        // Nor encrypted: the state holds no secret at all (issue 19).
+        assert.doesNotMatch(state, /"ciphertext"|1b47061264138c4ac30d75fd1eb44270/);
+    });
+
+    it("keeps the API key off the server's command line and out of systemctl status, and a keyless request still gets 401", async () => {
+        const pid = await mainPid(labDir);
+        assert.match(pid, /^[1-9]\d*$/);
+        // The server's command line as systemd started it: the lab's venv records it ("launched")
+        // before the release's own argparse runs and the simulator takes the process over.
+        const launched = simulatorEvents(labDir).filter((e) => e.event === "launched");
+        const argv = String(launched[launched.length - 1]?.detail ?? "");
+        assert.match(argv, /--config \/etc\/sglang\/qwen\.yaml/);
+        assert.ok(!argv.includes(API_KEY) && !argv.includes("--api-key"), `the key is on the command line: ${argv}`);
+        // Every process of the unit now, the main one and its children.
+        const cmdlines = await onBox(
+            labDir,
+            "container",
+            `cg=$(systemctl show -p ControlGroup --value ${UNIT}); for p in $(cat /sys/fs/cgroup$cg/cgroup.procs); do tr '\\0' ' ' < /proc/$p/cmdline; echo; done`,
+        );
+        assert.ok(cmdlines.trim() !== "", "no process in the unit");
+        assert.ok(!cmdlines.includes(API_KEY), `the key is on a command line:\n${cmdlines}`);
+        assert.ok(!(await onBox(labDir, "container", `tr '\\0' ' ' < /proc/${pid}/cmdline`)).includes(API_KEY));
+        const status = await onBox(labDir, "container", `systemctl status --no-pager --full ${UNIT} || true`);
+        assert.match(status, /Active: active \(running\)/);
+        assert.ok(!status.includes(API_KEY), `the key is in systemctl status:\n${status}`);
+        // SGLang read the key from the file: it authenticates (the release's own argparse and auth).
+        const keyless = await httpGetJson(`http://${info.container.address}:30000/v1/models`, { timeoutMs: 10_000 });
+        assert.ok("status" in keyless && keyless.status === 401, JSON.stringify(keyless).slice(0, 300));
+        const keyed = await httpGetJson(`http://${info.container.address}:30000/v1/models`, { timeoutMs: 10_000, bearer: API_KEY });
+        assert.ok("status" in keyed && keyed.status === 200, JSON.stringify(keyed).slice(0, 300));
     });
 
     it("a second up changes nothing and does not restart the server", async () => {

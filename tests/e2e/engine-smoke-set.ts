@@ -32,7 +32,7 @@ export function describeSmokeSet(engine: "pinned" | "next", net: number): void {
             ({ labDir, info } = await startLab(`engine-${engine}`, net));
             config = labStackConfig(info, "pct-exec");
             d = await Deployment.create("lab", config, { engine });
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
         });
         after(async () => {
             d?.cleanup();

@@ -125,7 +125,7 @@ export function describeFaultRows(title: string, prefix: string, net: number, ro
             m.config = labStackConfig(m.info, "pct-exec");
             m.config["sglang-serve:readiness"] = { ...m.config["sglang-serve:readiness"], minHealthySeconds: WINDOW_SECONDS };
             m.d = await Deployment.create("lab", m.config);
-            await m.d.setSecret("sglang-serve:apiKey", API_KEY);
+            m.d.giveApiKey(API_KEY);
             const up = await m.d.up();
             expectExit(up, 0, "the first up");
             // The window lasts at least WINDOW_SECONDS; a loaded machine's polls may stretch it by a second or two.

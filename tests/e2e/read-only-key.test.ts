@@ -74,7 +74,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.ok(cores, "the lab container has a cores setting");
         config["sglang-serve:container"].cores = Number(cores[1]);
         d = await Deployment.create("lab", config);
-        await d.setSecret("sglang-serve:apiKey", API_KEY);
+        d.giveApiKey(API_KEY);
         expectExit(await d.up(), 0, "up with the deploy key");
         keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-readkey-"));
         readKey = path.join(keyDir, "sglang-serve-read-lab");
@@ -120,11 +120,8 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         );
 
         // From now on the stack has only the read-only key, as the preview and drift jobs do.
-        const host = { ...config["sglang-serve:host"] };
-        delete host.sshPrivateKeyPath;
-        config["sglang-serve:host"] = host;
+        config["sglang-serve:host"] = { ...config["sglang-serve:host"], sshPrivateKeyPath: readKey };
         d.writeConfig(config);
-        await d.setSecret("sglang-serve:sshPrivateKey", fs.readFileSync(readKey, "utf8"));
     });
 
     it("pulumi preview --refresh with the read-only key passes and shows nothing to change", async () => {
@@ -133,18 +130,18 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.doesNotMatch(r.output, /refused/);
     });
 
-    it("npm run drift with the read-only key is clean, and stays clean without the API key in the stack config", async () => {
+    it("npm run drift with the read-only key is clean, and stays clean without the API key in the job's environment", async () => {
         const r = await drift(d);
         expectExit(r, 0, "npm run drift with the read-only key");
         assert.equal((JSON.parse(r.stdout) as { drift: boolean }).drift, false);
         // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift).
-        expectExit(await d.run(["config", "rm", "sglang-serve:apiKey"]), 0, "config rm apiKey");
+        delete d.deployEnv.SGLANG_SERVE_API_KEY;
         try {
             const noKey = await drift(d);
             expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
             assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
         } finally {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
         }
     });
 

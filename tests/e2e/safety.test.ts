@@ -40,10 +40,10 @@ describe("safety on the lab with the real engine: two stacks, one server; the AP
     before(async () => {
         ({ labDir, info } = await startLab("safety", 117));
         ct129 = await Deployment.create("ct129", labStackConfig(info, "direct"));
-        await ct129.setSecret("sglang-serve:apiKey", API_KEY);
+        ct129.giveApiKey(API_KEY);
         kpro5Config = labStackConfig(info, "pct-exec");
         kpro5 = await Deployment.create("kpro5", kpro5Config);
-        await kpro5.setSecret("sglang-serve:apiKey", API_KEY);
+        kpro5.giveApiKey(API_KEY);
     });
     after(async () => {
         ct129?.cleanup();

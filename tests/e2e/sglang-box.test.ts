@@ -42,7 +42,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         service(config).speculative = { algorithm: "DFLASH", draftModelPath: "/models/Qwen3.6-27B-DFlash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };
         const d = await Deployment.create("lab", config);
         try {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
             expectExit(await d.preview(), 0, "preview of the DFLASH config");
             expectExit(await d.up(), 0, "up with DFLASH");
             const live = await serverInfo(labDir, info);
@@ -60,7 +60,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         service(config).mambaSchedulerStrategy = "auto";
         const d = await Deployment.create("lab", config);
         try {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up with auto");
             const before = await mainPid(labDir);
             expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up changes nothing");
@@ -74,7 +74,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         try {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up of the field config");
             const unitBefore = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
             const pidBefore = await mainPid(labDir);
@@ -96,7 +96,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         try {
-            await d.setSecret("sglang-serve:apiKey", API_KEY);
+            d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up of the field config");
             const pidBefore = await mainPid(labDir);
             (service(config).model as Record<string, unknown>).path = "/models/not-there";

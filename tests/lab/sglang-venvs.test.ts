@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { boxFactsCommand, parseBoxFacts } from "../../core/box-facts";
 import { ServiceConfig } from "../../core/config-schema";
 import { renderArgv } from "../../core/sglang-args";
+import { renderServerConfigFile } from "../../core/systemd-unit";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";
 import { exec, httpRequest, installUnit, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
@@ -15,17 +16,18 @@ const DRAFTER = "/models/Qwen3.6-27B-DFlash";
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** A unit running `service` as the stack renders it (the API key from the unit's environment, as the stack's env file has it). */
-function unitFor(service: ServiceConfig): string {
-    const argv = renderArgv(service, { apiKeyEnv: "SGLANG_API_KEY" });
-    const env = Object.entries({ ...service.environment, SGLANG_API_KEY: KEY })
+/** A unit running `service` as the stack renders it: the API key in SGLang's --config file, as the stack writes it. */
+function unitFor(name: string, service: ServiceConfig): string {
+    const argv = renderArgv(service, { configFile: `/etc/sglang/${name}.yaml` });
+    const env = Object.entries({ ...service.environment })
         .map(([k, v]) => `Environment=${k}=${v}\n`)
         .join("");
     return `[Unit]\nDescription=SGLang venv test\n\n[Service]\n${env}ExecStart=${argv.join(" ")}\n`;
 }
 
 async function start(name: string, service: ServiceConfig): Promise<void> {
-    await installUnit(`${name}.service`, unitFor(service));
+    await ok("container", `mkdir -p /etc/sglang && (umask 077 && cat > /etc/sglang/${name}.yaml)`, renderServerConfigFile(KEY));
+    await installUnit(`${name}.service`, unitFor(name, service));
     await ok("container", `systemctl daemon-reload && systemctl reset-failed ${name} 2>/dev/null; systemctl start ${name}`);
 }
 

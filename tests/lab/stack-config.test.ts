@@ -125,7 +125,7 @@ describe("lab stack config", function () {
             const lab = kpro5.otherStack("lab");
             const labFile = path.join(kpro5.dir, "Pulumi.lab.yaml");
             writeLabStackConfig({ labDir: testLabDir(), kpro5File, file: labFile });
-            await lab.setSecret("sglang-serve:apiKey", labKey);
+            lab.giveApiKey(labKey);
             writeLabStackConfig({ labDir: testLabDir(), kpro5File, file: labFile });
 
             const text = fs.readFileSync(labFile, "utf8");

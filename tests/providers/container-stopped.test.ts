@@ -3,7 +3,7 @@ import { PROVIDER_VERSION } from "../../components/dynamic-provider";
 import { readinessCheckProvider } from "../../providers/readiness-check";
 import type { ReadinessOutputs } from "../../providers/readiness-check-props";
 import { containerNotRunning } from "../../remote/remote-host";
-import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
+import { CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
 
 // Issue 13's "container stopped before up" at the provider seam: the refresh of
 // the ReadinessCheck reads /server_info through `pct exec`, which a stopped
@@ -27,14 +27,14 @@ describe("a stopped container at the provider seam", function () {
 
     it("the ReadinessCheck's refresh records no live args instead of failing", async () => {
         const service = serviceInputs(box, declaredService(box));
-        await box.install(service.unitName, service.unitText, service.environmentFile);
+        await box.install(service.unitName, service.unitText, service.environmentFile, service.serverConfigFile);
         const inputs = {
             providerVersion: PROVIDER_VERSION,
             connection: service.connection,
             unitName: service.unitName,
             endpoint: service.endpoint,
             revision: "rev-container-stopped",
-            apiKey: API_KEY,
+            requireApiKey: true,
             servedModelName: service.servedModelName,
             speculativeAlgorithm: service.speculativeAlgorithm,
             readiness: readinessSettings(),

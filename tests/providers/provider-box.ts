@@ -27,8 +27,8 @@ import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "
 import { flagMap } from "../../core/flag-map";
 import { formatOwner } from "../../core/ownership";
 import { renderArgv } from "../../core/sglang-args";
-import { API_KEY_ENV } from "../../core/sglang-rules";
-import { renderEnvironmentFile, renderUnit, unitName, UnitOwner } from "../../core/systemd-unit";
+import { API_KEY_VARIABLE, renderSecretFiles } from "../../core/deploy-secrets";
+import { renderUnit, serverConfigFilePath, unitName, UnitOwner } from "../../core/systemd-unit";
 import { ProviderRun } from "../../providers/provider-run";
 import type { ServiceProps } from "../../providers/sglang-service-props";
 import { SshPool } from "../../remote/ssh-pool";
@@ -187,8 +187,9 @@ elif verb == "start":
         sys.exit(1)
     state["next_pid"] += 1
     env_file = os.path.join(D, "root/etc/sglang", n[len("sglang-"):-len(".service")] + ".env")
-    # What the process runs: the unit and the environment file as they are at its start.
-    json.dump({"unit": read(unit_file(n)), "env": read(env_file)}, open(os.path.join(D, "process.json"), "w"))
+    config_file = env_file[: -len(".env")] + ".yaml"
+    # What the process runs: the unit, the environment file and SGLang's config file as they are at its start.
+    json.dump({"unit": read(unit_file(n)), "env": read(env_file), "config": read(config_file)}, open(os.path.join(D, "process.json"), "w"))
     if how == "ready":
         u.update(active="active", sub="running", pid=state["next_pid"])
         gpus(45210)
@@ -331,6 +332,7 @@ export class ProviderBox {
         const server = await FakeSglang.listen();
         const box = new ProviderBox(server);
         server.box = box;
+        deployWith(API_KEY);
         box.savedLog = console.log;
         console.log = (...args: unknown[]) => {
             box.said.push(args.map(String).join(" "));
@@ -340,6 +342,7 @@ export class ProviderBox {
 
     async close(): Promise<void> {
         console.log = this.savedLog;
+        deployWith(null);
         await this.server.close();
         this.fake.destroy();
     }
@@ -469,20 +472,21 @@ export class ProviderBox {
         ];
     }
 
-    /** The unit and environment file the running process was started from, or null before any start. */
-    process(): { unit: string | null; env: string | null } | null {
+    /** The unit, environment file and SGLang config file the running process was started from, or null before any start. */
+    process(): { unit: string | null; env: string | null; config?: string | null } | null {
         const file = this.fake.file("process.json");
-        return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, "utf8")) as { unit: string | null; env: string | null }) : null;
+        return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, "utf8")) as { unit: string | null; env: string | null; config?: string | null }) : null;
     }
 
     /**
      * Puts a server on the box as an earlier rollout left it: the unit and
      * environment file written, enabled and (re)started, so running from them.
      */
-    async install(unitName: string, unitText: string, environmentFile?: string): Promise<void> {
+    async install(unitName: string, unitText: string, environmentFile?: string, serverConfigFile?: string): Promise<void> {
         const name = unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
         this.write(`etc/systemd/system/${unitName}`, unitText, 0o644);
         if (environmentFile !== undefined) this.write(`etc/sglang/${name}.env`, environmentFile, 0o600);
+        if (serverConfigFile !== undefined) this.write(`etc/sglang/${name}.yaml`, serverConfigFile, 0o600);
         for (const argv of [
             ["systemctl", "enable", unitName],
             ["systemctl", "stop", unitName],
@@ -555,8 +559,9 @@ export class FakeSglang {
             if (!lines[i]!.endsWith("\\")) break;
         }
         const words = exec.trim().split(/\s+/);
-        const key = /^SGLANG_API_KEY=(.*)$/m.exec(proc?.env ?? "")?.[1];
-        return { words, apiKey: words.includes("${SGLANG_API_KEY}") && key ? key : undefined };
+        // As SGLang: the key is `api-key` of the YAML file `--config` names, read at start.
+        const key = /^api-key: "(.*)"$/m.exec(proc?.config ?? "")?.[1];
+        return { words, apiKey: words.includes("--config") && key ? key : undefined };
     }
 
     private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -660,6 +665,16 @@ export function readinessSettings(edit: Record<string, unknown> = {}): Readiness
     return ReadinessSchema.parse({ pollIntervalSeconds: 0.05, minHealthySeconds: 0, gpuReleaseTimeoutSeconds: 5, ...edit });
 }
 
+/**
+ * The deploy run's API key (SGLANG_SERVE_API_KEY), as a deploy job gives it
+ * to the providers (core/deploy-secrets.ts); null: a run without it (a
+ * pull request's preview). ProviderBox.open sets API_KEY, close removes it.
+ */
+export function deployWith(apiKey: string | null): void {
+    if (apiKey === null) delete process.env[API_KEY_VARIABLE];
+    else process.env[API_KEY_VARIABLE] = apiKey;
+}
+
 export interface ServiceInputOptions {
     /** The API key; null for a server without one. Default API_KEY. */
     apiKey?: string | null;
@@ -668,12 +683,18 @@ export interface ServiceInputOptions {
     connection?: Connection;
 }
 
-/** The SglangService resource's inputs exactly as components/sglang-service.ts builds them (the container's GPUs are 0 and 1). */
+/**
+ * The SglangService resource's inputs exactly as components/sglang-service.ts
+ * builds them (the container's GPUs are 0 and 1), plus what the files on the
+ * box must hold with `opts.apiKey` as the deploy's key (environmentFile,
+ * serverConfigFile, apiKey: the provider itself takes them from the deploy
+ * run, deployWith, and ignores these).
+ */
 export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceProps {
     const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
     const hasApiKey = apiKey !== undefined;
     const owner = opts.owner ?? SELF;
-    const flagged = flagMap(renderArgv(service, hasApiKey ? { apiKeyEnv: API_KEY_ENV } : {}));
+    const flagged = flagMap(renderArgv(service, hasApiKey ? { configFile: serverConfigFilePath(service.name) } : {}));
     return {
         providerVersion: PROVIDER_VERSION,
         connection: opts.connection ?? box.connection("pct-exec"),
@@ -682,7 +703,8 @@ export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: Se
         command: flagged.command,
         flags: flagged.flags,
         environment: service.environment ?? {},
-        ...(hasApiKey ? { environmentFile: renderEnvironmentFile({ [API_KEY_ENV]: apiKey }), apiKey } : {}),
+        secrets: { apiKey: hasApiKey, environment: [] },
+        ...(hasApiKey ? { ...renderSecretFiles({ apiKey, environment: {} }), apiKey } : {}),
         endpoint: `http://${service.endpointHost}:${service.port}`,
         servedModelName: service.model.servedName,
         speculativeAlgorithm: service.speculative?.algorithm,

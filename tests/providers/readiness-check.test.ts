@@ -37,7 +37,7 @@ describe("ReadinessCheck provider against the fake box", function () {
     /** Puts the declared server on the box, running and ready, as a rollout leaves it. */
     const install = async (edit: (raw: Record<string, unknown>) => void = () => undefined): Promise<void> => {
         const service = serviceInputs(box, declaredService(box, edit));
-        await box.install(service.unitName, service.unitText, service.environmentFile);
+        await box.install(service.unitName, service.unitText, service.environmentFile, service.serverConfigFile);
     };
 
     beforeEach(async () => {
@@ -51,7 +51,7 @@ describe("ReadinessCheck provider against the fake box", function () {
             unitName: service.unitName,
             endpoint: service.endpoint,
             revision: freshRevision(),
-            apiKey: API_KEY,
+            requireApiKey: true,
             servedModelName: service.servedModelName,
             speculativeAlgorithm: service.speculativeAlgorithm,
             readiness: readinessSettings(),
@@ -149,8 +149,8 @@ describe("ReadinessCheck provider against the fake box", function () {
 
         it("fails naming the API key check when the server serves without its key", async () => {
             await install();
-            // The unit's environment file lost its key: SGLang serves without authentication.
-            box.write("etc/sglang/qwen.env", "SGLANG_API_KEY=\n", 0o600);
+            // SGLang's config file lost its key: SGLang serves without authentication.
+            box.write("etc/sglang/qwen.yaml", "# emptied by hand\n", 0o600);
             await box.fake.run(["systemctl", "stop", "sglang-qwen.service"]);
             await box.fake.run(["systemctl", "start", "sglang-qwen.service"]);
             await assert.rejects(create(inputs()), /is not serving: .*GET \/v1\/models without the key answered HTTP 200, not 401/s);
@@ -169,6 +169,16 @@ describe("ReadinessCheck provider against the fake box", function () {
     });
 
     describe("read", () => {
+        it("records no API key a state of an older version held, in the outputs or the inputs", async () => {
+            await install();
+            const { outs } = await create(inputs());
+            const { requireApiKey: _r, ...older } = { ...outs, apiKey: API_KEY };
+            const read = await provider.read!("ready", older as Outputs);
+            assert.ok(!JSON.stringify(read.props).includes(API_KEY));
+            assert.ok(!JSON.stringify(read.inputs).includes(API_KEY));
+            assert.equal(read.inputs!.requireApiKey, true);
+        });
+
         it("reads readiness and the live args with /server_info asked on the box, without the API key", async () => {
             await install();
             const { outs } = await create(inputs());
@@ -258,8 +268,7 @@ describe("ReadinessCheck provider against the fake box", function () {
                 { ...same, servedModelName: "qwen" },
                 { ...same, speculativeAlgorithm: undefined },
                 { ...same, readiness: readinessSettings({ chatCheck: false }) },
-                { ...same, apiKey: `${API_KEY}x` },
-                { ...same, apiKey: undefined },
+                { ...same, requireApiKey: false },
             ]) {
                 assert.deepEqual(await provider.diff!("ready", outs, inputs(edit)), { changes: true, replaces: [] }, JSON.stringify(edit));
             }

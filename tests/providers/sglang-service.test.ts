@@ -4,9 +4,10 @@ import { boxExpectations } from "../../core/box-facts";
 import { ENVIRONMENT_DIFFERS } from "../../core/unit-read";
 import { assertBoxServes } from "../../providers/box-facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
+import { SECRETS_AS_DECLARED } from "../../providers/service-secrets";
 import { sglangServiceProvider } from "../../providers/sglang-service";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
-import { API_KEY, CONTAINER_CONF, declaredService, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
+import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
 // box (provider-box.ts): the unit read, the rollout's steps (keep the
@@ -18,6 +19,7 @@ import { API_KEY, CONTAINER_CONF, declaredService, MODEL, ProviderBox, readiness
 const ID = "127.0.0.1:129:sglang-qwen.service";
 const UNIT = "etc/systemd/system/sglang-qwen.service";
 const ENV = "etc/sglang/qwen.env";
+const CONFIG = "etc/sglang/qwen.yaml";
 const OTHER = { project: "sglang-serve", stack: "ct129" };
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -90,9 +92,10 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(inputs.restart, "yes: --mem-fraction-static, NCCL_P2P_DISABLE changed");
         });
 
-        it("says a new API key restarts the server as a change of secrets, without naming the key", async () => {
-            const { inputs } = await check(declared(), declared(undefined, { apiKey: `${API_KEY}-rotated` }));
-            assert.equal(inputs.restart, "yes: secrets changed");
+        it("says a newly required API key restarts the server as a change of secrets, without naming the key", async () => {
+            const { inputs } = await check(declared(undefined, { apiKey: null }), declared());
+            assert.match(inputs.restart!, /secrets/);
+            assert.doesNotMatch(inputs.restart!, new RegExp(API_KEY));
         });
 
         it("says nothing restarts when only the recorded owner differs", async () => {
@@ -100,21 +103,6 @@ describe("SglangService provider against the fake box", function () {
             const { inputs, failures } = await check(declared(), { ...declared(undefined, { owner: OTHER }), takeOverFrom: "lab" });
             assert.equal(failures, undefined);
             assert.equal(inputs.restart, "no");
-        });
-
-        it("fails the apiKey property, without the key, when the key is too short", async () => {
-            const { failures } = await check({}, declared(undefined, { apiKey: "short-key" }));
-            assert.deepEqual(
-                failures!.map((f) => f.property),
-                ["apiKey"],
-            );
-            assert.match(failures![0]!.reason, /^sglang-serve:apiKey is 9 characters long but must be 16-256/);
-            assert.doesNotMatch(failures![0]!.reason, /short-key/);
-        });
-
-        it("does not judge a key that is unknown in a preview (a generated one)", async () => {
-            const { failures } = await check({}, declared(undefined, { apiKey: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" }));
-            assert.equal(failures, undefined);
         });
 
         it("fails the owner property naming the owner and service.takeOverFrom when the box's unit is another stack's", async () => {
@@ -165,11 +153,28 @@ describe("SglangService provider against the fake box", function () {
                 ["environment", declared((raw) => (raw.environment = { SGLANG_ENABLE_SPEC_V2: "1", NCCL_DEBUG: "INFO" }))],
                 ["endpoint", { ...declared(), endpoint: "http://10.1.230.172:30000" }],
                 ["readiness", declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 1800 }) })],
-                ["environmentFile (secrets)", declared(undefined, { apiKey: `${API_KEY}-rotated` })],
             ];
             for (const [field, news] of cases) {
                 assert.deepEqual(await provider.diff!(ID, outs, news), { changes: true, replaces: [] }, field);
             }
+        });
+
+        it("reports a rotated API key in the deploy run as a change once the refresh asked the box about the file it renders", async () => {
+            const outs = await deployed();
+            assert.equal((await provider.diff!(ID, (await provider.read!(ID, outs)).props!, declared())).changes, false, "same key");
+            deployWith(`${API_KEY}-rotated`);
+            // The stack refreshes before every up and preview (Pulumi.yaml refresh: always).
+            const refreshed = (await provider.read!(ID, outs)).props!;
+            assert.equal(refreshed.secretsHash, ENVIRONMENT_DIFFERS);
+            assert.deepEqual(await provider.diff!(ID, refreshed, declared()), { changes: true, replaces: [] });
+        });
+
+        it("compares only the presence of the secrets in a run without their values (a pull request's preview)", async () => {
+            const outs = await deployed();
+            deployWith(null);
+            assert.equal((await provider.diff!(ID, outs, declared())).changes, false, "the 0600 file is there, as declared");
+            assert.equal((await provider.diff!(ID, { ...outs, secretsHash: "" }, declared())).changes, true, "the file is gone");
+            assert.equal((await provider.diff!(ID, outs, declared(undefined, { apiKey: null }))).changes, true, "no longer declared");
         });
 
         it("reports drift when the server is not active, not enabled, not running its unit, or its secrets changed", async () => {
@@ -196,6 +201,8 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(box.mode(UNIT), 0o644);
             assert.equal(box.read(ENV), news.environmentFile);
             assert.equal(box.mode(ENV), 0o600);
+            assert.equal(box.read(CONFIG), news.serverConfigFile);
+            assert.equal(box.mode(CONFIG), 0o600);
             assert.deepEqual(systemctlChanges(), [
                 "systemctl stop sglang-qwen.service",
                 "systemctl daemon-reload",
@@ -215,8 +222,12 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(id, ID);
             assert.equal(outs.activeState, "active");
             assert.equal(outs.enabled, true);
-            assert.equal(outs.secretsHash, sha256(news.environmentFile!));
+            // The box holds the declared files; the state records that, never a digest of them (a weak key could be guessed from one).
+            assert.equal(outs.secretsHash, SECRETS_AS_DECLARED);
+            assert.ok(!JSON.stringify(outs).includes(sha256(news.environmentFile!)), "a digest of the secrets is in the outputs");
             assert.equal(outs.liveMatchesUnit, true);
+            for (const field of ["apiKey", "environmentFile", "serverConfigFile"]) assert.ok(!(field in outs), `${field} is not recorded`);
+            assert.ok(!JSON.stringify(outs).includes(API_KEY), "the key is nowhere in the outputs");
             assert.equal(outs.liveArgs!.memFractionStatic, 0.88);
             assert.equal(outs.boxOwner, "sglang-serve/lab");
             assert.equal(outs.unitText, news.unitText);
@@ -274,18 +285,51 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(box.callsOf("pct"), []);
         });
 
-        it("writes no environment file, and removes a stale one, for a server without an API key", async () => {
+        it("fails before touching the box, naming SGLANG_SERVE_API_KEY, when the deploy run has no key", async () => {
+            deployWith(null);
+            await assert.rejects(create(declared()), /SGLANG_SERVE_API_KEY is not set: service\.requireApiKey is true/);
+            assert.equal(box.read(UNIT), null);
+            deployWith("short-key");
+            await assert.rejects(
+                create(declared()),
+                (e: Error) => /SGLANG_SERVE_API_KEY is 9 characters long/.test(e.message) && !e.message.includes("short-key"),
+            );
+        });
+
+        it("writes the secret environment's values from the deploy run to the 0600 environment file only", async () => {
+            const value = "hf_secret_value_0123456789";
+            process.env.SGLANG_SERVE_SECRET_ENVIRONMENT = `HF_TOKEN=${value}\n`;
+            try {
+                const news = { ...declared(), secrets: { apiKey: true, environment: ["HF_TOKEN"] } };
+                const { outs } = await create(news);
+                assert.match(box.read(ENV)!, new RegExp(`^HF_TOKEN=${value}$`, "m"));
+                assert.equal(box.mode(ENV), 0o600);
+                assert.match(box.process()!.env!, new RegExp(`^HF_TOKEN=${value}$`, "m"));
+                assert.ok(!box.read(UNIT)!.includes(value), "the value is in the unit");
+                assert.ok(!JSON.stringify(outs).includes(value), "the value is in the outputs");
+                assert.ok(!box.said.join("\n").includes(value), "the value is in the messages");
+                // Its rotation is a change the deploy's refresh sees (the box's file is not the one the new value renders).
+                process.env.SGLANG_SERVE_SECRET_ENVIRONMENT = "HF_TOKEN=hf_rotated_0123456789";
+                assert.equal((await provider.diff!(ID, (await provider.read!(ID, outs)).props!, news)).changes, true);
+            } finally {
+                delete process.env.SGLANG_SERVE_SECRET_ENVIRONMENT;
+            }
+        });
+
+        it("writes no environment or config file, and removes stale ones, for a server without an API key", async () => {
             box.write(ENV, "SGLANG_API_KEY=left-over-0123456789abcdef\n", 0o600);
+            box.write(CONFIG, 'api-key: "left-over-0123456789abcdef"\n', 0o600);
             const news = declared(undefined, { apiKey: null });
             const { outs } = await create(news);
             assert.equal(box.read(ENV), null);
+            assert.equal(box.read(CONFIG), null);
             assert.equal(outs.secretsHash, "");
             assert.doesNotMatch(box.read(UNIT)!, /EnvironmentFile=/);
         });
 
         it("adopts a box that already runs the declared config without restarting it", async () => {
             const news = declared();
-            await box.install(news.unitName, news.unitText, news.environmentFile);
+            await box.install(news.unitName, news.unitText, news.environmentFile, news.serverConfigFile);
             const pid = box.unit("sglang-qwen.service")!.pid;
             const { outs } = await create(news);
             assert.equal(box.unit("sglang-qwen.service")!.pid, pid, "same main PID: not restarted");
@@ -296,7 +340,7 @@ describe("SglangService provider against the fake box", function () {
 
         it("refuses a unit another stack owns before changing anything, naming the owner and service.takeOverFrom", async () => {
             const theirs = declared(undefined, { owner: OTHER });
-            await box.install(theirs.unitName, theirs.unitText, theirs.environmentFile);
+            await box.install(theirs.unitName, theirs.unitText, theirs.environmentFile, theirs.serverConfigFile);
             const news = declared((raw) => {
                 raw.memFractionStatic = 0.85;
             });
@@ -308,7 +352,7 @@ describe("SglangService provider against the fake box", function () {
 
         it("takes over another stack's unit with service.takeOverFrom by rewriting its owner line, without a restart", async () => {
             const theirs = declared(undefined, { owner: OTHER });
-            await box.install(theirs.unitName, theirs.unitText, theirs.environmentFile);
+            await box.install(theirs.unitName, theirs.unitText, theirs.environmentFile, theirs.serverConfigFile);
             const pid = box.unit("sglang-qwen.service")!.pid;
             const news = declared((raw) => {
                 raw.takeOverFrom = "ct129";
@@ -325,7 +369,7 @@ describe("SglangService provider against the fake box", function () {
             const news = declared();
             const former = news.unitText.replace(/^(# Managed by sglang-serve[^\n]*)\.\n/, "$1. config-hash: sha256:c2ff01c4603f5444\n");
             assert.notEqual(former, news.unitText);
-            await box.install(news.unitName, former, news.environmentFile);
+            await box.install(news.unitName, former, news.environmentFile, news.serverConfigFile);
             const pid = box.unit("sglang-qwen.service")!.pid;
             const { inputs } = await provider.check!({ ...news, unitText: former }, news);
             assert.equal(inputs!.restart, "no");
@@ -345,7 +389,7 @@ describe("SglangService provider against the fake box", function () {
             });
             const outs = await update(olds, news);
             assert.equal(box.read("etc/sglang/qwen.service.previous"), olds.unitText);
-            assert.equal(box.read("etc/sglang/qwen.env.previous"), olds.environmentFile);
+            assert.equal(box.read("etc/sglang/qwen.env.previous"), declared().environmentFile);
             assert.equal(box.read(UNIT), news.unitText);
             assert.notEqual(box.unit("sglang-qwen.service")!.pid, pid, "restarted");
             assert.equal(outs.flags["--mem-fraction-static"], "0.85");
@@ -354,16 +398,28 @@ describe("SglangService provider against the fake box", function () {
             assert.ok(box.said.includes("[sglang-qwen.service] rollout: changed: --mem-fraction-static"), box.said.join("\n"));
         });
 
-        it("rolls out a new API key: the environment file is rewritten (0600) and the server restarted with it", async () => {
+        it("drops the secret values a state of an older version held from what it records", async () => {
+            const olds = await deployed();
+            const older = { ...olds, apiKey: API_KEY, environmentFile: declared().environmentFile } as ServiceOutputs;
+            const outs = await update(older, declared());
+            assert.ok(!JSON.stringify(outs).includes(API_KEY), "the key is nowhere in the outputs");
+        });
+
+        it("rolls out a new API key: the environment and config files are rewritten (0600) and the server restarted with it", async () => {
             const olds = await deployed();
             const rotated = `${API_KEY}-rotated`;
+            deployWith(rotated);
             const news = declared(undefined, { apiKey: rotated });
             const outs = await update(olds, news);
             assert.equal(box.read(ENV), news.environmentFile);
             assert.equal(box.mode(ENV), 0o600);
             assert.equal(box.read(UNIT), olds.unitText, "the unit itself is unchanged");
             assert.match(box.process()!.env!, new RegExp(`^SGLANG_API_KEY=${rotated}$`, "m"));
-            assert.equal(outs.secretsHash, sha256(news.environmentFile!));
+            assert.equal(box.read(CONFIG), news.serverConfigFile);
+            assert.equal(box.mode(CONFIG), 0o600);
+            // The box holds the declared files; the state records that, never a digest of them (a weak key could be guessed from one).
+            assert.equal(outs.secretsHash, SECRETS_AS_DECLARED);
+            assert.ok(!JSON.stringify(outs).includes(sha256(news.environmentFile!)), "a digest of the secrets is in the outputs");
             assert.ok(box.said.includes("[sglang-qwen.service] rollout: secrets changed"), box.said.join("\n"));
         });
 
@@ -849,7 +905,7 @@ describe("SglangService provider against the fake box", function () {
             box.write(UNIT, theirs.unitText, 0o644);
             await provider.delete!(ID, outs);
             assert.equal(box.read(UNIT), theirs.unitText);
-            assert.equal(box.read(ENV), outs.environmentFile);
+            assert.equal(box.read(ENV), declared().environmentFile);
             assert.equal(box.unit("sglang-qwen.service")!.active, "active");
             assert.deepEqual(systemctlChanges(), []);
             assert.ok(
