@@ -62,10 +62,12 @@ export class ProviderRun {
     }
 
     /**
-     * The SSH credentials: the secret `sglang-serve:sshPrivateKey`, else the key
-     * file `sglang-serve:host.sshPrivateKeyPath` (mode 0600 or 0400), else the
-     * ssh-agent at SSH_AUTH_SOCK (remote/ssh-credentials.ts). Read at run time,
-     * so rotating the key needs no update; the providers never put it in state.
+     * The SSH credentials: the key file `sglang-serve:host.sshPrivateKeyPath`
+     * (mode 0600 or 0400), else the ssh-agent at SSH_AUTH_SOCK
+     * (remote/ssh-credentials.ts); the secret `sglang-serve:sshPrivateKey` only
+     * where a stack of an older version still holds it (the program refuses it
+     * now, so only a refresh or destroy of such a stack gets here with it). Read
+     * at run time, so rotating the key needs no update; never put in state.
      */
     sshCredentials(): SshCredentials {
         const config = this.config();

@@ -187,7 +187,7 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
         deployments.push(d);
         const key = "older-version-api-key-0123456789";
-        d.giveApiKey(key);
+        await d.setSecret("sglang-serve:apiKey", key);
         const r = await d.preview();
         assert.notEqual(r.code, 0);
         assert.match(r.output, /sglang-serve:apiKey = \[secret\]/);
