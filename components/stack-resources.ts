@@ -58,11 +58,7 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
 }
 
 /** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`. */
-export function declareServer(
-    box: Box,
-    service: ServiceConfig,
-    readiness: ReadinessConfig,
-): { server: SglangService; check: ReadinessCheck } {
+export function declareServer(box: Box, service: ServiceConfig, readiness: ReadinessConfig): { server: SglangService; check: ReadinessCheck } {
     const server = new SglangService(
         service.name,
         { connection: box.serverConnection, service, readiness, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB },
