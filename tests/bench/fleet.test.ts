@@ -90,13 +90,8 @@ describe("bench fleet program under mocks", () => {
         const mocks = new RecordingMocks();
         await pulumi.runtime.setMocks(mocks, "sglang-serve", "fleet4", false);
         const config = fleetProgramConfig(MACHINES, members);
-        pulumi.runtime.setAllConfig(
-            {
-                ...Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)])),
-                "sglang-serve:apiKey": "bench-lab-api-key-0123456789abcdef",
-            },
-            ["sglang-serve:apiKey"],
-        );
+        // No secret in the config: the servers require the key, whose value only the deploy run gives.
+        pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)])), []);
         const programPath = require.resolve("../../bench/fleet/index");
         delete require.cache[programPath];
         // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -115,8 +110,13 @@ describe("bench fleet program under mocks", () => {
         assert.deepEqual(named("ReadinessCheck"), ["n4-0-ready", "n4-1-ready", "n4-2-ready", "n4-3-ready"]);
         const units = mocks.resources.filter((r) => r.type === SERVICE_TYPE);
         assert.deepEqual(
-            units.map((u) => [u.inputs.unitName, (u.inputs.flags as Record<string, string>)["--port"], u.inputs.owner]),
-            members.map((m) => [`sglang-${m.name}.service`, String(m.port), "sglang-serve/fleet4"]),
+            units.map((u) => [
+                u.inputs.unitName,
+                (u.inputs.flags as Record<string, string>)["--port"],
+                (u.inputs.flags as Record<string, string>)["--config"],
+                u.inputs.owner,
+            ]),
+            members.map((m) => [`sglang-${m.name}.service`, String(m.port), `/etc/sglang/${m.name}.yaml`, "sglang-serve/fleet4"]),
         );
     });
 });
