@@ -7,6 +7,7 @@
  * contradicts fails the preview, naming both.
  */
 import { staticPoolFit } from "./config-rules";
+import { describePlacement, WeightsPlacement, weightsPlacement } from "./gpu-fit";
 import type { ServiceConfig } from "./config-schema";
 import { extraFlagInteger } from "./extra-args";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
@@ -166,7 +167,8 @@ export interface BoxExpectations {
     /** The settings SGLang judges, to judge them with the box's architecture when it was left out. */
     serverArgs: Omit<ServerArgsInput, "architecture" | "layerTypes">;
     /** For the memory check with the box's weights when weightsGB was left out. */
-    memory: { tensorParallelSize: number; memFractionStatic?: number; gpuMemoryMiB?: number };
+    /** `placement`: how the weights are split, scaled and offloaded (core/gpu-fit.ts); absent in states of older versions (tp alone). */
+    memory: { tensorParallelSize: number; memFractionStatic?: number; gpuMemoryMiB?: number; placement?: WeightsPlacement };
 }
 
 /** What the declared service expects of the box. */
@@ -190,6 +192,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             tensorParallelSize: service.tensorParallelSize,
             ...(service.memFractionStatic !== undefined ? { memFractionStatic: service.memFractionStatic } : {}),
             ...(gpuMemoryMiB !== undefined ? { gpuMemoryMiB } : {}),
+            placement: weightsPlacement(service),
         },
     };
 }
@@ -268,13 +271,14 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
         }
     }
     const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;
+    const placement = expect.memory.placement ?? { shards: tp, scale: 1, offloadGiB: 0 };
     if (expect.weightsGB === undefined && facts.weightsBytes !== undefined && gpuMemoryMiB !== undefined) {
         const weightsGB = facts.weightsBytes / 1e9;
-        const fit = staticPoolFit(weightsGB, memFractionStatic, gpuMemoryMiB, tp);
+        const fit = staticPoolFit(weightsGB, memFractionStatic, gpuMemoryMiB, placement);
         if (!fit.fits) {
             found.push({
                 property: "service.tensorParallelSize",
-                reason: `the weights in ${expect.modelPath} (${weightsGB.toFixed(1)} GB, from the box) over tensorParallelSize ${tp} need ${fit.needGiB.toFixed(1)} GiB per GPU with the reserve, but the static pool is ${fit.budgetGiB.toFixed(1)} GiB: raise tensorParallelSize or memFractionStatic.`,
+                reason: `the weights in ${expect.modelPath} (${weightsGB.toFixed(1)} GB, from the box${describePlacement(placement)}) over tensorParallelSize ${tp} need ${fit.needGiB.toFixed(1)} GiB per GPU with the reserve, but the static pool is ${fit.budgetGiB.toFixed(1)} GiB: raise tensorParallelSize or memFractionStatic.`,
             });
         }
     }

@@ -10,6 +10,7 @@ import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig 
 import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
+import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
 import { API_KEY_ENV, ASSUMED_AUTO_MEM_FRACTION, DEFAULT_LISTEN_HOST, OWNED_FLAGS, parseSglangBool, SPEC_V2_ENV } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
 
@@ -354,28 +355,39 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
     }
     const usable = host.topology === "pct-exec" ? container?.gpus.length : host.gpus.count;
     if (!service || usable === undefined) return usable;
+    const where = host.topology === "pct-exec" ? `container.gpus passes ${usable} GPU(s) to the container` : `host.gpus.count is ${usable}`;
+    const layout = parallelLayout(service);
     if (service.tensorParallelSize > usable) {
-        const where = host.topology === "pct-exec" ? `container.gpus passes ${usable} GPU(s) to the container` : `host.gpus.count is ${usable}`;
         f.issue(
             "service.tensorParallelSize",
             service.tensorParallelSize,
             `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or pass more GPUs through.`,
             ["host.gpus", "container.gpus"],
         );
+    } else if (layout.gpus > usable) {
+        // The pipeline or data parallel size in extraArgs multiplies the GPUs: SGLang gives each rank GPUs of its own.
+        const given = [layout.dp, layout.pp].find((size) => size.value > 1 && size.given)?.given;
+        const key = given ? `service.extraArgs[${given.index}]` : "service.tensorParallelSize";
+        f.issue(
+            key,
+            given ? shownExtraFlag(given) : service.tensorParallelSize,
+            `${key}: the server needs ${describeLayout(layout)} (SGLang places each data parallel rank on tp x pp GPUs of its own` +
+                `${layout.dp.value > 1 ? "; --enable-dp-attention shares them instead" : ""}) but ${where}: lower the sizes or pass more GPUs through.`,
+            ["service.tensorParallelSize", "host.gpus", "container.gpus"],
+        );
     }
     return usable;
 }
 
-/** Whether the weights over `tp` GPUs plus the reserve fit each GPU's static pool. */
+/** Whether each GPU's share of the weights (core/gpu-fit.ts) plus the reserve fits its static pool. */
 export function staticPoolFit(
     weightsGB: number,
     memFractionStatic: number | undefined,
     memoryMiB: number,
-    tp: number,
+    placement: WeightsPlacement,
 ): { needGiB: number; budgetGiB: number; fits: boolean } {
     const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
-    const weightsGiB = (weightsGB * 1e9) / tp / GIB;
-    const needGiB = weightsGiB + STATIC_POOL_RESERVE_GIB;
+    const needGiB = weightsPerGpuGiB(weightsGB, placement) + STATIC_POOL_RESERVE_GIB;
     const budgetGiB = (fraction * memoryMiB * MIB) / GIB;
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
 }
@@ -386,25 +398,28 @@ function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Finding
     const tp = service.tensorParallelSize;
     const weightsGB = service.model.weightsGB;
     if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box-facts.ts)
-    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, tp);
+    const placement = weightsPlacement(service);
+    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, placement);
     if (fits) return;
     const fractionText =
         service.memFractionStatic === undefined
             ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
             : `memFractionStatic ${service.memFractionStatic}`;
     const maxTp = usableGpus ?? host.gpus.count;
+    const pp = placement.shards / tp;
     let suggestion = "use a smaller or quantized model, or GPUs with more memory";
-    for (let candidate = tp + 1; candidate <= maxTp; candidate++) {
-        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, candidate).fits) {
+    for (let candidate = tp + 1; candidate * pp <= maxTp; candidate++) {
+        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, { ...placement, shards: candidate * pp }).fits) {
             suggestion = `set tensorParallelSize: ${candidate}`;
             break;
         }
     }
+    const over = pp === 1 ? `tensorParallelSize ${tp}` : `tensorParallelSize ${tp} x pipeline parallel size ${pp}`;
     f.issue(
         "service.tensorParallelSize",
         tp,
-        `service.model.weightsGB ${service.model.weightsGB} GB over tensorParallelSize ${tp} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
-            `(weights plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
+        `service.model.weightsGB ${service.model.weightsGB} GB over ${over} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
+            `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
             `${(host.gpus.memoryMiB / 1024).toFixed(1)} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB: ${suggestion}.`,
         ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus"],
     );

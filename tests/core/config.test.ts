@@ -519,6 +519,97 @@ describe("stack config: GPUs and memory", () => {
     });
 });
 
+describe("stack config: the fit rule (GPUs = tp x pp x dp; online quantization, CPU offload)", () => {
+    /** Qwen3-32B (65.5 GB in BF16, a dense model without MTP) on the field's box. */
+    const qwen3_32b = (edit: (r: FieldRaw) => void) =>
+        withField((r) => {
+            r.service.model = { path: "/models/Qwen3-32B", architecture: "Qwen3ForCausalLM", weightsGB: 65.5, servedName: "qwen3-32b" };
+            delete (r.service as Partial<FieldRaw["service"]>).speculative;
+            delete (r.service as Partial<FieldRaw["service"]>).mambaSchedulerStrategy;
+            (r.service as { environment: Record<string, string> }).environment = {};
+            delete (r.service as Partial<FieldRaw["service"]>).memFractionStatic;
+            edit(r);
+        });
+    const oneGpu = (r: FieldRaw) => {
+        r.container.gpus = [0];
+        r.service.tensorParallelSize = 1;
+    };
+
+    it("accepts Qwen3-32B with --quantization fp8 on one 48 GB GPU, and refuses it without (65.5 GB does not fit)", () => {
+        accepted(
+            qwen3_32b((r) => {
+                oneGpu(r);
+                r.service.extraArgs = ["--quantization", "fp8"];
+            }),
+        );
+        accepted(
+            qwen3_32b((r) => {
+                oneGpu(r);
+                r.service.extraArgs = ["--quantization=fp8"];
+            }),
+        );
+        const issue = issueAt(qwen3_32b(oneGpu), "service.tensorParallelSize");
+        assert.match(issue.message, /65\.5 GB over tensorParallelSize 1 does not fit/);
+    });
+
+    it("counts weights already quantized on disk as they are: --quantization awq does not shrink them", () => {
+        const issue = issueAt(
+            qwen3_32b((r) => {
+                oneGpu(r);
+                r.service.extraArgs = ["--quantization", "awq"];
+            }),
+            "service.tensorParallelSize",
+        );
+        assert.match(issue.message, /does not fit/);
+    });
+
+    it("refuses --dp-size 2 with tp 2 on 2 GPUs at the extraArgs element, naming the GPU count; DP attention shares the GPUs", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.extraArgs = ["--enable-metrics", "--dp-size", "2"])),
+            "service.extraArgs[1]",
+        );
+        assert.match(issue.message, /needs tp 2 x dp 2 = 4 GPUs/);
+        assert.match(issue.message, /container\.gpus passes 2 GPU\(s\)/);
+        assert.match(
+            issueAt(
+                withField((r) => (r.service.extraArgs = ["--data-parallel-size=2"])),
+                "service.extraArgs[0]",
+            ).message,
+            /= 4 GPUs/,
+        );
+        accepted(withField((r) => (r.service.extraArgs = ["--dp-size", "2", "--enable-dp-attention"])));
+    });
+
+    it("refuses a pipeline parallel size past the GPUs, and splits the weights over tp x pp", () => {
+        const issue = issueAt(
+            withField((r) => (r.service.extraArgs = ["--pp-size", "2"])),
+            "service.extraArgs[0]",
+        );
+        assert.match(issue.message, /needs tp 2 x pp 2 = 4 GPUs/);
+        // Qwen3.6-27B (52 GB) does not fit one GPU at tp 1, but does over tp 1 x pp 2.
+        issueAt(
+            withField((r) => (r.service.tensorParallelSize = 1)),
+            "service.tensorParallelSize",
+        );
+        accepted(
+            withField((r) => {
+                r.service.tensorParallelSize = 1;
+                r.service.extraArgs = ["--pipeline-parallel-size", "2"];
+            }),
+        );
+    });
+
+    it("takes --cpu-offload-gb (GiB per GPU) off each GPU's share of the weights", () => {
+        const tp1 = (extraArgs: string[]) =>
+            withField((r) => {
+                r.service.tensorParallelSize = 1;
+                r.service.extraArgs = extraArgs;
+            });
+        assert.match(issueAt(tp1(["--cpu-offload-gb", "2"]), "service.tensorParallelSize").message, /2 GiB per GPU offloaded to CPU memory/);
+        accepted(tp1(["--cpu-offload-gb", "20"]));
+    });
+});
+
 describe("stack config: values that reach a unit file or a shell", () => {
     const bad: [string, string, (r: FieldRaw) => void][] = [
         ["service.model.path", "a relative path", (r) => (r.service.model.path = "models/Qwen")],
