@@ -7,7 +7,7 @@ import { changedKeys } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import type { ReadinessOutputs, ReadinessProps } from "./readiness-check-props";
 import { verifyServing, waitServing } from "./serving";
-import { journalPosition } from "../remote/readiness-gate";
+import { journalPosition } from "../remote/readiness-wait";
 
 /**
  * Waits (within the startup budget) until the server serves, then runs the

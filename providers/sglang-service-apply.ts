@@ -8,7 +8,7 @@ import { decideDelete, decideWrite, formatOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
 import { redact } from "../core/redact";
 import { unitOwner } from "../core/systemd-unit";
-import { journalPosition } from "../remote/readiness-gate";
+import { journalPosition } from "../remote/readiness-wait";
 import type { RemoteHost } from "../remote/remote-host";
 import { assertBoxServes } from "./box-facts";
 import type { ProviderRun } from "./provider-run";

@@ -1,9 +1,9 @@
-// The stack's readiness gate (remote/readiness-gate.ts) against the real
+// The stack's readiness gate (remote/readiness-wait.ts) against the real
 // systemd 252 and journald of container 129, through the lab's Proxmox host
 // (pct exec): what the stack reads from a real box, poll by poll.
 import assert from "node:assert/strict";
 import * as fs from "fs";
-import { journalPosition, waitUntilReady } from "../../remote/readiness-gate";
+import { journalPosition, waitUntilReady } from "../../remote/readiness-wait";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { LabInfo, setFaults, clearFaults } from "../../lab/control";

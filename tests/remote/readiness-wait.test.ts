@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { UnitStatus } from "../../core/readiness";
 import { HttpResult, ProbeOptions } from "../../remote/probe";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
-import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-gate";
+import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-wait";
 import { FakeBox } from "./fake-box";
 import { servedModelListedCheck } from "./served-model-listed-check";
 
