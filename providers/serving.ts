@@ -1,8 +1,7 @@
-// Whether a server serves, for the providers: start a unit and wait for the
-// readiness gate (remote/readiness-wait.ts), wait for it without a start, and
-// take a quick look (/health and /server_info). The gate itself lives in
-// remote/; "gate" names the readiness gate and, qualified, the read-only key's
-// read gate (gate/), nothing else.
+// Whether a server serves, for the providers: start a unit and run the
+// readiness wait (remote/readiness-wait.ts), run the wait without a start, and
+// take a quick look (/health and /server_info). The wait itself lives in
+// remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
@@ -15,7 +14,7 @@ import { say } from "./say";
 import type { Look, ServerLooks } from "./server-looks";
 import { readServerInfoOnBox } from "./server-info-on-box";
 
-/** What the gate needs to know about a server. */
+/** What the readiness wait needs to know about a server. */
 export interface ServedServer {
     unitName: string;
     endpoint: string;
