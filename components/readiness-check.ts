@@ -3,7 +3,7 @@ import type { ReadinessConfig } from "../core/config-schema";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ReadinessOutputs, ReadinessProps } from "../providers/readiness-check-props";
-import type { GatePassed } from "../providers/sglang-service-props";
+import type { ServingVerified } from "../providers/sglang-service-props";
 
 export interface ReadinessCheckArgs {
     connection: pulumi.Input<Connection>;
@@ -12,8 +12,8 @@ export interface ReadinessCheckArgs {
     endpoint: pulumi.Input<string>;
     /** The service's rollout revision: a new revision re-runs the check. */
     revision: pulumi.Input<string>;
-    /** The service's gatePassed output: in the run whose rollout passed the gate for `revision`, the check confirms instead of waiting again. */
-    gatePassed?: pulumi.Input<GatePassed | undefined>;
+    /** The service's servingVerified output: in the run whose rollout verified `revision` serving, the check confirms instead of waiting again. */
+    servingVerified?: pulumi.Input<ServingVerified | undefined>;
     /** service.requireApiKey: the check authenticates with the deploy run's key (never an input: providers/context.ts deploySecrets). */
     requireApiKey: boolean;
     servedModelName: string;
@@ -32,7 +32,7 @@ class ReadinessCheckResource extends DynamicResource<ReadinessProps, ReadinessOu
 }
 
 /**
- * Gates on the server really serving: GET /health = 200 corroborated by the
+ * Checks that the server really serves: GET /health = 200 corroborated by the
  * ready log line, then one short chat completion that must be non-degenerate
  * and, with speculative decoding, /server_info showing it active. On refresh
  * it reads the live server args, so a server that is down or runs other args
@@ -53,7 +53,7 @@ export class ReadinessCheck extends pulumi.ComponentResource {
                 unitName: args.unitName,
                 endpoint: args.endpoint,
                 revision: args.revision,
-                gatePassed: args.gatePassed,
+                servingVerified: args.servingVerified,
                 requireApiKey: args.requireApiKey,
                 servedModelName: args.servedModelName,
                 speculativeAlgorithm: args.speculativeAlgorithm,

@@ -8,14 +8,14 @@ import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
-import type { GatePassed, ServiceOutputs, ServiceProps } from "../providers/sglang-service-props";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
 
 export interface SglangServiceArgs {
     /** Where the unit lives: the container (directly or through `pct exec`). */
     connection: pulumi.Input<Connection>;
     /** The declared server. Plain: it comes from validated stack config. */
     service: ServiceConfig;
-    /** Readiness budget and probe settings used by the rollout's health gate. */
+    /** Readiness budget and probe settings used by the rollout's readiness wait. */
     readiness: ReadinessConfig;
     /** GPU indices the server uses, watched for memory release between stop and start. */
     gpuIndices: number[];
@@ -28,7 +28,7 @@ export interface SglangServiceArgs {
 class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs> {
     declare readonly unitName: pulumi.Output<string>;
     declare readonly revision: pulumi.Output<string>;
-    declare readonly gatePassed: pulumi.Output<GatePassed | undefined>;
+    declare readonly servingVerified: pulumi.Output<ServingVerified | undefined>;
     declare readonly activeState: pulumi.Output<string>;
     declare readonly flags: pulumi.Output<Record<string, string>>;
     declare readonly environment: pulumi.Output<Record<string, string>>;
@@ -44,15 +44,16 @@ class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs
  * unit and, with secrets, a 0600 EnvironmentFile and a 0600 SGLang config file
  * for the API key (their values never pass through Pulumi), daemon-reloads, enables, and
  * restarts only when something that affects the running process changed.
- * A rollout is stop-first (the GPUs cannot hold two servers), health-gated,
- * and puts the previous unit back when the new one does not become ready.
+ * A rollout is stop-first (the GPUs cannot hold two servers), waits until the
+ * new server serves, and puts the previous unit back when the new one does
+ * not become ready.
  */
 export class SglangService extends pulumi.ComponentResource {
     readonly unitName: pulumi.Output<string>;
     readonly endpoint: pulumi.Output<string>;
     readonly revision: pulumi.Output<string>;
-    /** The revision whose gate this run's rollout passed (for the ReadinessCheck), if any. */
-    readonly gatePassed: pulumi.Output<GatePassed | undefined>;
+    /** The revision this run's rollout verified serving (for the ReadinessCheck), if any. */
+    readonly servingVerified: pulumi.Output<ServingVerified | undefined>;
     readonly activeState: pulumi.Output<string>;
     readonly flags: pulumi.Output<Record<string, string>>;
     readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
@@ -85,7 +86,7 @@ export class SglangService extends pulumi.ComponentResource {
                 takeOverFrom: service.takeOverFrom,
                 expectBox: boxExpectations(service, args.gpuMemoryMiB),
                 revision: undefined,
-                gatePassed: undefined,
+                servingVerified: undefined,
                 activeState: undefined,
                 liveArgs: undefined,
                 restart: undefined,
@@ -95,7 +96,7 @@ export class SglangService extends pulumi.ComponentResource {
         this.unitName = unit.unitName;
         this.endpoint = pulumi.output(`http://${service.endpointHost}:${service.port}`);
         this.revision = unit.revision;
-        this.gatePassed = unit.gatePassed;
+        this.servingVerified = unit.servingVerified;
         this.activeState = unit.activeState;
         this.flags = unit.flags;
         this.liveArgs = unit.liveArgs;
@@ -103,7 +104,7 @@ export class SglangService extends pulumi.ComponentResource {
             unitName: this.unitName,
             endpoint: this.endpoint,
             revision: this.revision,
-            gatePassed: this.gatePassed,
+            servingVerified: this.servingVerified,
             activeState: this.activeState,
             flags: this.flags,
             liveArgs: this.liveArgs,

@@ -69,7 +69,7 @@ export function declareServer(box: Box, service: ServiceConfig, readiness: Readi
         unitName: server.unitName,
         endpoint: server.endpoint,
         revision: server.revision,
-        gatePassed: server.gatePassed,
+        servingVerified: server.servingVerified,
         requireApiKey: service.requireApiKey,
         servedModelName: service.model.servedName,
         speculativeAlgorithm: service.speculative?.algorithm,

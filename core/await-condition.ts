@@ -21,7 +21,7 @@ export type Verdict<T> =
       }
     /** Said once, then the loop ends with `value`. */
     | { kind: "met"; value: T; message: string }
-    /** The loop ends; the caller says `message` (the gate's failure path reads the journal first). */
+    /** The loop ends; the caller says `message` (the readiness wait's failure path reads the journal first). */
     | { kind: "failed"; cause: FailureCause; message: string };
 
 export interface AwaitCondition<T> {

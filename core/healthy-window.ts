@@ -1,18 +1,19 @@
-// The healthy window: after a server is ready and passed the gate's checks, it
-// must stay healthy for readiness.minHealthySeconds before a rollout counts as
-// a success (issue 13: a config whose server died 3 s after its first ready
-// passed the gate, and the unit then crash-looped with the previous config gone).
-// Like Nomad's min_healthy_time: healthy means the same MainPID, the unit
-// active, no fatal journal line and GET /health = 200 on every poll.
+// The healthy window: after a server is ready and passed the post-ready
+// checks, it must stay healthy for readiness.minHealthySeconds before a
+// rollout counts as a success (issue 13: a config whose server died 3 s after
+// its first ready was judged serving, and the unit then crash-looped with the
+// previous config gone). Like Nomad's min_healthy_time: healthy means the same
+// MainPID, the unit active, no fatal journal line and GET /health = 200 on
+// every poll.
 //
-// Pure: no I/O, no clock. The gate (remote/readiness-gate.ts) feeds it the same
-// Observations as the readiness machine (core/readiness.ts).
+// Pure: no I/O, no clock. The readiness wait (remote/readiness-wait.ts) feeds
+// it the same Observations as the readiness machine (core/readiness.ts).
 
 import type { AwaitCondition, Verdict } from "./await-condition";
 import { AttemptContext, attemptSuffix, classifyJournalLine, describeFailure, describeHealth, FailureCause, Observation } from "./readiness";
 
 export interface HealthyWindowState {
-    /** Gate time (ms since the start) when the window opened. */
+    /** Readiness wait time (ms since the start) when the window opened. */
     readonly openedAtMs: number;
     readonly windowMs: number;
     /** The main process that was ready; another one (or none) is a restart. */

@@ -1,13 +1,13 @@
 // Readiness of an SGLang server, judged from what a poll can see: the systemd
 // unit's state, the unit's new journal lines and GET /health.
 //
-// Pure: no I/O, no clock. The I/O driver (remote/readiness-gate.ts) gathers one
+// Pure: no I/O, no clock. The I/O driver (remote/readiness-wait.ts) gathers one
 // Observation per poll and feeds it to `step`; tests feed recorded logs.
 //
 // Why both signals: GET /health answers 503 until SGLang's warmup succeeded and
 // is THE readiness signal (sglang-facts.md), but a crash must be reported within
 // seconds of happening, not at the 15-minute startup budget (field-notes.md), so
-// fatal journal lines and the unit's state fail the gate on the poll that shows them.
+// fatal journal lines and the unit's state fail the wait on the poll that shows them.
 
 import type { AwaitCondition, Verdict } from "./await-condition";
 
@@ -91,7 +91,7 @@ export interface UnitStatus {
 export type HealthObservation = { status: number } | { error: string };
 
 export interface Observation {
-    /** Milliseconds since the gate started (after the restart). */
+    /** Milliseconds since the readiness wait started (after the restart). */
     elapsedMs: number;
     unit: UnitStatus;
     /** Journal lines written since the previous observation, oldest first. */
@@ -147,7 +147,7 @@ export type ReadinessDecision =
           phase: Phase;
           elapsedMs: number;
           budgetMs: number;
-          /** What the gate is waiting for, for progress messages. */
+          /** What the readiness wait is waiting for, for progress messages. */
           awaiting: string;
       }
     | {

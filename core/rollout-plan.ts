@@ -3,9 +3,9 @@
 // step found). Stop-first, because two A6000s cannot hold two 52 GB servers:
 //
 //   keep the previous unit -> stop, wait for the GPU memory -> write the new unit
-//   -> start and gate (readiness, checks, healthy window), retried for failures
+//   -> start and wait (readiness, checks, healthy window), retried for failures
 //      that can pass on retry (issue 13: flaky starts of large MTP models)
-//   -> on failure: stop, put the previous unit back, start and gate it (retried too)
+//   -> on failure: stop, put the previous unit back, start and wait for it (retried too)
 //
 // Pure: no I/O, no clock. providers/sglang-service.ts runs the steps over SSH
 // in a short loop; tests walk the plan observation by observation.
@@ -34,7 +34,7 @@ export type RolloutStep =
     | { kind: "stop"; waitForGpu: boolean }
     /** Write the new unit and environment file, daemon-reload, enable. */
     | { kind: "write-new" }
-    /** reset-failed, start, gate (readiness, checks, healthy window). */
+    /** reset-failed, start, wait (readiness, checks, healthy window). */
     | { kind: "start"; config: ConfigRole; attempt: number; attempts: number }
     /** Copy *.previous back, daemon-reload. */
     | { kind: "restore-previous" }

@@ -192,7 +192,7 @@ export interface UnitOptions {
     /**
      * Start budget (readiness.startupTimeoutSeconds). With Type=simple systemd
      * counts the unit started at fork, so this bounds only a future
-     * ExecStartPre or notify-type start; the stack's readiness gate is what
+     * ExecStartPre or notify-type start; the stack's readiness wait is what
      * waits for loading and CUDA-graph capture.
      */
     startupTimeoutSeconds?: number;

@@ -144,7 +144,7 @@ const BOOT_WAIT_MS = 120_000;
  * The declared server runs in the container, so a stopped one is started
  * (issue 13, `pct stop 129` before `up`), never restarted: `pct start`, then
  * wait until its systemd has booted (the server's unit is enabled and starts
- * with it; the service's gate judges it).
+ * with it; the service's readiness wait judges it).
  */
 async function startContainer(remote: RemoteHost, vmid: number): Promise<void> {
     say(`[ct${vmid}] container ${vmid} is stopped; starting it (pct start ${vmid}): the declared server runs in it`);

@@ -30,9 +30,9 @@ export type Placement = "host" | "server";
  * - `looks`: a look at a server in flight, shared by the service's and the
  *   readiness check's refreshes.
  * - `unitReads`: the services' unit reads of one box, batched.
- * - `id`: names this run in outputs: a rollout records the revision its gate
- *   passed with this id, and the ReadinessCheck of the same run (its inputs
- *   carry that output) confirms instead of waiting again.
+ * - `id`: names this run in outputs: a rollout records the revision it
+ *   verified serving with this id, and the ReadinessCheck of the same run (its
+ *   inputs carry that output) confirms instead of waiting again.
  * - the stack config `configure` handed over (credentials).
  */
 export class ProviderRun {

@@ -5,7 +5,7 @@
  */
 import type { Connection } from "../components/connection";
 import type { ReadinessConfig } from "../core/config-schema";
-import type { GatePassed } from "./sglang-service-props";
+import type { ServingVerified } from "./sglang-service-props";
 
 export interface ReadinessProps {
     providerVersion: string;
@@ -14,8 +14,8 @@ export interface ReadinessProps {
     endpoint: string;
     /** The service's rollout revision: a new revision re-runs the check. */
     revision: string;
-    /** The service's gatePassed output: a rollout of this run that already passed the gate for `revision`. */
-    gatePassed?: GatePassed;
+    /** The service's servingVerified output: a rollout of this run that already verified `revision` serving. */
+    servingVerified?: ServingVerified;
     /** The server requires the API key; its value comes from the deploy run (providers/deploy-secrets.ts deployApiKey), never an input. */
     requireApiKey?: boolean;
     /** Held by states written before requireApiKey; dropped from the outputs. */

@@ -7,20 +7,20 @@ import { changedKeys } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import type { ReadinessOutputs, ReadinessProps } from "./readiness-check-props";
 import { verifyServing, waitServing } from "./serving";
-import { journalPosition } from "../remote/readiness-gate";
+import { journalPosition } from "../remote/readiness-wait";
 
 /**
  * Waits (within the startup budget) until the server serves, then runs the
- * chat and speculative checks. The service's rollout already gated on the
+ * chat and speculative checks. The service's rollout already waited for the
  * same checks, so on a healthy box this returns within a poll or two.
  */
 async function check(run: ProviderRun, declared: ReadinessProps): Promise<ReadinessOutputs> {
     // The key authenticates the requests and is never recorded: the outputs are built from `recorded`.
     const { apiKey: _stored, ...recorded } = declared;
     const inputs = { ...recorded, apiKey: declared.requireApiKey ? deployApiKey() : undefined };
-    if (inputs.gatePassed?.run === run.id && inputs.gatePassed.revision === inputs.revision) {
-        // The rollout of this revision passed the whole gate moments ago, in this run, and
-        // reported it (the service's gatePassed output, taken as an input here): confirm it
+    if (inputs.servingVerified?.run === run.id && inputs.servingVerified.revision === inputs.revision) {
+        // The rollout of this revision was verified serving (readiness, checks, healthy
+        // window) moments ago, in this run, and reported it (the service's servingVerified output, taken as an input here): confirm it
         // still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
@@ -34,14 +34,14 @@ async function check(run: ProviderRun, declared: ReadinessProps): Promise<Readin
     }
     const remote = run.remoteFor(inputs.connection, "server");
     // The server's ready line was written before this check began (the rollout
-    // gated on it), so GET /health = 200 alone is believed here.
+    // waited for it), so GET /health = 200 alone is believed here.
     const since = await journalPosition(remote, inputs.unitName);
-    const gate = await waitServing(remote, inputs, since, { healthOnlyGracePolls: 0 });
-    if (!gate.ok) {
+    const readiness = await waitServing(remote, inputs, since, { healthOnlyGracePolls: 0 });
+    if (!readiness.ok) {
         throw new Error(
             redact(
-                `${inputs.unitName} at ${inputs.endpoint} is not serving: ${describeFailure(gate.cause)}\n  Last journal lines:\n    ` +
-                    gate.lastJournalLines.slice(-20).join("\n    "),
+                `${inputs.unitName} at ${inputs.endpoint} is not serving: ${describeFailure(readiness.cause)}\n  Last journal lines:\n    ` +
+                    readiness.lastJournalLines.slice(-20).join("\n    "),
                 [inputs.apiKey],
             ),
         );
@@ -83,8 +83,9 @@ export const readinessCheckProvider = (run: ProviderRun): CompleteProvider<Readi
         if (!props) throw new Error(`${id}: no state to read from`);
         // /server_info through the box: the refresh needs no API key (the read-only key's gate allows it).
         const serving = await verifyServing(props, run.remoteFor(props.connection, "server"), { shared: run.looks });
-        // A state of an older version held the key (encrypted): the refresh records it no more, in the outputs or the inputs.
-        const { apiKey: _stored, ...recorded } = props;
+        // A state of an older version held the key (encrypted), and servingVerified under its name before issue 22,
+        // `gatePassed` (an earlier run's: it means nothing now): the refresh records neither, in the outputs or the inputs.
+        const { apiKey: _stored, gatePassed: _older, ...recorded } = props as ReadinessOutputs & { gatePassed?: unknown };
         const { ready: _r, liveServerArgs: _l, speculativeActive: _s, ...inputs } = recorded;
         return {
             id,

@@ -1,21 +1,20 @@
-// Whether a server serves, for the providers: start a unit and wait for the
-// readiness gate (remote/readiness-gate.ts), wait for it without a start, and
-// take a quick look (/health and /server_info). The gate itself lives in
-// remote/; "gate" names the readiness gate and, qualified, the read-only key's
-// read gate (gate/), nothing else.
+// Whether a server serves, for the providers: start a unit and run the
+// readiness wait (remote/readiness-wait.ts), run the wait without a start, and
+// take a quick look (/health and /server_info). The wait itself lives in
+// remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
-import { GateResult, JournalPosition, journalPosition, readJournalTail, waitUntilReady } from "../remote/readiness-gate";
+import { JournalPosition, journalPosition, ReadinessResult, readJournalTail, waitUntilReady } from "../remote/readiness-wait";
 import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remote/remote-host";
 import { redact } from "../core/redact";
 import { say } from "./say";
 import type { Look, ServerLooks } from "./server-looks";
 import { readServerInfoOnBox } from "./server-info-on-box";
 
-/** What the gate needs to know about a server. */
+/** What the readiness wait needs to know about a server. */
 export interface ServedServer {
     unitName: string;
     endpoint: string;
@@ -34,7 +33,7 @@ export function waitServing(
     server: ServedServer,
     since: JournalPosition,
     opts: { healthOnlyGracePolls?: number; minHealthyMs?: number; attempt?: AttemptContext } = {},
-): Promise<GateResult> {
+): Promise<ReadinessResult> {
     return waitUntilReady({
         healthOnlyGracePolls: opts.healthOnlyGracePolls,
         minHealthyMs: opts.minHealthyMs,
@@ -64,7 +63,7 @@ export function minHealthySeconds(readiness: Partial<ReadinessConfig>): number {
  * readiness.minHealthySeconds: the journal position is taken before the
  * start, so even a crash in the first second is read.
  */
-export async function startAndWait(remote: RemoteHost, server: ServedServer, attempt?: AttemptContext): Promise<GateResult> {
+export async function startAndWait(remote: RemoteHost, server: ServedServer, attempt?: AttemptContext): Promise<ReadinessResult> {
     const since = await journalPosition(remote, server.unitName);
     // A unit that hit its start limit (StartLimitBurst) refuses to start until reset.
     await remote.run(["systemctl", "reset-failed", server.unitName]);

@@ -8,7 +8,7 @@ import { decideDelete, decideWrite, formatOwner } from "../core/ownership";
 import { describeFailure } from "../core/readiness";
 import { redact } from "../core/redact";
 import { unitOwner } from "../core/systemd-unit";
-import { journalPosition } from "../remote/readiness-gate";
+import { journalPosition } from "../remote/readiness-wait";
 import type { RemoteHost } from "../remote/remote-host";
 import { assertBoxServes } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
@@ -41,7 +41,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
-        // A wait that passed the gate: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
+        // A wait that ended serving: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
         return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
@@ -80,10 +80,10 @@ function assertMayWrite(remote: RemoteHost, inputs: ServiceProps, live: LiveServ
  */
 async function untilServing(run: ProviderRun, id: string, remote: RemoteHost, inputs: ServiceProps, live: LiveService): Promise<LiveService> {
     say(`[${inputs.unitName}] runs the declared config but does not answer yet; waiting for it (not restarted)`);
-    const gate = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
-    if (gate.ok) return readLive(run, remote, inputs);
-    const cause = redact(describeFailure(gate.cause), secretValuesOf(inputs));
-    const journal = redact(gate.lastJournalLines.slice(-20).join("\n    "), secretValuesOf(inputs));
+    const readiness = await waitServing(remote, inputs, await journalPosition(remote, inputs.unitName), { healthOnlyGracePolls: 0 });
+    if (readiness.ok) return readLive(run, remote, inputs);
+    const cause = redact(describeFailure(readiness.cause), secretValuesOf(inputs));
+    const journal = redact(readiness.lastJournalLines.slice(-20).join("\n    "), secretValuesOf(inputs));
     throw new ResourceInitFailed(
         `${inputs.unitName} runs the declared config but is not serving: ${cause}; it was not restarted ` +
             `(systemctl restart ${inputs.unitName} on the box, or change the config).\n  Last journal lines:\n    ${journal}`,

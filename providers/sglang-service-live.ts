@@ -11,7 +11,7 @@ import { changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import { verifyServing } from "./serving";
 import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./service-secrets";
-import type { GatePassed, ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "./sglang-service-props";
 import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
 
 /** Two unit texts that differ at most in the owner they record run the same server. */
@@ -75,10 +75,19 @@ export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: Ser
     };
 }
 
-/** The outputs: the props with what the box holds on top; `gatePassed` only when this create or update's gate passed (or kept by a refresh). */
-export function outputsFrom(props: ServiceProps, live: LiveService, revision: string, gatePassed?: GatePassed): ServiceOutputs {
+/**
+ * What a state written by an older version may hold besides: `gatePassed`,
+ * servingVerified's name before issue 22. It was an earlier run's, so it means
+ * nothing now: dropped wherever outputs are built from a record.
+ */
+interface OlderRecord {
+    gatePassed?: unknown;
+}
+
+/** The outputs: the props with what the box holds on top; `servingVerified` only when this create or update's readiness wait succeeded (or kept by a refresh). */
+export function outputsFrom(props: ServiceProps, live: LiveService, revision: string, servingVerified?: ServingVerified): ServiceOutputs {
     // The secret values never reach the state (a state written before this version held them: dropped here).
-    const { gatePassed: _earlier, ...inputs } = withoutSecretValues(props as Partial<ServiceOutputs> & ServiceProps);
+    const { servingVerified: _earlier, gatePassed: _older, ...inputs } = withoutSecretValues(props as Partial<ServiceOutputs> & OlderRecord & ServiceProps);
     const fromBox = live.unit
         ? { unitText: live.unit.text, command: live.unit.command, flags: live.unit.flags, environment: live.unit.environment }
         : { unitText: "", command: [], flags: {}, environment: {} };
@@ -88,7 +97,7 @@ export function outputsFrom(props: ServiceProps, live: LiveService, revision: st
         boxOwner: live.owner ? formatOwner(live.owner) : undefined,
         restart: "no",
         revision,
-        ...(gatePassed ? { gatePassed } : {}),
+        ...(servingVerified ? { servingVerified } : {}),
         activeState: live.activeState,
         enabled: live.enabled,
         secretsHash: live.secretsHash,
@@ -117,7 +126,17 @@ const CONTAINER_STOPPED = "container-stopped";
 
 /** The inputs a refresh reads back: the outputs without the fields only outputs have. */
 function inputsOf(outs: ServiceOutputs): ServiceProps {
-    const { revision: _r, gatePassed: _g, activeState: _a, enabled: _e, secretsHash: _s, liveArgs: _l, liveMatchesUnit: _m, boxOwner: _b, ...inputs } = outs;
+    const {
+        revision: _r,
+        servingVerified: _v,
+        activeState: _a,
+        enabled: _e,
+        secretsHash: _s,
+        liveArgs: _l,
+        liveMatchesUnit: _m,
+        boxOwner: _b,
+        ...inputs
+    } = outs;
     return inputs;
 }
 
@@ -139,11 +158,12 @@ export async function refreshService(
     } catch (e) {
         // `pct exec` into a stopped container: nothing runs, which is drift (the container's `up` starts it), not a failed refresh.
         if (!containerNotRunning(e)) throw e;
-        const outs: ServiceOutputs = { ...withoutSecretValues(props), activeState: CONTAINER_STOPPED, liveArgs: null };
+        const { gatePassed: _older, ...recorded } = withoutSecretValues(props as ServiceOutputs & OlderRecord);
+        const outs: ServiceOutputs = { ...recorded, activeState: CONTAINER_STOPPED, liveArgs: null };
         return { id, props: outs, inputs: inputsOf(outs) };
     }
     if (!live.unit) return { id: "" };
     const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
-    const outs = { ...outputsFrom(props, live, props.revision, props.gatePassed), ...(boxFacts ? { boxFacts } : {}) };
+    const outs = { ...outputsFrom(props, live, props.revision, props.servingVerified), ...(boxFacts ? { boxFacts } : {}) };
     return { id, props: outs, inputs: { ...inputsOf(outs), owner: outs.boxOwner } };
 }

@@ -51,13 +51,14 @@ export interface ServiceProps {
 }
 
 /**
- * A revision whose rollout passed the whole gate (readiness, checks, healthy
- * window) and reported it, and the engine run it passed in
+ * A revision whose rollout was verified serving (the readiness wait:
+ * readiness, checks, healthy window) and reported it, and the engine run it
+ * was verified in
  * (providers/provider-run.ts `id`). The ReadinessCheck takes it as an input:
  * in the same run it confirms the server still serves instead of waiting and
  * reporting again; in a later run it means nothing.
  */
-export interface GatePassed {
+export interface ServingVerified {
     revision: string;
     run: string;
 }
@@ -65,8 +66,8 @@ export interface GatePassed {
 export interface ServiceOutputs extends ServiceProps {
     /** Changes with every rollout; the ReadinessCheck re-runs on it. */
     revision: string;
-    /** Set by the create or update whose gate passed; absent otherwise (and in states written before it existed). */
-    gatePassed?: GatePassed;
+    /** Set by the create or update whose readiness wait succeeded; absent otherwise (and in states written before it existed). */
+    servingVerified?: ServingVerified;
     activeState: string;
     enabled: boolean;
     /**

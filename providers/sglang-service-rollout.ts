@@ -26,12 +26,12 @@ const GPU_FREE_THRESHOLD_MIB = 1024;
 /**
  * Stop-first rollout, run as the plan in core/rollout-plan.ts says: keep the
  * previous unit, stop, wait for GPU memory release, write the new unit, start
- * and gate it (readiness, checks, healthy window), retrying a start that can
- * pass on retry; on failure put the previous unit back, start and gate it,
- * and fail with the cause and the journal tail, recording what really runs
- * so the next `up` tries the change again. This loop only runs the steps.
- * The outputs of a rollout whose gate passed carry `gatePassed` for the
- * ReadinessCheck of this run.
+ * it and wait until it serves (readiness, checks, healthy window), retrying a
+ * start that can pass on retry; on failure put the previous unit back, start
+ * it and wait for it, and fail with the cause and the journal tail, recording
+ * what really runs so the next `up` tries the change again. This loop only
+ * runs the steps. The outputs of a rollout whose readiness wait succeeded
+ * carry `servingVerified` for the ReadinessCheck of this run.
  */
 export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
     const remote = run.remoteFor(inputs.connection, "server");
@@ -109,13 +109,13 @@ async function stepError(
     let outcome = "nothing was put back";
     if (after.putBack) {
         try {
-            say(`[${unit}] putting the previous unit back and starting it (not gated)`);
+            say(`[${unit}] putting the previous unit back and starting it (without waiting until it serves)`);
             await restorePrevious(remote, unit);
             await remote.runChecked(["systemctl", "daemon-reload"]);
             await remote.run(["systemctl", "reset-failed", unit]);
             await remote.runChecked(["systemctl", "start", unit]);
             holds = "previous";
-            outcome = "the previous unit was put back and started (not gated: check it with journalctl)";
+            outcome = "the previous unit was put back and started (not waited for: check it with journalctl)";
         } catch (again) {
             outcome = `putting the previous unit back failed too: ${redact(again instanceof Error ? again.message : String(again), secretValuesOf(inputs))}`;
         }
@@ -136,7 +136,7 @@ async function stepError(
 }
 
 /**
- * What the gate of the previous unit checks: its own served name, port and
+ * What the readiness wait of the previous unit checks: its own served name, port and
  * speculative algorithm (from the unit kept on the box), so a rollback of a
  * change to one of them is judged by the config that runs again. The API key
  * is read from the restored environment file when it starts (runStep).
@@ -187,10 +187,12 @@ async function runStep(remote: RemoteHost, inputs: ServiceProps, previous: Servi
         case "start": {
             const server = step.config === "new" ? inputs : { ...previous, apiKey: await apiKeyOnBox(remote, unit) };
             const attempt = { attempt: step.attempt, attempts: step.attempts };
-            const gate = await startAndWait(remote, server, attempt);
+            const readiness = await startAndWait(remote, server, attempt);
             return {
                 kind: "started",
-                result: gate.ok ? { ok: true } : { ok: false, cause: gate.cause, startLines: gate.startLines, lastJournalLines: gate.lastJournalLines },
+                result: readiness.ok
+                    ? { ok: true }
+                    : { ok: false, cause: readiness.cause, startLines: readiness.startLines, lastJournalLines: readiness.lastJournalLines },
             };
         }
         case "finish":

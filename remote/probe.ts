@@ -1,6 +1,6 @@
 // HTTP probes of the SGLang server from this machine (Node's fetch, with
 // AbortSignal.timeout). Network failures are values, not exceptions: the
-// readiness gate polls a server that is expected to refuse connections for a
+// readiness wait polls a server that is expected to refuse connections for a
 // while.
 //
 // The bearer key is only ever put in the Authorization header; it is not in any
@@ -88,7 +88,7 @@ function networkError(where: string, e: NodeJS.ErrnoException): HttpResult {
 
 /**
  * GET /server_info over HTTP: the body when the server answered a JSON
- * object, else why not. The one HTTP reader of it (the readiness gate, a
+ * object, else why not. The one HTTP reader of it (the readiness wait, a
  * server checked without its box); refreshes read it on the box
  * (core/server-info-read.ts), from the same endpoint: every release the stack
  * knows (core/sglang-releases.ts) serves /server_info, and neither read falls

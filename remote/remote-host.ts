@@ -11,7 +11,7 @@ import { SshError } from "./ssh-error";
 import type { SshPool } from "./ssh-pool";
 import { ExecOptions, ExecResult, hostId, SshTarget } from "./ssh-target";
 
-/** The part of RemoteHost the readiness gate and the GPU wait need; fakes implement it in tests. */
+/** The part of RemoteHost the readiness wait and the GPU wait need; fakes implement it in tests. */
 export interface RemoteRunner {
     run(argv: string[], opts?: ExecOptions): Promise<ExecResult>;
     /** e.g. "root@10.1.2.5:22 (pct exec 129)", for messages. */

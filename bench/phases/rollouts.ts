@@ -37,7 +37,7 @@ async function rollouts(d: Deployment, config: StackConfigFile, labDir: string, 
             const next = serviceOf(config).memFractionStatic === 0.87 ? 0.88 : 0.87;
             serviceOf(config).memFractionStatic = next;
             d.writeConfig(config);
-            // The gate polls once per interval from the start, and the lab's startup is a whole 3 s: with a
+            // The readiness wait polls once per interval from the start, and the lab's startup is a whole 3 s: with a
             // fixed startup every run would hit the same phase of the poll. Spread the startup over one
             // second (3.1, 3.3, ... 3.9 s for 5 runs), so the runs sample the lag an unaligned startup sees.
             const startupSeconds = 3 + (i + 0.5) / count;
@@ -51,16 +51,16 @@ async function rollouts(d: Deployment, config: StackConfigFile, labDir: string, 
             if (ready.length !== 1) throw new Error(`rollout to ${next}: expected one "ready" simulator event, got ${ready.length}: ${JSON.stringify(sim)}`);
             const T = ready[0]!.epochMs;
             const launched = sim.find((e) => e.event === "launched");
-            const gateLine = firstAfter(r.events, T, (e) => e.type === "diagnosticEvent" && /\[readiness\] ready after/.test(e.message ?? ""));
-            const gateStdout = firstAfter(r.stdout, T, (l) => /\[readiness\] ready after/.test(l.line));
+            const readyLine = firstAfter(r.events, T, (e) => e.type === "diagnosticEvent" && /\[readiness\] ready after/.test(e.message ?? ""));
+            const readyStdout = firstAfter(r.stdout, T, (l) => /\[readiness\] ready after/.test(l.line));
             const svc = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "SglangService"));
             const probe = firstAfter(r.events, T, (e) => e.type === "resOutputsEvent" && isType(e, "ReadinessCheck"));
             const probePre = r.events.find((e) => e.type === "resourcePreEvent" && e.op !== "refresh" && isType(e, "ReadinessCheck"));
             const lags: Lags = {
                 pollIntervalSeconds: pollSeconds,
                 startupSeconds,
-                gateLine: gateLine ? gateLine.t - T : undefined,
-                gateStdout: gateStdout ? gateStdout.t - T : undefined,
+                readyLine: readyLine ? readyLine.t - T : undefined,
+                readyStdout: readyStdout ? readyStdout.t - T : undefined,
                 service: svc ? svc.t - T : undefined,
                 probe: probe ? probe.t - T : undefined,
                 probeStep: probe && probePre ? probe.t - probePre.t : undefined,
@@ -70,7 +70,7 @@ async function rollouts(d: Deployment, config: StackConfigFile, labDir: string, 
             };
             set.runs.push(lags);
             log(
-                `  rollout ${i + 1} (-> ${next}, poll ${pollSeconds} s): ready -> "[readiness] ready after" ${fmtMs(lags.gateLine)}, ` +
+                `  rollout ${i + 1} (-> ${next}, poll ${pollSeconds} s): ready -> "[readiness] ready after" ${fmtMs(lags.readyLine)}, ` +
                     `-> SglangService done ${fmtMs(lags.service)}, -> ReadinessCheck done ${fmtMs(lags.probe)}; up ${(r.wallMs / 1000).toFixed(1)} s`,
             );
         }
@@ -94,7 +94,7 @@ export async function phaseReadiness(
     const set = await rollouts(d, config, labDir, info, counts.rollouts, 1);
     const col = (runs: Lags[], k: string) => runs.map((x) => x[k]).filter((v): v is number => v !== undefined);
     report.figure("readiness.lag", "readiness lag: server ready -> ReadinessCheck done", "ms", col(set.runs, "probe"), "target < 1000 ms");
-    report.figure("readiness.gateLine", '  server ready -> rollout gate says "[readiness] ready after"', "ms", col(set.runs, "gateLine"));
+    report.figure("readiness.readyLine", '  server ready -> rollout readiness wait says "[readiness] ready after"', "ms", col(set.runs, "readyLine"));
     report.figure("readiness.service", "  server ready -> SglangService done", "ms", col(set.runs, "service"));
     report.figure("readiness.probeStep", "  ReadinessCheck step (start -> done)", "ms", col(set.runs, "probeStep"));
     report.figure("readiness.launchToReady", "  (simulated startup: launched -> ready)", "ms", col(set.runs, "launchToReady"));
@@ -105,7 +105,7 @@ export async function phaseReadiness(
         log(`readiness lag what-if: ${counts.fastRollouts} rollouts with readiness.pollIntervalSeconds 0.25 (a config setting, no code change)`);
         const fast = await rollouts(d, config, labDir, info, counts.fastRollouts, 0.25);
         report.figure("readiness.lagPoll025", "readiness lag with pollIntervalSeconds 0.25", "ms", col(fast.runs, "probe"), "what-if");
-        report.figure("readiness.gateLinePoll025", '  server ready -> "[readiness] ready after" (poll 0.25 s)', "ms", col(fast.runs, "gateLine"));
+        report.figure("readiness.readyLinePoll025", '  server ready -> "[readiness] ready after" (poll 0.25 s)', "ms", col(fast.runs, "readyLine"));
         report.figure(
             "readiness.commandsPoll025",
             "  ssh commands per up with a rollout (poll 0.25 s)",

@@ -1,4 +1,4 @@
-// The one poll loop of the readiness gate: it drives the readiness machine and
+// The one poll loop of the readiness wait: it drives the readiness machine and
 // then the healthy window (each an AwaitCondition, core/await-condition.ts)
 // and knows nothing about what either waits for. Each poll: observe (the
 // unit, its new journal lines, GET /health), let the condition judge what came
@@ -24,7 +24,7 @@ export type Observe = () => Promise<Poll | { failed: FailureCause }>;
 export interface PollUntilOptions {
     now: () => number;
     sleep: (ms: number) => Promise<void>;
-    /** The gate's time zero: observations carry the milliseconds since it. */
+    /** The readiness wait's time zero: observations carry the milliseconds since it. */
     startedAtMs: number;
     say: (message: string) => void;
     /** Progress at most this often while the topic stays the same. */

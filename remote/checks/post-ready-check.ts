@@ -1,4 +1,4 @@
-// A post-ready check: once the readiness machine says ready, the gate runs the
+// A post-ready check: once the readiness machine says ready, the readiness wait runs the
 // registered checks (registry.ts) in order, each one small and in its own
 // file, and the first failure fails the start. Like Nomad's health tracker,
 // the runner counts checks without knowing what any of them looks at.
@@ -10,7 +10,7 @@
 import type { FailureCause } from "../../core/readiness";
 import type { HttpResult, ProbeOptions } from "../probe";
 
-/** The server under check, as the gate was told about it. */
+/** The server under check, as the readiness wait was told about it. */
 export interface CheckedServer {
     /** http://host:port of the OpenAI-compatible API, as reachable from this machine. */
     endpoint: string;
@@ -32,11 +32,11 @@ export interface CheckContext extends CheckedServer {
     };
     /** Probe options that send the API key (when there is one). */
     withKey: ProbeOptions;
-    /** GET /server_info with the key: read once per gate, shared by the checks and the gate's result. */
+    /** GET /server_info with the key: read once per readiness wait, shared by the checks and the wait's result. */
     serverInfo: () => Promise<{ body: Record<string, unknown> } | { error: string }>;
 }
 
-/** What checks found that the gate reports (GateResult). */
+/** What checks found that the readiness wait reports (ReadinessResult). */
 export interface CheckFindings {
     /** The chat check's text. */
     chatText?: string;

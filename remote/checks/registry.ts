@@ -1,7 +1,7 @@
-// The post-ready checks the gate runs, in this order (post-ready-check.ts).
+// The post-ready checks the readiness wait runs, in this order (post-ready-check.ts).
 // The API key first: an open server is not rolled out however well it
 // answers. Then the chat completion, then speculation (whose /server_info
-// read the gate's result reuses).
+// read the wait's result reuses).
 
 import { apiKeyRefusedCheck } from "./api-key-refused";
 import { chatCheck } from "./chat";

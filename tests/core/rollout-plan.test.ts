@@ -92,7 +92,7 @@ describe("rollout plan", () => {
         assert.equal(w.said[1], "[sglang-qwen.service] starting the new config again (attempt 2 of 2)");
     });
 
-    it("rolls back after every attempt failed, gates the previous unit and reports both attempts", () => {
+    it("rolls back after every attempt failed, waits for the previous unit and reports both attempts", () => {
         const w = walk(BOX, [
             kept,
             released,
@@ -124,7 +124,7 @@ describe("rollout plan", () => {
             r.cause,
             /^the server was ready but did not stay healthy for 30 s .*after 3 s, the main process 4242 exited \(attempt 2 of 2; attempt 1: fatal log line \(scheduler died\)/,
         );
-        // The journal of the new config's last failed start, not of the previous unit's gate.
+        // The journal of the new config's last failed start, not of the previous unit's readiness wait.
         assert.deepEqual(r.journal, ["j1", "j2"]);
         assert.match(w.said.at(-1)!, /new config did not become ready \(.*\); after 2 attempts; putting the previous unit back$/);
     });
@@ -185,7 +185,7 @@ describe("rollout plan", () => {
         assert.equal(failure(w.result).holds, "new");
     });
 
-    it("changes nothing when the GPU memory is not released, and starts and gates the previous server again", () => {
+    it("changes nothing when the GPU memory is not released, and starts and waits for the previous server again", () => {
         const w = walk(BOX, [kept, stuck, started(ready)]);
         assert.deepEqual(kinds(w), ["keep-previous", "stop+gpu", "start previous 1/2", "finish"]);
         const r = failure(w.result);

@@ -1,9 +1,9 @@
-// The stack's readiness gate (remote/readiness-gate.ts) against the real
+// The stack's readiness wait (remote/readiness-wait.ts) against the real
 // systemd 252 and journald of container 129, through the lab's Proxmox host
 // (pct exec): what the stack reads from a real box, poll by poll.
 import assert from "node:assert/strict";
 import * as fs from "fs";
-import { journalPosition, waitUntilReady } from "../../remote/readiness-gate";
+import { journalPosition, waitUntilReady } from "../../remote/readiness-wait";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { LabInfo, setFaults, clearFaults } from "../../lab/control";
@@ -12,7 +12,7 @@ import { installUnit, lab, ok, testLabDir } from "./lab-fixture";
 const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
 
-describe("the readiness gate against the container's real systemd and journald", function () {
+describe("the readiness wait against the container's real systemd and journald", function () {
     this.timeout(60_000);
     let info: LabInfo;
     let pool: SshPool;
@@ -40,7 +40,7 @@ describe("the readiness gate against the container's real systemd and journald",
         await pool?.closeAll();
     });
 
-    async function startAndGate(name: string, port: number, opts: { sinceAhead?: number } = {}): Promise<{ ok: boolean; progress: string[]; cause?: string }> {
+    async function startAndWait(name: string, port: number, opts: { sinceAhead?: number } = {}): Promise<{ ok: boolean; progress: string[]; cause?: string }> {
         const unit = `sglang-${name}.service`;
         await installUnit(
             unit,
@@ -69,7 +69,7 @@ describe("the readiness gate against the container's real systemd and journald",
     }
 
     it("brings a server to ready reading the real journal", async () => {
-        const r = await startAndGate("gate-ok", 30140);
+        const r = await startAndWait("wait-ok", 30140);
         assert.equal(r.ok, true, r.progress.join("\n"));
         assert.deepEqual(
             r.progress.filter((m) => /cannot read the journal/.test(m)),
@@ -80,7 +80,7 @@ describe("the readiness gate against the container's real systemd and journald",
     it("takes polls that find no journal entries yet for no entries (journalctl exits 1 without a word), not for an unreadable journal", async () => {
         // The journal position a second ahead: the first polls find nothing after it, as a poll that comes
         // before journald has written the new process's first lines does.
-        const r = await startAndGate("gate-empty", 30142, { sinceAhead: 1 });
+        const r = await startAndWait("wait-empty", 30142, { sinceAhead: 1 });
         assert.equal(r.ok, true, r.progress.join("\n"));
         assert.deepEqual(
             r.progress.filter((m) => /cannot read the journal/.test(m)),
@@ -95,7 +95,7 @@ describe("the readiness gate against the container's real systemd and journald",
     it("fails on the poll that shows a crash in the real journal", async () => {
         setFaults({ crashAfterSeconds: 0.5 }, testLabDir());
         try {
-            const r = await startAndGate("gate-crash", 30141);
+            const r = await startAndWait("wait-crash", 30141);
             assert.equal(r.ok, false);
             assert.match(r.cause ?? "", /RuntimeError|Scheduler hit an exception|restart|stopped/);
             assert.deepEqual(

@@ -175,7 +175,7 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
         assert.equal(await ok("container", "journalctl -u t-log --since tomorrow"), "-- No entries --\n");
     });
 
-    it("exits 1 without a word for -q --show-cursor --since when nothing matches (the readiness gate's first poll)", async () => {
+    it("exits 1 without a word for -q --show-cursor --since when nothing matches (the readiness wait's first poll)", async () => {
         const r = await exec("container", "journalctl -u t-never-ran --no-pager -q -o cat --show-cursor --since=@$(date +%s)");
         assert.deepEqual([r.code, r.stdout, r.stderr], [1, "", ""]);
     });

@@ -5,7 +5,7 @@ import type { ReadinessOutputs, ReadinessProps } from "../../providers/readiness
 import { API_KEY, CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
 
 // The ReadinessCheck provider's decisions, driven directly against the fake
-// box (provider-box.ts): the gate polls the fake systemctl and journal in
+// box (provider-box.ts): the readiness wait polls the fake systemctl and journal in
 // container 129 through `pct exec`, probes the fake SGLang server over HTTP,
 // and a refresh reads /server_info on the box (python3, the key from the
 // unit's environment file).
@@ -24,7 +24,7 @@ async function create(news: Inputs): Promise<{ id: string; outs: Outputs }> {
 }
 
 let revisions = 0;
-/** A revision no rollout of this process has gated (the fast path is tested on its own). */
+/** A revision no rollout of this process has verified serving (the fast path is tested on its own). */
 const freshRevision = () => `rev-${process.pid}-${++revisions}`;
 
 describe("ReadinessCheck provider against the fake box", function () {
@@ -75,7 +75,7 @@ describe("ReadinessCheck provider against the fake box", function () {
             const asked = box.server.requests.map((r) => `${r.method} ${r.path} ${r.authorized ? "with key" : "without key"}`);
             assert.ok(asked.includes("GET /v1/models without key"), asked.join("\n"));
             assert.ok(asked.includes("POST /v1/chat/completions with key"), asked.join("\n"));
-            // The gate polls the unit and its journal in the container.
+            // The readiness wait polls the unit and its journal in the container.
             assert.ok(
                 box.commands.every((c) => c.startsWith("pct exec 129 -- ")),
                 box.commands.join("\n"),
@@ -87,32 +87,32 @@ describe("ReadinessCheck provider against the fake box", function () {
             );
         });
 
-        it("confirms a revision the rollout gated in this run without polling the box", async () => {
+        it("confirms a revision the rollout verified serving in this run without polling the box", async () => {
             await install();
             box.forget();
             const revision = freshRevision();
-            const { outs } = await create(inputs({ revision, gatePassed: { revision, run: box.run.id } }));
+            const { outs } = await create(inputs({ revision, servingVerified: { revision, run: box.run.id } }));
             assert.equal(outs.ready, true);
             assert.deepEqual(box.commands, []);
         });
 
-        it("waits on the box again for a revision whose gate passed in an earlier run", async () => {
+        it("waits on the box again for a revision verified serving in an earlier run", async () => {
             await install();
             const revision = freshRevision();
             const earlier = box.run.id;
             provider = readinessCheckProvider(box.newRun());
             box.forget();
-            const { outs } = await create(inputs({ revision, gatePassed: { revision, run: earlier } }));
+            const { outs } = await create(inputs({ revision, servingVerified: { revision, run: earlier } }));
             assert.equal(outs.ready, true);
-            assert.ok(box.commands.length > 0, "the gate polls the unit and its journal");
+            assert.ok(box.commands.length > 0, "the readiness wait polls the unit and its journal");
         });
 
-        it("waits on the box again when the gate passed for another revision", async () => {
+        it("waits on the box again when another revision was verified serving", async () => {
             await install();
             box.forget();
-            const { outs } = await create(inputs({ revision: freshRevision(), gatePassed: { revision: freshRevision(), run: box.run.id } }));
+            const { outs } = await create(inputs({ revision: freshRevision(), servingVerified: { revision: freshRevision(), run: box.run.id } }));
             assert.equal(outs.ready, true);
-            assert.ok(box.commands.length > 0, "the gate polls the unit and its journal");
+            assert.ok(box.commands.length > 0, "the readiness wait polls the unit and its journal");
         });
 
         it("fails naming the unit, the endpoint, the unit's state and the journal when the server is stopped", async () => {
@@ -177,6 +177,15 @@ describe("ReadinessCheck provider against the fake box", function () {
             assert.ok(!JSON.stringify(read.props).includes(API_KEY));
             assert.ok(!JSON.stringify(read.inputs).includes(API_KEY));
             assert.equal(read.inputs!.requireApiKey, true);
+        });
+
+        it("records no gatePassed a state of an older version held (servingVerified's earlier name), in the outputs or the inputs", async () => {
+            await install();
+            const { outs } = await create(inputs());
+            const older = { ...outs, gatePassed: { revision: outs.revision, run: box.run.id } };
+            const read = await provider.read!("ready", older as Outputs);
+            assert.equal("gatePassed" in read.props!, false);
+            assert.equal("gatePassed" in read.inputs!, false);
         });
 
         it("reads readiness and the live args with /server_info asked on the box, without the API key", async () => {
@@ -291,7 +300,7 @@ describe("ReadinessCheck provider against the fake box", function () {
             const { outs } = await provider.update!("ready", olds, inputs({ revision: "after-rollout" }));
             assert.equal(outs!.ready, true);
             assert.equal(outs!.revision, "after-rollout");
-            assert.ok(box.commands.length > 0, "the gate polled the box");
+            assert.ok(box.commands.length > 0, "the readiness wait polled the box");
         });
     });
 

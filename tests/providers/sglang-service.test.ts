@@ -12,7 +12,7 @@ import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBo
 // The SglangService provider's decisions, driven directly against the fake
 // box (provider-box.ts): the unit read, the rollout's steps (keep the
 // previous unit, stop, GPU release, write, daemon-reload, enable, start, the
-// gate) and delete run their real commands in container 129 through `pct
+// readiness wait) and delete run their real commands in container 129 through `pct
 // exec`, against a fake systemd whose started "process" the loopback SGLang
 // server answers for.
 
@@ -236,10 +236,10 @@ describe("SglangService provider against the fake box", function () {
             assert.match(outs.revision, /^[0-9a-f]{64}$/);
         });
 
-        it("records the revision its gate passed and this run, and the ReadinessCheck of the run confirms it without polling the box", async () => {
+        it("records the revision it verified serving and this run, and the ReadinessCheck of the run confirms it without polling the box", async () => {
             const news = declared();
             const { outs } = await create(news);
-            assert.deepEqual(outs.gatePassed, { revision: outs.revision, run: box.run.id });
+            assert.deepEqual(outs.servingVerified, { revision: outs.revision, run: box.run.id });
             box.forget();
             const check = await readinessCheck.create({
                 providerVersion: outs.providerVersion,
@@ -247,7 +247,7 @@ describe("SglangService provider against the fake box", function () {
                 unitName: outs.unitName,
                 endpoint: outs.endpoint,
                 revision: outs.revision,
-                gatePassed: outs.gatePassed,
+                servingVerified: outs.servingVerified,
                 apiKey: news.apiKey,
                 servedModelName: outs.servedModelName,
                 speculativeAlgorithm: outs.speculativeAlgorithm,
@@ -258,18 +258,31 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(box.said.filter((l) => l.includes("ready after")).length, 0, box.said.join("\n"));
         });
 
-        it("records no gate passed when the box already runs the declared config, nor keeps an earlier one", async () => {
+        it("records no serving verification when the box already runs the declared config, nor keeps an earlier one", async () => {
             const olds = await deployed();
             const outs = await update(olds, declared());
             assert.equal(box.callsOf("systemctl").filter((c) => /systemctl (start|stop|restart)/.test(c)).length, 0);
-            assert.equal(outs.gatePassed, undefined);
+            assert.equal(outs.servingVerified, undefined);
         });
 
-        it("keeps the gate passed in a refresh's outputs, not in the inputs it reads back", async () => {
+        it("keeps the serving verification in a refresh's outputs, not in the inputs it reads back", async () => {
             const outs = await deployed();
             const read = await provider.read!(ID, outs);
-            assert.deepEqual(read.props!.gatePassed, outs.gatePassed);
+            assert.deepEqual(read.props!.servingVerified, outs.servingVerified);
+            assert.equal("servingVerified" in read.inputs!, false);
+        });
+
+        it("drops the gatePassed a state of an older version recorded (servingVerified's earlier name) from what a refresh records", async () => {
+            const { servingVerified, ...rest } = await deployed();
+            const older = { ...rest, gatePassed: servingVerified } as ServiceOutputs;
+            const read = await provider.read!(ID, older);
+            assert.equal("gatePassed" in read.props!, false);
             assert.equal("gatePassed" in read.inputs!, false);
+            box.containerStatus(129, "stopped");
+            const stopped = await provider.read!(ID, older);
+            assert.equal(stopped.props!.activeState, "container-stopped");
+            assert.equal("gatePassed" in stopped.props!, false);
+            assert.equal("gatePassed" in stopped.inputs!, false);
         });
 
         it("runs the same commands straight in the container in the direct topology, without pct exec", async () => {

@@ -1,6 +1,6 @@
 // A "remote" that is this machine: commands run locally through the real
 // shell, with fake systemctl, journalctl and nvidia-smi first on PATH, whose
-// answers the test sets in files. So the gate's and the GPU wait's real shell
+// answers the test sets in files. So the readiness wait's and the GPU wait's real shell
 // scripts run (quoting, sentinels, cursors) without SSH or a GPU.
 
 import { spawn } from "child_process";

@@ -3,7 +3,7 @@ import { CheckContext, checkFailed, PostReadyCheck, runPostReadyChecks } from ".
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
 
 // The runner of the post-ready checks and the registered list. What each
-// registered check judges is tested through the gate (readiness-gate.test.ts).
+// registered check judges is tested through the readiness wait (readiness-wait.test.ts).
 
 const context = (over: Partial<CheckContext> = {}): CheckContext => ({
     endpoint: "http://127.0.0.1:30000",

@@ -1,4 +1,4 @@
-// The I/O driver of the readiness gate: polls the unit and its journal over
+// The I/O driver of the readiness wait: polls the unit and its journal over
 // SSH (one command per poll) and GET /health from this machine, and runs the
 // one poll loop (remote/await/poll-until.ts) over the readiness machine
 // (core/readiness.ts) until ready or failed; then the registered post-ready
@@ -40,7 +40,7 @@ export interface WaitUntilReadyOptions extends CheckedServer {
     healthOnlyGracePolls?: number;
     /**
      * After ready and the checks, the server must stay healthy this long
-     * (core/healthy-window.ts) before the gate passes. Default 0: no window.
+     * (core/healthy-window.ts) before the wait succeeds. Default 0: no window.
      */
     minHealthyMs?: number;
     /** Which start of the config this is; shown in the progress lines. */
@@ -53,7 +53,7 @@ export interface WaitUntilReadyOptions extends CheckedServer {
     http?: CheckContext["http"];
 }
 
-export type GateResult =
+export type ReadinessResult =
     | {
           ok: true;
           readyAtMs: number;
@@ -170,7 +170,7 @@ export async function readJournalTail(remote: RemoteRunner, unit: string, n: num
 }
 
 /** Wait until the server is ready and generating, or failed. Never throws for server problems: they are results. */
-export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResult> {
+export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<ReadinessResult> {
     const now = o.now ?? Date.now;
     const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const http = o.http ?? { get: httpGetJson, post: httpPostJson };
@@ -227,7 +227,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
         return { unit: polled.unit, newJournalLines: polled.lines, health };
     };
 
-    const fail = async (cause: FailureCause, message: string): Promise<GateResult> => {
+    const fail = async (cause: FailureCause, message: string): Promise<ReadinessResult> => {
         say(message);
         // The lines a dying process wrote after the last poll (a traceback the unit's
         // exit beat into the journal) count for the retry decision too.
@@ -272,7 +272,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<GateResu
     if (minHealthyMs > 0) {
         // The healthy window: the server that was ready and passed the checks must
         // stay so (same main process, unit active, no fatal line, /health 200 on
-        // every poll) for minHealthyMs before the gate passes.
+        // every poll) for minHealthyMs before the wait succeeds.
         const { mainPid, nRestarts } = ready.value.unit;
         const window = healthyWindowCondition(openHealthyWindow({ elapsedMs: elapsed(), mainPid, nRestarts }, minHealthyMs), {
             pollIntervalMs,

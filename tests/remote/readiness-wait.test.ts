@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import type { UnitStatus } from "../../core/readiness";
 import { HttpResult, ProbeOptions } from "../../remote/probe";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
-import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-gate";
+import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-wait";
 import { FakeBox } from "./fake-box";
 import { servedModelListedCheck } from "./served-model-listed-check";
 
-// The gate's real poll script runs in a local shell against fake systemctl and
+// The readiness wait's real poll script runs in a local shell against fake systemctl and
 // journalctl (fake-box.ts); HTTP and the clock are fakes driven by a scenario:
-// one frame per poll, applied while the gate sleeps.
+// one frame per poll, applied while the wait sleeps.
 
 interface Frame {
     lines?: string[];
@@ -52,7 +52,7 @@ interface Run {
     gets: Array<{ url: string; opts: ProbeOptions }>;
 }
 
-async function runGate(
+async function runWait(
     frames: Frame[],
     extra: Partial<WaitUntilReadyOptions> & { chat?: HttpResult; info?: HttpResult; modelsWithoutKey?: HttpResult; modelsWithKey?: HttpResult } = {},
 ): Promise<{ result: Awaited<ReturnType<typeof waitUntilReady>>; calls: string[] } & Run> {
@@ -117,7 +117,7 @@ async function runGate(
 
 describe("waitUntilReady", () => {
     it("is ready after a good startup, with the phase timeline, the chat check and speculation checked", async () => {
-        const { result, progress, posts, gets } = await runGate(GOOD.map((f) => ({ ...f })));
+        const { result, progress, posts, gets } = await runWait(GOOD.map((f) => ({ ...f })));
         assert.equal(result.ok, true, JSON.stringify(result));
         if (!result.ok) return;
         // 1 s polls until the HTTP server is up, then 250 ms polls (near ready).
@@ -158,7 +158,7 @@ describe("waitUntilReady", () => {
     });
 
     it("runs one remote command per poll, reading the journal from the cursor after the first", async () => {
-        const { box, calls, result } = await runGate(GOOD.map((f) => ({ ...f })));
+        const { box, calls, result } = await runWait(GOOD.map((f) => ({ ...f })));
         assert.equal(result.ok, true);
         const polls = box.runs.filter((a) => a[2]?.includes("systemctl show"));
         assert.equal(polls.length, 7);
@@ -172,7 +172,7 @@ describe("waitUntilReady", () => {
     it("fails on the poll that shows SGLang's ValueError, with the journal's last lines", async () => {
         const valueError =
             "ValueError: Speculative decoding for Qwen3_5ForConditionalGeneration is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.";
-        const { result, posts } = await runGate([
+        const { result, posts } = await runWait([
             { lines: ["[2026-05-02 10:00:01] Attention backend not specified. Use flashinfer backend by default."], health: refused },
             { lines: ["Traceback (most recent call last):", '  File "server_args.py", line 1480', valueError], health: refused },
             { lines: [], unit: { activeState: "failed", subState: "failed", mainPid: 0, nRestarts: 0 }, health: refused },
@@ -210,7 +210,7 @@ describe("waitUntilReady", () => {
     });
 
     it("fails a server that answers /health but generates garbage", async () => {
-        const { result } = await runGate(
+        const { result } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { chat: status(200, completion("!!!!!!!!!!!!!!!!")) },
         );
@@ -219,7 +219,7 @@ describe("waitUntilReady", () => {
     });
 
     it("fails when the chat completion is refused", async () => {
-        const { result } = await runGate(
+        const { result } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { chat: status(401, { error: "Unauthorized" }) },
         );
@@ -230,7 +230,7 @@ describe("waitUntilReady", () => {
     });
 
     it("fails when speculative decoding is configured but /server_info shows none", async () => {
-        const { result } = await runGate(
+        const { result } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { info: status(200, serverInfo(null)) },
         );
@@ -238,7 +238,7 @@ describe("waitUntilReady", () => {
     });
 
     it("checks that a request without the API key is refused with 401, sending no Authorization header", async () => {
-        const { result, gets, progress } = await runGate(GOOD.map((f) => ({ ...f })));
+        const { result, gets, progress } = await runWait(GOOD.map((f) => ({ ...f })));
         assert.equal(result.ok, true, JSON.stringify(result));
         const check = gets.filter((g) => g.url === "http://127.0.0.1:30000/v1/models");
         assert.equal(check.length, 1);
@@ -247,7 +247,7 @@ describe("waitUntilReady", () => {
     });
 
     it("fails the rollout when a server with a key answers a request without it", async () => {
-        const { result, posts } = await runGate(
+        const { result, posts } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { modelsWithoutKey: status(200, { object: "list", data: [] }) },
         );
@@ -260,7 +260,7 @@ describe("waitUntilReady", () => {
     });
 
     it("fails the auth check when the request without the key gets no answer", async () => {
-        const { result } = await runGate(
+        const { result } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { modelsWithoutKey: refused },
         );
@@ -268,7 +268,7 @@ describe("waitUntilReady", () => {
     });
 
     it("does not check authentication when the server has no key", async () => {
-        const { result, gets } = await runGate(
+        const { result, gets } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { apiKey: undefined },
         );
@@ -277,7 +277,7 @@ describe("waitUntilReady", () => {
     });
 
     it("skips the chat check and the speculation check when not asked for", async () => {
-        const { result, posts } = await runGate(
+        const { result, posts } = await runWait(
             GOOD.map((f) => ({ ...f })),
             {
                 chatCheck: false,
@@ -315,7 +315,7 @@ describe("waitUntilReady: a check registered beside the others", () => {
     const listed = status(200, { object: "list", data: [{ id: "qwen3.6-27b", object: "model" }] });
 
     it("runs after the registered checks, with the key, and says its pass", async () => {
-        const { result, progress, gets } = await runGate(
+        const { result, progress, gets } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { checks, modelsWithKey: listed },
         );
@@ -329,8 +329,8 @@ describe("waitUntilReady: a check registered beside the others", () => {
         );
     });
 
-    it("fails the start with its own cause, told as every failure of the gate is", async () => {
-        const { result, progress } = await runGate(
+    it("fails the start with its own cause, told as every failure of the readiness wait is", async () => {
+        const { result, progress } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { checks },
         );
@@ -354,7 +354,7 @@ describe("waitUntilReady: a check registered beside the others", () => {
     });
 
     it("is not run when a registered check before it failed", async () => {
-        const { result, gets } = await runGate(
+        const { result, gets } = await runWait(
             GOOD.map((f) => ({ ...f })),
             { checks, chat: status(200, completion("!!!!!!!!!!!!!!!!")), modelsWithKey: listed },
         );
@@ -370,7 +370,7 @@ describe("waitUntilReady: the healthy window after ready", () => {
     const healthy: Frame = { lines: [], health: status(200) };
 
     it("passes only after the server stayed healthy for the whole window, and says so", async () => {
-        const { result, progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 3_000 });
+        const { result, progress } = await runWait([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 3_000 });
         assert.equal(result.ok, true, JSON.stringify(result));
         assert.ok(
             progress.some((m) => m.startsWith("[readiness] healthy window — ")),
@@ -389,7 +389,7 @@ describe("waitUntilReady: the healthy window after ready", () => {
 
     it("fails a server that dies 3 s after ready, with the cause, the journal and this start's lines", async () => {
         const dead: Frame = { lines: [], unit: { activeState: "activating", subState: "auto-restart", mainPid: 0, nRestarts: 0 }, health: refused };
-        const { result, progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy, healthy, dead], { minHealthyMs: 30_000 });
+        const { result, progress } = await runWait([...GOOD.map((f) => ({ ...f })), healthy, healthy, dead], { minHealthyMs: 30_000 });
         assert.equal(result.ok, false);
         if (result.ok) return;
         assert.equal(result.cause.kind, "unhealthy");
@@ -403,12 +403,12 @@ describe("waitUntilReady: the healthy window after ready", () => {
 
     it("fails the window on a scheduler death with HTTP up, naming the fatal line", async () => {
         const died: Frame = { lines: ["[2026-05-02 10:03:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"], health: status(503) };
-        const { result } = await runGate([...GOOD.map((f) => ({ ...f })), healthy, died], { minHealthyMs: 30_000 });
+        const { result } = await runWait([...GOOD.map((f) => ({ ...f })), healthy, died], { minHealthyMs: 30_000 });
         assert.equal(!result.ok && result.cause.kind === "unhealthy" && result.cause.fatalReason, "scheduler died");
     });
 
     it("shows the attempt in its progress lines", async () => {
-        const { progress } = await runGate([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 2_000, attempt: { attempt: 2, attempts: 3 } });
+        const { progress } = await runWait([...GOOD.map((f) => ({ ...f })), healthy], { minHealthyMs: 2_000, attempt: { attempt: 2, attempts: 3 } });
         assert.ok(
             progress.some((m) => /^\[readiness\] loading weights — \d+ s elapsed, .*\(budget 900 s, attempt 2 of 3\)$/.test(m)),
             progress.join("\n"),
@@ -420,7 +420,7 @@ describe("waitUntilReady: the healthy window after ready", () => {
     });
 
     it("has no window by default", async () => {
-        const { result, progress } = await runGate(GOOD.map((f) => ({ ...f })));
+        const { result, progress } = await runWait(GOOD.map((f) => ({ ...f })));
         assert.equal(result.ok, true);
         assert.ok(!progress.some((m) => m.includes("healthy window")), progress.join("\n"));
     });
