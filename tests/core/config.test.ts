@@ -342,6 +342,9 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
             path,
         );
         assert.match(issue.message, /invalid choice: 'DFLASH' \(choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM'\)/);
+        // The way out is the release that has DFLASH, not another algorithm for the DFlash drafter (issue 21).
+        assert.match(issue.message, /set service\.sglangVersion to 0\.5\.11/);
+        assert.doesNotMatch(issue.message, /serve the drafter with EAGLE3/);
     });
 
     it("warns that DFLASH runs one step with topk 1 whatever was declared", () => {
