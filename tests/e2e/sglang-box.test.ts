@@ -54,14 +54,21 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         }
     });
 
-    it("a stack with mambaSchedulerStrategy auto and no speculation: a second up changes nothing and does not restart the server", async () => {
+    it("a stack with mambaSchedulerStrategy auto, no speculation, and extraArgs with several values and JSON: /server_info shows them, and a second up changes nothing and does not restart the server", async () => {
         const config = labStackConfig(info, "pct-exec");
         delete service(config).speculative;
         service(config).mambaSchedulerStrategy = "auto";
+        // Issue 18's two commands that could not be written before: several values after one flag, and a JSON value.
+        const json = '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}';
+        service(config).extraArgs = ["--cuda-graph-bs", "1", "2", "4", "8", "--json-model-override-args", json];
         const d = await Deployment.create("lab", config);
         try {
             d.giveApiKey(API_KEY);
-            expectExit(await d.up(), 0, "up with auto");
+            expectExit(await d.up(), 0, "up with auto and the extraArgs");
+            // The real release in the lab's venv parsed them: its own /server_info holds what SGLang runs.
+            const live = await serverInfo(labDir, info);
+            assert.deepEqual(live.cuda_graph_bs, [1, 2, 4, 8]);
+            assert.equal(live.json_model_override_args, json);
             const before = await mainPid(labDir);
             expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up changes nothing");
             assert.equal(await mainPid(labDir), before);
