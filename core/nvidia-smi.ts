@@ -1,8 +1,14 @@
 // Parsers for `nvidia-smi --query-*=... --format=csv,noheader,nounits` output.
 // Pure: the caller runs nvidia-smi (remote/gpu-release.ts).
 
+/** What `--query-gpu=` asks for the memory wait: the GPU, its UUID (what compute apps name), its used memory. */
+export const GPU_MEMORY_QUERY = "index,uuid,memory.used";
+/** What `--query-compute-apps=` asks for the memory wait: the process, its memory, and the GPU it holds it on. */
+export const COMPUTE_APPS_QUERY = "pid,used_memory,gpu_uuid";
+
 export interface GpuMemory {
     index: number;
+    uuid: string;
     memoryUsedMiB: number;
 }
 
@@ -10,6 +16,8 @@ export interface ComputeApp {
     pid: number;
     /** null when the driver reports "[N/A]" (common inside containers). */
     usedMemoryMiB: number | null;
+    /** The GPU the process holds memory on (a process on several GPUs is one row per GPU). */
+    gpuUuid: string;
 }
 
 /**
@@ -41,18 +49,20 @@ function toInt(field: string, what: string): number {
 
 const notAvailable = (f: string): boolean => /^\[?N\/A\]?$/i.test(f) || /^\[Not Supported\]$/i.test(f);
 
-/** Parse `--query-gpu=index,memory.used --format=csv,noheader,nounits`. */
+/** Parse `--query-gpu=${GPU_MEMORY_QUERY} --format=csv,noheader,nounits`. */
 export function parseGpuMemoryCsv(text: string): GpuMemory[] {
-    return parseNvidiaSmiCsv(text, 2).map(([index, used]) => ({
+    return parseNvidiaSmiCsv(text, 3).map(([index, uuid, used]) => ({
         index: toInt(index!, "GPU index"),
+        uuid: uuid!,
         memoryUsedMiB: toInt(used!, "memory.used"),
     }));
 }
 
-/** Parse `--query-compute-apps=pid,used_memory --format=csv,noheader,nounits`. */
+/** Parse `--query-compute-apps=${COMPUTE_APPS_QUERY} --format=csv,noheader,nounits`. */
 export function parseComputeAppsCsv(text: string): ComputeApp[] {
-    return parseNvidiaSmiCsv(text, 2).map(([pid, used]) => ({
+    return parseNvidiaSmiCsv(text, 3).map(([pid, used, gpuUuid]) => ({
         pid: toInt(pid!, "pid"),
         usedMemoryMiB: notAvailable(used!) ? null : toInt(used!, "used_memory"),
+        gpuUuid: gpuUuid!,
     }));
 }

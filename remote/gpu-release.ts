@@ -1,9 +1,11 @@
 // After stopping SGLang, its GPU memory is freed only when every rank's
 // process has exited; starting the new server before that fails with "Not
-// enough memory". This waits, bounded, until the GPUs are really free.
+// enough memory". This waits, bounded, until the server's own GPUs are really
+// free: a process of a neighbour on other GPUs of the box does not hold it
+// (compute apps are matched to the GPUs by UUID).
 
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
-import { ComputeApp, GpuMemory, parseComputeAppsCsv, parseGpuMemoryCsv } from "../core/nvidia-smi";
+import { COMPUTE_APPS_QUERY, ComputeApp, GPU_MEMORY_QUERY, GpuMemory, parseComputeAppsCsv, parseGpuMemoryCsv } from "../core/nvidia-smi";
 import { RemoteRunner } from "./remote-host";
 
 export interface GpuReleaseOptions {
@@ -28,8 +30,8 @@ export type GpuReleaseResult = { ok: true; elapsedMs: number; gpus: GpuMemory[] 
 function queryScript(marker: string): string {
     return renderBatch(
         [
-            { name: "memory", script: "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits || exit $?" },
-            { name: "apps", script: "nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits" },
+            { name: "memory", script: `nvidia-smi --query-gpu=${GPU_MEMORY_QUERY} --format=csv,noheader,nounits || exit $?` },
+            { name: "apps", script: `nvidia-smi --query-compute-apps=${COMPUTE_APPS_QUERY} --format=csv,noheader,nounits` },
         ],
         marker,
     );
@@ -86,22 +88,23 @@ export async function waitForGpuMemoryReleased(remote: RemoteRunner, o: GpuRelea
                 ...last,
             };
         }
-        // nvidia-smi lists compute apps of every GPU without their index in this
-        // query; any app left means some server process still holds memory.
+        // A process left on one of these GPUs still holds memory there; one on another GPU is a neighbour's.
+        const uuids = new Set(watched.map((g) => g.uuid));
+        const holding = last.apps.filter((a) => uuids.has(a.gpuUuid));
         const busy = watched.filter((g) => g.memoryUsedMiB >= o.thresholdMiB);
         const elapsedMs = now() - start;
-        if (busy.length === 0 && last.apps.length === 0) return { ok: true, elapsedMs, gpus: watched };
+        if (busy.length === 0 && holding.length === 0) return { ok: true, elapsedMs, gpus: watched };
         if (elapsedMs > o.timeoutMs) {
             return {
                 ok: false,
                 reason:
                     `GPU memory not released within ${Math.round(o.timeoutMs / 1000)} s on ${remote.describe()} ` +
-                    `(threshold ${o.thresholdMiB} MiB): ${describe(watched, last.apps)}`,
+                    `(threshold ${o.thresholdMiB} MiB): ${describe(watched, holding)}`,
                 ...last,
             };
         }
         if (now() - lastProgressAt >= progressEveryMs) {
-            o.onProgress?.(`[gpu] waiting for GPU memory to be released — ${Math.round(elapsedMs / 1000)} s: ${describe(watched, last.apps)}`);
+            o.onProgress?.(`[gpu] waiting for GPU memory to be released — ${Math.round(elapsedMs / 1000)} s: ${describe(watched, holding)}`);
             lastProgressAt = now();
         }
         await sleep(Math.max(0, pollIntervalMs - (now() - pollStart)));

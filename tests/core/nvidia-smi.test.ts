@@ -2,17 +2,17 @@ import assert from "node:assert/strict";
 import { parseComputeAppsCsv, parseGpuMemoryCsv, parseNvidiaSmiCsv } from "../../core/nvidia-smi";
 
 describe("nvidia-smi CSV", () => {
-    it("parses memory.used per GPU", () => {
-        assert.deepEqual(parseGpuMemoryCsv("0, 43012\n1, 3\n"), [
-            { index: 0, memoryUsedMiB: 43012 },
-            { index: 1, memoryUsedMiB: 3 },
+    it("parses each GPU's UUID and memory.used", () => {
+        assert.deepEqual(parseGpuMemoryCsv("0, GPU-1a6b0c3e-0000, 43012\n1, GPU-1a6b0c3e-0001, 3\n"), [
+            { index: 0, uuid: "GPU-1a6b0c3e-0000", memoryUsedMiB: 43012 },
+            { index: 1, uuid: "GPU-1a6b0c3e-0001", memoryUsedMiB: 3 },
         ]);
     });
 
-    it("parses compute apps, with [N/A] memory as null", () => {
-        assert.deepEqual(parseComputeAppsCsv("4242, 43000\r\n4243, [N/A]\n"), [
-            { pid: 4242, usedMemoryMiB: 43000 },
-            { pid: 4243, usedMemoryMiB: null },
+    it("parses compute apps with the GPU each holds memory on, with [N/A] memory as null", () => {
+        assert.deepEqual(parseComputeAppsCsv("4242, 43000, GPU-a\r\n4243, [N/A], GPU-b\n"), [
+            { pid: 4242, usedMemoryMiB: 43000, gpuUuid: "GPU-a" },
+            { pid: 4243, usedMemoryMiB: null, gpuUuid: "GPU-b" },
         ]);
     });
 
@@ -27,12 +27,12 @@ describe("nvidia-smi CSV", () => {
                 parseGpuMemoryCsv(
                     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n",
                 ),
-            /expected 2 comma-separated fields/,
+            /expected 3 comma-separated fields/,
         );
     });
 
     it("rejects a non-numeric value", () => {
-        assert.throws(() => parseGpuMemoryCsv("0, [N/A]\n"), /unexpected memory.used/);
+        assert.throws(() => parseGpuMemoryCsv("0, GPU-a, [N/A]\n"), /unexpected memory.used/);
     });
 
     it("splits rows into trimmed fields", () => {

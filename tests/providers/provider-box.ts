@@ -137,8 +137,8 @@ def journal(lines):
     with open(os.path.join(D, "journal"), "a") as f:
         f.write("".join(l + "\\n" for l in lines))
 def gpus(used):
-    open(os.path.join(D, "gpus"), "w").write("0, %d\\n1, %d\\n" % (used, used))
-    open(os.path.join(D, "apps"), "w").write("%d, %d\\n" % (state["next_pid"], used) if used > 1024 else "")
+    open(os.path.join(D, "gpus"), "w").write("0, GPU-0, %d\\n1, GPU-1, %d\\n" % (used, used))
+    open(os.path.join(D, "apps"), "w").write("%d, %d, GPU-0\\n%d, %d, GPU-1\\n" % (state["next_pid"], used, state["next_pid"], used) if used > 1024 else "")
 def read(p):
     return open(p).read() if os.path.exists(p) else None
 def stop(u):
@@ -241,8 +241,8 @@ echo "nvidia-smi $*" >> "$FAKE_DIR/calls"
 [ -e "$FAKE_DIR/nvidia-smi-broken" ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9; }
 case "$1" in
   --query-gpu=index,name,memory.total,driver_version,uuid) cat "$FAKE_DIR/gpu-facts" ;;
-  --query-gpu=index,memory.used) cat "$FAKE_DIR/gpus" ;;
-  --query-compute-apps=pid,used_memory) cat "$FAKE_DIR/apps" ;;
+  --query-gpu=index,uuid,memory.used) cat "$FAKE_DIR/gpus" ;;
+  --query-compute-apps=pid,used_memory,gpu_uuid) cat "$FAKE_DIR/apps" ;;
   *) echo "fake nvidia-smi: unexpected $1" >&2; exit 2 ;;
 esac
 `;
@@ -321,7 +321,7 @@ export class ProviderBox {
         fs.symlinkSync(PYTHON, this.fake.file("bin/python3"));
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
         fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
-        fs.writeFileSync(this.fake.file("gpus"), "0, 3\n1, 3\n");
+        fs.writeFileSync(this.fake.file("gpus"), "0, GPU-0, 3\n1, GPU-1, 3\n");
         this.installSglang("0.5.11");
         this.write(`${MODEL}/config.json`, JSON.stringify(QWEN36_CONFIG, null, 2));
         this.write(`${MODEL}/model.safetensors.index.json`, JSON.stringify({ metadata: { total_size: 53_790_000_000 }, weight_map: {} }));

@@ -445,14 +445,14 @@ describe("SglangService provider against the fake box", function () {
             // The tools' own calls (a multi-line pct exec script's lines are in the log too, so the nvidia-smi call is matched whole).
             const order = box
                 .calls()
-                .filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,memory\.used --format=csv,noheader,nounits$/.test(c));
+                .filter((c) => /^systemctl (stop|start)|^nvidia-smi --query-gpu=index,uuid,memory\.used --format=csv,noheader,nounits$/.test(c));
             assert.deepEqual(order, [
                 "systemctl stop sglang-qwen.service",
-                "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits",
+                "nvidia-smi --query-gpu=index,uuid,memory.used --format=csv,noheader,nounits",
                 "systemctl start sglang-qwen.service",
             ]);
             const writeAt = box.commands.findIndex((c) => c.includes("sglang-qwen.service.tmp.$$"));
-            const gpuAt = box.commands.findIndex((c) => c.includes("--query-gpu=index,memory.used"));
+            const gpuAt = box.commands.findIndex((c) => c.includes("--query-gpu=index,uuid,memory.used"));
             assert.ok(gpuAt >= 0 && writeAt > gpuAt, "the unit is written after the GPU memory was released");
         });
 
@@ -518,7 +518,7 @@ describe("SglangService provider against the fake box", function () {
 
         it("changes nothing and starts the previous server again when nvidia-smi answers garbage while waiting for the GPU memory", async () => {
             const olds = await deployed();
-            box.answer(/--query-gpu=index,memory\.used/, "No devices were found\n");
+            box.answer(/--query-gpu=index,uuid,memory\.used/, "No devices were found\n");
             await assert.rejects(
                 update(
                     olds,

@@ -43,8 +43,8 @@ exit 0
 echo "nvidia-smi $*" >> "$FAKE_DIR/calls"
 [ -e "$FAKE_DIR/nvidia-smi-broken" ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." ; exit 9; }
 case "$1" in
-  --query-gpu=index,memory.used) cat "$FAKE_DIR/gpus" ;;
-  --query-compute-apps=pid,used_memory) cat "$FAKE_DIR/apps" ;;
+  --query-gpu=index,uuid,memory.used) cat "$FAKE_DIR/gpus" ;;
+  --query-compute-apps=pid,used_memory,gpu_uuid) cat "$FAKE_DIR/apps" ;;
   *) echo "fake nvidia-smi: unexpected $1" >&2; exit 2 ;;
 esac
 `,
