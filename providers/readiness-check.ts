@@ -20,8 +20,8 @@ async function check(run: ProviderRun, declared: ReadinessProps): Promise<Readin
     const inputs = { ...recorded, apiKey: declared.requireApiKey ? deployApiKey() : undefined };
     if (inputs.servingVerified?.run === run.id && inputs.servingVerified.revision === inputs.revision) {
         // The rollout of this revision was verified serving (readiness, checks, healthy
-        // window) moments ago, in this run, and reported it (the service's servingVerified output, taken as an input here): confirm it
-        // still serves, quietly.
+        // window) moments ago, in this run, and reported it (the service's servingVerified
+        // output, taken as an input here): confirm it still serves, quietly.
         const serving = await verifyServing(inputs);
         if (serving.healthy && serving.speculativeActive !== false) {
             return {
