@@ -230,7 +230,8 @@ function algorithmHint(algorithm: string, allowed: readonly string[]): string {
     if (algorithm.toUpperCase() === "MTP") return "\n       MTP is not a value: NEXTN uses the model's own MTP head.";
     const caseFix = allowed.find((a) => a.toLowerCase() === algorithm.toLowerCase());
     if (caseFix) return `\n       SGLang's choices are case-sensitive: write ${caseFix}.`;
-    if (algorithm === "DFLASH") return "\n       DFLASH is a choice from SGLang 0.5.11 on: set service.sglangVersion to 0.5.11 (with its venv on the box) to serve a DFlash drafter; EAGLE3 would load it as an EAGLE drafter, which it is not.";
+    if (algorithm === "DFLASH")
+        return "\n       DFLASH is a choice from SGLang 0.5.11 on: set service.sglangVersion to 0.5.11 (with its venv on the box) to serve a DFlash drafter; EAGLE3 would load it as an EAGLE drafter, which it is not.";
     return "";
 }
 
