@@ -152,6 +152,7 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
         maxRunningRequests: service.maxRunningRequests,
         mambaTrackInterval: interval?.value,
         environment: service.environment,
+        servedModelName: service.model.servedName,
     });
     for (const refusal of verdict.refusals) {
         const key = refusal.key === "service.mambaTrackInterval" ? `service.extraArgs[${interval!.index}]` : refusal.key;
@@ -215,6 +216,8 @@ function valueOfKey(service: ServiceConfig, key: ServerArgsKey, interval: { show
             return interval?.shown;
         case "service.environment":
             return service.environment[SPEC_V2_ENV];
+        case "service.model.servedName":
+            return service.model.servedName;
         default:
             return service.speculative?.[key.slice("service.speculative.".length) as keyof NonNullable<ServiceConfig["speculative"]>];
     }

@@ -35,6 +35,8 @@ export interface ServerArgsInput {
     /** `--mamba-track-interval` (default 256). */
     mambaTrackInterval?: number;
     environment: Readonly<Record<string, string>>;
+    /** `--served-model-name`; absent where only the box's facts are judged. */
+    servedModelName?: string;
 }
 
 /** A config key a refusal is about, as the stack names it. */
@@ -46,7 +48,8 @@ export type ServerArgsKey =
     | "service.speculative.numDraftTokens"
     | "service.mambaSchedulerStrategy"
     | "service.mambaTrackInterval"
-    | "service.environment";
+    | "service.environment"
+    | "service.model.servedName";
 
 export interface ServerArgsRefusal {
     key: ServerArgsKey;
@@ -143,7 +146,28 @@ export function judgeServerArgs(release: SglangRelease, input: ServerArgsInput):
     if (runs.mambaSchedulerStrategy === "auto") runs.mambaSchedulerStrategy = "no_buffer";
     phase(() => mambaRadixCache(release, input, runs, warnings));
     if (choicesOk) phase(() => speculativeDecoding(release, input, runs, warnings));
+    phase(() => launchChecks(input));
     return { refusals, warnings, runs };
+}
+
+/**
+ * What `check_server_args` asserts when the launcher starts, after ServerArgs
+ * is built (0.5.9 5155-5160, 0.5.10 6088-6094, 0.5.11 6803-6809; 0.5.23 in
+ * arg_groups/validation_hook.py): the served name, whose colon is SGLang's
+ * `model:adapter` syntax for LoRA. (A Run:ai object URI is exempt from
+ * 0.5.10 on; a served name is never one here.)
+ */
+function launchChecks(input: ServerArgsInput): void {
+    const name = input.servedModelName;
+    if (name !== undefined && name.includes(":")) {
+        refuse(
+            "service.model.servedName",
+            "AssertionError: served_model_name cannot contain a colon (':') character. " +
+                "The colon is reserved for the 'model:adapter' syntax used in LoRA adapter specification. " +
+                `Invalid value: '${name}'`,
+            `name the model without ':' (for example ${name.replaceAll(":", "-")})`,
+        );
+    }
 }
 
 function argparseChoices(release: SglangRelease, input: ServerArgsInput): void {

@@ -522,6 +522,29 @@ describe("stack config: GPUs and memory", () => {
     });
 });
 
+describe("stack config: what SGLang checks when it launches (check_server_args)", () => {
+    it("refuses a served name with a colon under service.model.servedName, with SGLang's own text, in every release", () => {
+        for (const version of ["0.5.9", "0.5.10", "0.5.11"]) {
+            const issue = issueAt(
+                withField((r) => {
+                    r.service.sglangVersion = version;
+                    r.service.model.servedName = "qwen3:27b";
+                }),
+                "service.model.servedName",
+            );
+            assert.ok(
+                issue.message.includes(
+                    "AssertionError: served_model_name cannot contain a colon (':') character. The colon is reserved for the 'model:adapter' syntax used in LoRA adapter specification. Invalid value: 'qwen3:27b'",
+                ),
+                issue.message,
+            );
+            assert.match(issue.message, new RegExp(`SGLang ${version.replaceAll(".", "\\.")} refuses it at startup`));
+            assert.match(issue.message, /Fix: name the model without ':' \(for example qwen3-27b\)/);
+        }
+        accepted(withField((r) => (r.service.model.servedName = "qwen3.6-27b/v2")));
+    });
+});
+
 describe("stack config: the fit rule (GPUs = tp x pp x dp; online quantization, CPU offload)", () => {
     /** Qwen3-32B (65.5 GB in BF16, a dense model without MTP) on the field's box. */
     const qwen3_32b = (edit: (r: FieldRaw) => void) =>
