@@ -10,6 +10,7 @@ import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig 
 import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
+import { argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
 import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
 import { API_KEY_ENV, ASSUMED_AUTO_MEM_FRACTION, DEFAULT_LISTEN_HOST, OWNED_FLAGS, parseSglangBool, SPEC_V2_ENV } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
@@ -50,7 +51,7 @@ export function applyRules(input: RuleInput, f: Findings): void {
         environmentRule(service, f);
         secretEnvironmentRule(service, f);
         serverArgsRule(service, f);
-        extraArgsRule(service, f);
+        if (extraArgsRule(service, f)) releaseArgparseRule(service, f);
         listenRule(service, f);
     }
     authenticationRule(input, f);
@@ -305,8 +306,9 @@ function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {
  * accumulates it (core/extra-args.ts ACCUMULATING_FLAGS: none in the releases
  * known here, so a repeat would silently drop all but the last).
  */
-function extraArgsRule(service: ServiceConfig, f: Findings): void {
+function extraArgsRule(service: ServiceConfig, f: Findings): boolean {
     const seen = new Map<string, number>();
+    let clean = true;
     for (const given of extraFlags(service.extraArgs)) {
         const { flag, index } = given;
         const path = `service.extraArgs[${index}]`;
@@ -314,6 +316,7 @@ function extraArgsRule(service: ServiceConfig, f: Findings): void {
         const owner = OWNED_FLAGS[flag];
         if (owner) {
             f.issue(path, value, `${path} sets ${flag}, which the typed config owns: use ${owner} instead and remove it from extraArgs.`);
+            clean = false;
             continue;
         }
         // argparse accepts unambiguous prefixes, so `--mem-frac` would still set an owned flag.
@@ -324,6 +327,7 @@ function extraArgsRule(service: ServiceConfig, f: Findings): void {
                 value,
                 `${path}: SGLang's argparse reads ${flag} as an abbreviation of ${shadowed}, which the typed config owns: use ${OWNED_FLAGS[shadowed]} instead.`,
             );
+            clean = false;
             continue;
         }
         const first = seen.get(flag);
@@ -334,9 +338,39 @@ function extraArgsRule(service: ServiceConfig, f: Findings): void {
                 `${path} repeats ${flag} (first at service.extraArgs[${first}]): SGLang's argparse keeps only the last one. ` +
                     `Keep one; several values go after a single flag, as ["${flag}", "a", "b"].`,
             );
+            clean = false;
         }
         if (first === undefined) seen.set(flag, index);
     }
+    return clean;
+}
+
+/**
+ * extraArgs through the declared release's own options (core/sglang-argparse.ts):
+ * what its argparse refuses fails the preview with its text, under the
+ * element it is about. A release without a table is not checked, and said.
+ */
+function releaseArgparseRule(service: ServiceConfig, f: Findings): void {
+    if (service.extraArgs.length === 0) return;
+    const table = argparseTable(service.sglangVersion);
+    if (!table) {
+        f.warn(
+            `${pulumiKey("service.extraArgs")} is not checked against SGLang ${service.sglangVersion}'s options (no table for it; ` +
+                `the tables are ${argparseVersions().join(", ")}): write one with \`python3 lab/sglang/real/argparse_table.py --version ${service.sglangVersion}\` ` +
+                `into core/sglang-argparse/${service.sglangVersion}.json, or check the flags with \`sglang serve --help\` on the box.`,
+        );
+        return;
+    }
+    const refused = judgeExtraArgs(table, service.extraArgs);
+    if (!refused) return;
+    const path = `service.extraArgs[${refused.index}]`;
+    const value = service.extraArgs[refused.index];
+    f.issue(
+        path,
+        value,
+        `${path} is ${JSON.stringify(value)}: SGLang ${service.sglangVersion} refuses it at startup with\n       ${refused.error}\n       ` +
+            `Fix: write the flag and its values as \`sglang serve --help\` of SGLang ${service.sglangVersion} lists them, or remove it.`,
+    );
 }
 
 function gpuCountRule(input: RuleInput, f: Findings): number | undefined {

@@ -751,11 +751,62 @@ describe("stack config: extraArgs", () => {
     });
 
     it("accepts values with spaces, quotes, %, $, \\, ; and non-ASCII text, which go into argv literally", () => {
-        accepted(extra(["--chat-template=a b", "--x", "$(id)", "${SGLANG_API_KEY}", "50%", "a\\b", ";", "\\;", "it's", "字😀", "\tx"]));
+        accepted(
+            extra([
+                "--chat-template=a b",
+                "--tokenizer-metrics-allowed-custom-labels",
+                "$(id)",
+                "${SGLANG_API_KEY}",
+                "50%",
+                "a\\b",
+                ";",
+                "\\;",
+                "it's",
+                "字😀",
+                "\tx",
+            ]),
+        );
+    });
+
+    it("refuses what the declared release's argparse refuses, with its own line, under the element (issue 18's commands)", () => {
+        const cases: [string[], number, RegExp][] = [
+            [["--enable-ep-moe"], 0, /sglang serve: error: unrecognized arguments: --enable-ep-moe/],
+            [["--kv-cache-dtype=fp9"], 0, /sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9' \(choose from 'auto', /],
+            [["--enable-metrics=true"], 0, /sglang serve: error: argument --enable-metrics: ignored explicit argument 'true'/],
+            [
+                ["--reasoning-parser", "qwen3", "--enable-met"],
+                2,
+                /ambiguous option: --enable-met could match --enable-metrics, --enable-metrics-for-all-schedulers/,
+            ],
+            [["--enable-metrics", "--cuda-graph-bs"], 1, /argument --cuda-graph-bs: expected at least one argument/],
+        ];
+        for (const [args, index, line] of cases) {
+            const issue = issueAt(extra(args), `service.extraArgs[${index}]`);
+            assert.match(issue.message, line);
+            assert.match(issue.message, /SGLang 0\.5\.11 refuses it at startup/);
+        }
+        accepted(extra(["--json-model-override-args", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}']));
+        accepted(extra(["--cuda-graph-bs", "1", "2", "4", "8"]));
+        // --disable-log-requests, in many published commands, is in none of these releases: each refuses it.
+        for (const version of ["0.5.9", "0.5.10", "0.5.11"]) {
+            const raw = extra(["--disable-log-requests"]);
+            raw.service.sglangVersion = version;
+            assert.match(issueAt(raw, "service.extraArgs[0]").message, /unrecognized arguments: --disable-log-requests/);
+        }
+    });
+
+    it("says when the declared release has no table of options to check extraArgs with, and lets them through", () => {
+        const raw = extra(["--no-such-flag"]);
+        raw.service.sglangVersion = "0.5.12";
+        const result = accepted(raw);
+        assert.ok(
+            result.ok && result.warnings.some((w) => /service\.extraArgs is not checked against SGLang 0\.5\.12's options/.test(w)),
+            JSON.stringify(result.ok && result.warnings),
+        );
     });
 
     it("accepts negative numbers as values", () => {
-        accepted(extra(["--x", "-1", "-0.5", "-.5"]));
+        accepted(extra(["--bucket-inter-token-latency", "-1", "-0.5", "-.5"]));
     });
 
     it("requires the first entry to be a --flag, naming it", () => {
@@ -771,9 +822,9 @@ describe("stack config: extraArgs", () => {
     });
 
     it("refuses a value argparse would read as an option, saying to write --flag=value", () => {
-        const issue = issueAt(extra(["--x", "-v"]), "service.extraArgs[1]");
+        const issue = issueAt(extra(["--chat-template", "-v"]), "service.extraArgs[1]");
         assert.match(issue.message, /--flag=-v/);
-        accepted(extra(["--x=-v"]));
+        accepted(extra(["--chat-template=-v"]));
     });
 
     it("refuses values after a --flag=value element, which argparse would not give to the flag", () => {
