@@ -1,6 +1,7 @@
 import * as assert from "node:assert/strict";
 import fc from "fast-check";
-import { argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang-argparse";
+import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang-argparse";
+import { OWNED_FLAGS } from "../../core/sglang-rules";
 import { ensureInstalled, fixtureModelPath, runOracle } from "../../lab/sglang/real/oracle";
 
 // core/sglang-argparse.ts replays argparse over each release's table of
@@ -26,23 +27,47 @@ const NAMED: string[][] = [
     ["--reasoning-parser", "qwen3", "extra"],
 ];
 
-/** Fragments built from the release's own options: valid and invalid values, switches given values, abbreviations, unknown flags. */
+/**
+ * Fragments built from the release's own options: each option as it should be
+ * given and given wrongly (a value outside the choices or of another type, a
+ * value to a switch, values missing or surplus, an abbreviation), and flags
+ * the release does not have. Left out: the options the stack owns (refused
+ * before argparse: core/sglang-rules.ts OWNED_FLAGS) and those whose value
+ * SGLang's own type function reads (JSON, sizes), which the replay leaves to
+ * the release.
+ */
 function fragments(table: ArgparseTable): fc.Arbitrary<string[]> {
-    const options = table.options.filter((o) => o.flags[0]!.startsWith("--"));
-    const value = fc.oneof(fc.constantFrom("1", "16", "0.5", "-1", "abc", "fp9", "true", "auto"), fc.stringMatching(/^[a-z0-9_.]{1,8}$/));
-    const one = fc.constantFrom(...options).chain((o) => {
+    const options = table.options.filter(
+        (o) => o.flags[0]!.startsWith("--") && !o.flags.some((f) => f in OWNED_FLAGS) && [null, "int", "float", "str"].includes(o.type),
+    );
+    const anyValue = fc.oneof(fc.constantFrom("1", "16", "0.5", "-1", "abc", "fp9", "true", "auto"), fc.stringMatching(/^[a-z0-9_.]{1,8}$/));
+    const validValue = (o: ArgparseOption): fc.Arbitrary<string> =>
+        o.choices && o.choices.length > 0
+            ? fc.constantFrom(...o.choices.map(String))
+            : o.type === "int"
+              ? fc.constantFrom("1", "16", "-2")
+              : o.type === "float"
+                ? fc.constantFrom("0.5", "2", "-1.5")
+                : fc.stringMatching(/^[a-z0-9_.]{1,8}$/);
+    const valid = fc.constantFrom(...options).chain((o) => {
+        const count = o.nargs === 0 ? 0 : o.nargs === null || o.nargs === "?" ? 1 : typeof o.nargs === "number" ? o.nargs : 2;
+        return fc.tuple(fc.constantFrom(...o.flags), fc.array(validValue(o), { minLength: count, maxLength: count })).map(([f, vs]) => [f, ...vs]);
+    });
+    const wrong = fc.constantFrom(...options).chain((o) => {
         const flag = fc.constantFrom(...o.flags);
-        const choice = o.choices && o.choices.length > 0 ? fc.constantFrom(...o.choices.map(String)) : value;
+        const value = fc.oneof(validValue(o), anyValue);
         return fc.oneof(
             flag.map((f) => [f]),
-            fc.tuple(flag, fc.oneof(choice, value)).map(([f, v]) => [f, v]),
-            fc.tuple(flag, fc.oneof(choice, value)).map(([f, v]) => [`${f}=${v}`]),
-            fc.tuple(flag, fc.array(fc.oneof(choice, value), { minLength: 2, maxLength: 3 })).map(([f, vs]) => [f, ...vs]),
+            fc.tuple(flag, value).map(([f, v]) => [f, v]),
+            fc.tuple(flag, value).map(([f, v]) => [`${f}=${v}`]),
+            fc.tuple(flag, fc.array(value, { minLength: 2, maxLength: 3 })).map(([f, vs]) => [f, ...vs]),
             fc.tuple(flag, fc.integer({ min: 3, max: 12 })).map(([f, n]) => [f.slice(0, Math.max(3, f.length - n))]),
         );
     });
     const unknown = fc.stringMatching(/^[a-z]{3,10}$/).map((w) => [`--no-such-${w}`]);
-    return fc.array(fc.oneof({ weight: 6, arbitrary: one }, { weight: 1, arbitrary: unknown }), { minLength: 1, maxLength: 3 }).map((parts) => parts.flat());
+    return fc
+        .array(fc.oneof({ weight: 4, arbitrary: valid }, { weight: 3, arbitrary: wrong }, { weight: 1, arbitrary: unknown }), { minLength: 1, maxLength: 3 })
+        .map((parts) => parts.flat());
 }
 
 describe("extraArgs through each release's own argparse: core/sglang-argparse.ts against the real releases", function () {
