@@ -19,7 +19,9 @@
 #   pulumi-resource-pulumi-nodejs   the official launcher: a shell script that
 #                                   runs the SDK's @pulumi/pulumi/cmd/dynamic-provider
 # and SHA256SUMS, recorded at build; `CI=true` (or SGLANG_SERVE_ENGINE_VERIFY=1)
-# checks the binaries against it before use and rebuilds on a mismatch.
+# checks the binaries against it before use and rebuilds on a mismatch. A
+# check that passed is remembered by the files' size, mtime and inode
+# (bin/.verified), so the next call re-hashes only files that changed since.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 which="${1:-installed}"
@@ -58,10 +60,14 @@ complete() {
   for p in "${programs[@]}"; do [ -x "$bin/$p" ] || return 1; done
   [ -s "$bin/SHA256SUMS" ] || return 1
   if [ "${CI:-}" = true ] || [ "${SGLANG_SERVE_ENGINE_VERIFY:-}" = 1 ]; then
+    local seen
+    seen="$(cd "$bin" && stat -c '%n %s %Y %i' "${programs[@]}" SHA256SUMS)"
+    [ "$(cat "$bin/.verified" 2>/dev/null)" = "$seen" ] && return 0
     (cd "$bin" && sha256sum --check --quiet --status SHA256SUMS) || {
       echo "engine: $bin does not match its SHA256SUMS; rebuilding" >&2
       return 1
     }
+    printf '%s\n' "$seen" > "$bin/.verified.$$" && mv -f "$bin/.verified.$$" "$bin/.verified"
   fi
 }
 
