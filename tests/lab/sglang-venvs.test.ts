@@ -5,7 +5,7 @@ import { renderArgv } from "../../core/sglang-args";
 import { renderServerConfigFile } from "../../core/systemd-unit";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";
-import { exec, httpRequest, installUnit, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
+import { exec, httpRequest, installUnit, LAB_WAIT_MS, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 // The container's venvs run the real SGLang releases' config layer (argparse,
 // prepare_server_args, ServerArgs) with the hardware stubbed; the simulator
@@ -32,23 +32,19 @@ async function start(name: string, service: ServiceConfig): Promise<void> {
 }
 
 async function failed(name: string): Promise<string> {
-    await waitFor(
-        `${name} to fail`,
-        async () => ((await exec("container", `systemctl is-active ${name}`)).stdout.trim() === "failed" ? true : undefined),
-        20_000,
-    );
+    await waitFor(`${name} to fail`, async () => ((await exec("container", `systemctl is-active ${name}`)).stdout.trim() === "failed" ? true : undefined));
     return ok("container", `journalctl -u ${name} -o cat --no-pager`);
 }
 
 async function serverInfo(url: string): Promise<Record<string, unknown>> {
-    await waitFor(`/health 200 at ${url}`, async () => ((await httpRequest(`${url}/health`).catch(() => null))?.status === 200 ? true : undefined), 20_000);
+    await waitFor(`/health 200 at ${url}`, async () => ((await httpRequest(`${url}/health`).catch(() => null))?.status === 200 ? true : undefined));
     const r = await httpRequest(`${url}/server_info`, { headers: { authorization: `Bearer ${KEY}` } });
     assert.equal(r.status, 200, r.body);
     return JSON.parse(r.body) as Record<string, unknown>;
 }
 
 describe("the lab container's SGLang venvs (the real releases' config layer)", function () {
-    this.timeout(60_000);
+    this.timeout(2 * LAB_WAIT_MS);
     let info: LabInfo;
     let field: ServiceConfig;
 

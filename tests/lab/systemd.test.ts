@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { escapeSpecifiers, quoteWord, renderExecStart } from "../../core/systemd-unit";
-import { exec, installUnit, journalOnce, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
+import { exec, installUnit, journalOnce, LAB_WAIT_MS, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 const sleeper = (name: string, extra = "") => `[Unit]
 Description=lab test ${name}
@@ -81,7 +81,7 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
     });
 
     it("restarts on failure, counts NRestarts, and gives up at the start limit (Result stays exit-code)", async function () {
-        this.timeout(30_000);
+        this.timeout(2 * LAB_WAIT_MS);
         await installUnit(
             "t-crash.service",
             `[Unit]\nStartLimitBurst=3\nStartLimitIntervalSec=30\n[Service]\nExecStart=/bin/sh -c 'echo crashing; exit 3'\nRestart=on-failure\nRestartSec=200ms\n`,
