@@ -7,13 +7,13 @@ import { journalPosition, waitUntilReady } from "../../remote/readiness-wait";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { LabInfo, setFaults, clearFaults } from "../../lab/control";
-import { installUnit, lab, ok, testLabDir } from "./lab-fixture";
+import { installUnit, LAB_WAIT_MS, lab, ok, testLabDir } from "./lab-fixture";
 
 const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
 
 describe("the readiness wait against the container's real systemd and journald", function () {
-    this.timeout(60_000);
+    this.timeout(2 * LAB_WAIT_MS);
     let info: LabInfo;
     let pool: SshPool;
     let remote: RemoteHost;
@@ -56,7 +56,7 @@ describe("the readiness wait against the container's real systemd and journald",
             remote,
             unit,
             endpoint: `http://${info.container.address}:${port}`,
-            startupTimeoutMs: 30_000,
+            startupTimeoutMs: LAB_WAIT_MS,
             pollIntervalMs: 250,
             probeTimeoutMs: 25_000,
             since,
