@@ -1,7 +1,7 @@
 import * as pulumi from "./pulumi";
 import type { ReadinessConfig, ServiceConfig } from "../core/config-schema";
 import { formatOwner } from "../core/ownership";
-import { renderUnit, serverConfigFilePath, unitName, UnitOwner } from "../core/systemd-unit";
+import { renderUnit, serverConfigFilePath, serverEnvironment, unitName, UnitOwner } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
 import { flagMap } from "../core/flag-map";
@@ -75,7 +75,7 @@ export class SglangService extends pulumi.ComponentResource {
                 unitText: renderUnit(service, { hasSecrets: service.requireApiKey, hasSecretEnvironment: secrets.environment.length > 0, owner }),
                 command: flagged.command,
                 flags: flagged.flags,
-                environment: service.environment ?? {},
+                environment: serverEnvironment(service),
                 secrets,
                 endpoint: `http://${service.endpointHost}:${service.port}`,
                 servedModelName: service.model.servedName,

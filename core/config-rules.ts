@@ -12,7 +12,16 @@ import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import { argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
 import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
-import { API_KEY_ENV, ASSUMED_AUTO_MEM_FRACTION, DEFAULT_LISTEN_HOST, OWNED_FLAGS, parseSglangBool, SPEC_V2_ENV } from "./sglang-rules";
+import {
+    API_KEY_ENV,
+    ASSUMED_AUTO_MEM_FRACTION,
+    DEFAULT_LISTEN_HOST,
+    OWNED_FLAGS,
+    parseSglangBool,
+    readsSpecV2Env,
+    SPEC_V2_ENV,
+    SPEC_V2_ENV_REMOVED_IN,
+} from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
 
 /** What the rules see: each section that parsed, and which keys were given at all. */
@@ -114,8 +123,7 @@ function versionRule(service: ServiceConfig, f: Findings): void {
     if (!sglangRelease(service.sglangVersion).verified) {
         f.warn(
             `${pulumiKey("service.sglangVersion")} is ${service.sglangVersion}; the SGLang rules here were checked against the releases ` +
-                `${SGLANG_RELEASES.map((r) => r.version).join(", ")} only (newer releases renamed --mamba-scheduler-strategy and dropped ` +
-                `${SPEC_V2_ENV}): the rules of ${sglangRelease(service.sglangVersion).version === service.sglangVersion ? "the nearest one" : "the nearest older one"} are applied; check core/sglang-releases.ts before relying on them.`,
+                `${SGLANG_RELEASES.map((r) => r.version).join(", ")} only: the rules of ${sglangRelease(service.sglangVersion).version === service.sglangVersion ? "the nearest one" : "the nearest older one"} are applied; check core/sglang-releases.ts before relying on them.`,
         );
     }
 }
@@ -189,12 +197,23 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
         );
     }
     const specV2Value = service.environment[SPEC_V2_ENV];
-    if (specV2Value !== undefined && parseSglangBool(specV2Value) === undefined) {
+    if (specV2Value !== undefined && !readsSpecV2Env(service.sglangVersion)) {
+        f.warn(
+            `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is not written into the unit: SGLang ${service.sglangVersion} has no ${SPEC_V2_ENV} ` +
+                `(removed in ${SPEC_V2_ENV_REMOVED_IN}; spec v2 is its only path, synchronous scheduling is --disable-overlap-schedule): remove it from service.environment.`,
+        );
+    } else if (specV2Value !== undefined && parseSglangBool(specV2Value) === undefined) {
         f.warn(
             `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is "${specV2Value}", which SGLang cannot read: it warns and uses its default (${release.specV2Default ? "on" : "off"} in ${release.version}); write "1" or "0".`,
         );
     }
-    if (spec && !release.specV2Default && ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) && !specV2On(release, service.environment)) {
+    if (
+        spec &&
+        readsSpecV2Env(service.sglangVersion) &&
+        !release.specV2Default &&
+        ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) &&
+        !specV2On(release, service.environment)
+    ) {
         f.warn(
             `SGLang ${release.version} runs speculative decoding without the overlap scheduler unless ${SPEC_V2_ENV} is on: set ${pulumiKey(`service.environment.${SPEC_V2_ENV}`)}: "1" for it (advice, not required).`,
         );

@@ -33,6 +33,7 @@ export const SERVER_INFO_FIELDS = {
     speculative_eagle_topk: "number",
     speculative_num_draft_tokens: "number",
     mamba_scheduler_strategy: "string",
+    mamba_radix_cache_strategy: "string",
     disable_radix_cache: "boolean",
     version: "string",
 } as const satisfies Record<string, "string" | "number" | "boolean">;

@@ -16,7 +16,7 @@
 import { z } from "zod";
 import type { ServiceConfig } from "./config-schema";
 import { diffFields, FieldDiff } from "./diff";
-import { SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
+import { MAMBA_RADIX_CACHE_STRATEGY_FLAG, MAMBA_SCHEDULER_STRATEGY_FLAG, mambaStrategyFlag, SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
 
 export type Launcher = "serve" | "launch_server";
 
@@ -42,6 +42,8 @@ export interface ArgvFields {
     maxRunningRequests?: number;
     speculative?: ArgvSpeculative;
     mambaSchedulerStrategy?: string;
+    /** The flag that carries mambaSchedulerStrategy: the release's name for it (core/sglang-rules.ts mambaStrategyFlag), or the one a unit has. */
+    mambaStrategyFlag?: string;
     disableRadixCache: boolean;
     /** `--config <file>`: the 0600 YAML file SGLang reads the API key from. */
     configFile?: string;
@@ -102,6 +104,7 @@ export function argvFieldsOf(service: ServiceConfig, opts: RenderArgvOptions = {
               })
             : undefined,
         mambaSchedulerStrategy: service.mambaSchedulerStrategy,
+        mambaStrategyFlag: service.mambaSchedulerStrategy === undefined ? undefined : mambaStrategyFlag(service.sglangVersion),
         disableRadixCache: service.disableRadixCache,
         configFile: opts.configFile,
         apiKeyInline: false,
@@ -139,7 +142,7 @@ export function argvFromFields(fields: ArgvFields): string[] {
         flag("--speculative-eagle-topk", spec.eagleTopk);
         flag("--speculative-num-draft-tokens", spec.numDraftTokens);
     }
-    flag("--mamba-scheduler-strategy", fields.mambaSchedulerStrategy);
+    flag(fields.mambaStrategyFlag ?? MAMBA_SCHEDULER_STRATEGY_FLAG, fields.mambaSchedulerStrategy);
     if (fields.disableRadixCache) argv.push("--disable-radix-cache");
     flag("--config", fields.configFile);
     argv.push(...fields.extraArgs);
@@ -152,6 +155,11 @@ type Setter = (fields: ArgvFields, value: string) => void;
 function specOf(fields: ArgvFields): ArgvSpeculative {
     fields.speculative ??= {};
     return fields.speculative;
+}
+
+function mambaStrategy(fields: ArgvFields, flag: string, value: string): void {
+    fields.mambaSchedulerStrategy = value;
+    fields.mambaStrategyFlag = flag;
 }
 
 /** Value-taking flags the typed config owns (with argparse aliases), and where their value lands. */
@@ -172,7 +180,8 @@ const VALUE_FLAGS: Record<string, { kind: ValueKind; set: Setter }> = {
     "--speculative-num-steps": { kind: "int", set: (f, v) => (specOf(f).numSteps = Number(v)) },
     "--speculative-eagle-topk": { kind: "int", set: (f, v) => (specOf(f).eagleTopk = Number(v)) },
     "--speculative-num-draft-tokens": { kind: "int", set: (f, v) => (specOf(f).numDraftTokens = Number(v)) },
-    "--mamba-scheduler-strategy": { kind: "string", set: (f, v) => (f.mambaSchedulerStrategy = v) },
+    [MAMBA_SCHEDULER_STRATEGY_FLAG]: { kind: "string", set: (f, v) => mambaStrategy(f, MAMBA_SCHEDULER_STRATEGY_FLAG, v) },
+    [MAMBA_RADIX_CACHE_STRATEGY_FLAG]: { kind: "string", set: (f, v) => mambaStrategy(f, MAMBA_RADIX_CACHE_STRATEGY_FLAG, v) },
     "--config": { kind: "string", set: (f, v) => (f.configFile = v) },
     "--api-key": { kind: "string", set: (f) => (f.apiKeyInline = true) },
 };
@@ -291,6 +300,7 @@ const ServerInfoSchema = z.object({
     speculative_eagle_topk: nullableNumber,
     speculative_num_draft_tokens: nullableNumber,
     mamba_scheduler_strategy: nullableString,
+    mamba_radix_cache_strategy: nullableString,
     disable_radix_cache: z.boolean().nullish(),
     version: nullableString,
 });
@@ -324,7 +334,8 @@ export function normalizeServerInfo(json: unknown): LiveServerArgs {
         memFractionStatic: orUndefined(info.mem_fraction_static),
         maxRunningRequests: orUndefined(info.max_running_requests),
         speculative: liveSpeculative(info, modelPath),
-        mambaSchedulerStrategy: orUndefined(info.mamba_scheduler_strategy),
+        // 0.5.14 on: mamba_radix_cache_strategy (core/sglang-rules.ts MAMBA_RADIX_CACHE_STRATEGY_SINCE).
+        mambaSchedulerStrategy: orUndefined(info.mamba_radix_cache_strategy ?? info.mamba_scheduler_strategy),
         disableRadixCache: orUndefined(info.disable_radix_cache),
         version: orUndefined(info.version),
     });

@@ -36,10 +36,43 @@ function mustParseVersion(text: string): Version {
 /** `sglang serve` is the recommended entrypoint from here on; `launch_server` prints a deprecation warning. */
 export const SERVE_LAUNCHER_SINCE = "0.5.10";
 
-export const MAMBA_SCHEDULER_STRATEGIES = ["auto", "no_buffer", "extra_buffer"] as const;
+/**
+ * The mamba radix-cache strategies the stack key `service.mambaSchedulerStrategy`
+ * takes; `extra_buffer_lazy` is a choice from EXTRA_BUFFER_LAZY_SINCE.
+ */
+export const MAMBA_SCHEDULER_STRATEGIES = ["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"] as const;
+/** The first release whose strategy choices include `extra_buffer_lazy` (0.5.13's MAMBA_SCHEDULER_STRATEGY_CHOICES; not 0.5.12's). */
+export const EXTRA_BUFFER_LAZY_SINCE = "0.5.13";
+
+/**
+ * The strategy's flag by release: `--mamba-scheduler-strategy` to 0.5.13;
+ * 0.5.14 renamed it `--mamba-radix-cache-strategy` (server_args.py, the old
+ * name a deprecated alias, which 0.5.23's argparse no longer knows), and
+ * `/server_info` reports it as `mamba_radix_cache_strategy`.
+ */
+export const MAMBA_RADIX_CACHE_STRATEGY_SINCE = "0.5.14";
+export const MAMBA_SCHEDULER_STRATEGY_FLAG = "--mamba-scheduler-strategy";
+export const MAMBA_RADIX_CACHE_STRATEGY_FLAG = "--mamba-radix-cache-strategy";
+
+/** The flag that carries the mamba strategy for a release. */
+export function mambaStrategyFlag(version: string): string {
+    return versionAtLeast(version, MAMBA_RADIX_CACHE_STRATEGY_SINCE) ? MAMBA_RADIX_CACHE_STRATEGY_FLAG : MAMBA_SCHEDULER_STRATEGY_FLAG;
+}
 
 /** The environment switch for the V2 speculative worker (overlap scheduler); see core/sglang-releases.ts. */
 export const SPEC_V2_ENV = "SGLANG_ENABLE_SPEC_V2";
+/**
+ * The first release without SPEC_V2_ENV: 0.5.14's srt/environ.py no longer
+ * defines it (spec v2 is the only path; synchronous scheduling is
+ * `--disable-overlap-schedule`), and nothing reads it, so the stack does not
+ * write it into the unit of such a release.
+ */
+export const SPEC_V2_ENV_REMOVED_IN = "0.5.14";
+
+/** Whether a release reads SPEC_V2_ENV at all. */
+export function readsSpecV2Env(version: string): boolean {
+    return !versionAtLeast(version, SPEC_V2_ENV_REMOVED_IN);
+}
 
 /**
  * How SGLang's `EnvBool` reads a variable (srt/environ.py): case-insensitive
@@ -106,7 +139,8 @@ export const OWNED_FLAGS: Readonly<Record<string, string>> = {
     "--speculative-num-steps": "service.speculative.numSteps",
     "--speculative-eagle-topk": "service.speculative.eagleTopk",
     "--speculative-num-draft-tokens": "service.speculative.numDraftTokens",
-    "--mamba-scheduler-strategy": "service.mambaSchedulerStrategy",
+    [MAMBA_SCHEDULER_STRATEGY_FLAG]: "service.mambaSchedulerStrategy",
+    [MAMBA_RADIX_CACHE_STRATEGY_FLAG]: "service.mambaSchedulerStrategy",
     "--disable-radix-cache": "service.disableRadixCache",
     "--api-key": "service.requireApiKey (the key's value comes from SGLANG_SERVE_API_KEY at deploy)",
     "--config": "service.requireApiKey (the stack's 0600 config file carries the API key)",

@@ -14,7 +14,16 @@
  *   -> _handle_speculative_decoding (3286-3600)
  */
 import { SglangRelease } from "./sglang-releases";
-import { parseSglangBool, radixSpeculativeError, SPEC_V2_ENV } from "./sglang-rules";
+import {
+    EXTRA_BUFFER_LAZY_SINCE,
+    MAMBA_SCHEDULER_STRATEGIES,
+    mambaStrategyFlag,
+    parseSglangBool,
+    radixSpeculativeError,
+    readsSpecV2Env,
+    SPEC_V2_ENV,
+    versionAtLeast,
+} from "./sglang-rules";
 
 /** The settings of a command line that ServerArgs judges. */
 export interface ServerArgsInput {
@@ -108,6 +117,7 @@ export function mambaRadixSupport(architecture: string, layerTypes?: readonly st
 
 /** `SGLANG_ENABLE_SPEC_V2` as SGLang's EnvBool reads it: a value it cannot read warns and falls back to the default. */
 export function specV2On(release: SglangRelease, environment: Readonly<Record<string, string>>): boolean {
+    if (!readsSpecV2Env(release.version)) return true;
     const raw = environment[SPEC_V2_ENV];
     const parsed = raw === undefined ? undefined : parseSglangBool(raw);
     return parsed ?? release.specV2Default;
@@ -171,6 +181,15 @@ function launchChecks(input: ServerArgsInput): void {
 }
 
 function argparseChoices(release: SglangRelease, input: ServerArgsInput): void {
+    const strategy = input.mambaSchedulerStrategy;
+    if (strategy === "extra_buffer_lazy" && !versionAtLeast(release.version, EXTRA_BUFFER_LAZY_SINCE)) {
+        const choices = MAMBA_SCHEDULER_STRATEGIES.filter((c) => c !== "extra_buffer_lazy");
+        refuse(
+            "service.mambaSchedulerStrategy",
+            `sglang serve: error: argument ${mambaStrategyFlag(release.version)}: invalid choice: '${strategy}' (choose from ${choices.map((c) => `'${c}'`).join(", ")})`,
+            `extra_buffer_lazy is a choice from SGLang ${EXTRA_BUFFER_LAZY_SINCE} on: use extra_buffer, or set service.sglangVersion to ${EXTRA_BUFFER_LAZY_SINCE} or later`,
+        );
+    }
     const algorithm = input.speculative?.algorithm;
     if (algorithm !== undefined && !release.speculativeAlgorithms.includes(algorithm)) {
         const choices = release.speculativeAlgorithms.map((a) => `'${a}'`).join(", ");
@@ -192,7 +211,8 @@ function mambaRadixCache(release: SglangRelease, input: ServerArgsInput, runs: S
         runs.disableRadixCache = true;
         return;
     }
-    const extraBuffer = runs.mambaSchedulerStrategy === "extra_buffer";
+    // extra_buffer_lazy is an extra buffer too (0.5.23 arg_groups/model_override_base.py mamba_extra_buffer_of).
+    const extraBuffer = runs.mambaSchedulerStrategy === "extra_buffer" || runs.mambaSchedulerStrategy === "extra_buffer_lazy";
     if (support === "no-extra-buffer" && extraBuffer) {
         refuse(
             "service.mambaSchedulerStrategy",

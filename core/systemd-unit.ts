@@ -6,6 +6,7 @@
  */
 import type { ServiceConfig } from "./config-schema";
 import { ArgvFields, parseArgv, renderArgv } from "./sglang-args";
+import { readsSpecV2Env, SPEC_V2_ENV } from "./sglang-rules";
 
 export const UNIT_DIRECTORY = "/etc/systemd/system";
 export const ENVIRONMENT_DIRECTORY = "/etc/sglang";
@@ -261,6 +262,17 @@ export function renderExecStart(argv: readonly string[]): string {
     return lines.map((words) => words.join(" ")).join(" \\\n    ");
 }
 
+/**
+ * The environment the unit gives the server: the declared one, less what the
+ * release no longer reads (SGLANG_ENABLE_SPEC_V2 from 0.5.14, core/sglang-rules.ts;
+ * the config rules warn that it is left out).
+ */
+export function serverEnvironment(service: Pick<ServiceConfig, "environment" | "sglangVersion">): Record<string, string> {
+    const environment = { ...service.environment };
+    if (!readsSpecV2Env(service.sglangVersion)) delete environment[SPEC_V2_ENV];
+    return environment;
+}
+
 function environmentLines(environment: Readonly<Record<string, string>>): string[] {
     return Object.keys(environment)
         .sort()
@@ -283,7 +295,7 @@ export function renderUnit(service: ServiceConfig, opts: UnitOptions): string {
         "",
         "[Service]",
         "Type=simple",
-        ...environmentLines(service.environment),
+        ...environmentLines(serverEnvironment(service)),
         ...(environmentFile ? [`EnvironmentFile=${environmentFilePath(service.name)}`] : []),
         `ExecStart=${renderExecStart(argv)}`,
         "Restart=on-failure",

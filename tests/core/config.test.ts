@@ -184,6 +184,40 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
         );
     });
 
+    it("leaves SGLANG_ENABLE_SPEC_V2 out of the unit from 0.5.14 (the release has no such variable), saying so", () => {
+        const result = accepted(withField((r) => (r.service.sglangVersion = "0.5.23")));
+        assert.ok(
+            result.warnings.some((w) =>
+                /sglang-serve:service\.environment\.SGLANG_ENABLE_SPEC_V2 is not written into the unit: SGLang 0\.5\.23 has no SGLANG_ENABLE_SPEC_V2 \(removed in 0\.5\.14;.*remove it from service\.environment\./.test(
+                    w,
+                ),
+            ),
+            result.warnings.join("\n"),
+        );
+        const without = accepted(withField((r) => (r.service.environment = {} as typeof r.service.environment)));
+        assert.ok(!without.warnings.some((w) => w.includes("SGLANG_ENABLE_SPEC_V2")), without.warnings.join("\n"));
+        const older = accepted(withField((r) => (r.service.sglangVersion = "0.5.13")));
+        assert.ok(!older.warnings.some((w) => w.includes("not written into the unit")), older.warnings.join("\n"));
+    });
+
+    it("refuses extra_buffer_lazy before 0.5.13 with argparse's text under the strategy's key, and takes it from 0.5.13", () => {
+        const issue = issueAt(
+            withField((r) => ((r.service as Record<string, unknown>).mambaSchedulerStrategy = "extra_buffer_lazy")),
+            "service.mambaSchedulerStrategy",
+        );
+        assert.match(
+            issue.message,
+            /sglang serve: error: argument --mamba-scheduler-strategy: invalid choice: 'extra_buffer_lazy' \(choose from 'auto', 'no_buffer', 'extra_buffer'\)/,
+        );
+        assert.match(issue.message, /extra_buffer_lazy is a choice from SGLang 0\.5\.13 on/);
+        accepted(
+            withField((r) => {
+                r.service.sglangVersion = "0.5.23";
+                (r.service as Record<string, unknown>).mambaSchedulerStrategy = "extra_buffer_lazy";
+            }),
+        );
+    });
+
     it("accepts disableRadixCache with no_buffer", () => {
         accepted(
             withField((r) => {

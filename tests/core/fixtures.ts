@@ -151,7 +151,7 @@ const speculative = fc
 export const rawService = fc.record(
     {
         name: fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/),
-        sglangVersion: fc.constantFrom("0.5.9", "0.5.10", "0.5.11"),
+        sglangVersion: fc.constantFrom("0.5.9", "0.5.10", "0.5.11", "0.5.13", "0.5.14", "0.5.23"),
         python: absolutePath,
         launcher: fc.constantFrom("auto", "serve", "launch_server"),
         model: fc.record({
@@ -162,7 +162,7 @@ export const rawService = fc.record(
         }),
         tensorParallelSize: fc.integer({ min: 1, max: 8 }),
         speculative,
-        mambaSchedulerStrategy: fc.constantFrom("auto", "no_buffer", "extra_buffer"),
+        mambaSchedulerStrategy: fc.constantFrom("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
         disableRadixCache: fc.boolean(),
         memFractionStatic: fc.double({ min: 0.05, max: 0.95, noNaN: true }),
         maxRunningRequests: fc.integer({ min: 1, max: 512 }),

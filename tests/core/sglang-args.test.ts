@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
-import { ArgvError, argvFieldsOf, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang-args";
+import { ArgvError, argvFieldsOf, argvFromFields, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang-args";
 import { fieldConfig, fieldService, serviceConfig } from "./fixtures";
 
 function service(edit: (raw: ReturnType<typeof fieldConfig>["service"]) => void = () => {}): ServiceConfig {
@@ -63,6 +63,16 @@ describe("sglang argv: render", () => {
             "--mamba-scheduler-strategy",
             "extra_buffer",
         ]);
+    });
+
+    it("names the mamba strategy's flag as each release reads it: --mamba-radix-cache-strategy from 0.5.14", () => {
+        const flagsFor = (version: string) => renderArgv(service((s) => (s.sglangVersion = version))).filter((a) => a.startsWith("--mamba-"));
+        assert.deepEqual(flagsFor("0.5.11"), ["--mamba-scheduler-strategy"]);
+        assert.deepEqual(flagsFor("0.5.13"), ["--mamba-scheduler-strategy"]);
+        assert.deepEqual(flagsFor("0.5.14"), ["--mamba-radix-cache-strategy"]);
+        assert.deepEqual(flagsFor("0.5.23"), ["--mamba-radix-cache-strategy"]);
+        const argv = renderArgv(service((s) => (s.sglangVersion = "0.5.23")));
+        assert.equal(argv[argv.indexOf("--mamba-radix-cache-strategy") + 1], "extra_buffer");
     });
 
     it("uses python -m sglang.launch_server before 0.5.10", () => {
@@ -193,6 +203,16 @@ describe("sglang argv: parse", () => {
         }
     });
 
+    it("reads either name of the mamba strategy's flag, and renders a unit back with the name it has", () => {
+        for (const flag of ["--mamba-scheduler-strategy", "--mamba-radix-cache-strategy"]) {
+            const argv = ["/opt/sglang/venv/bin/sglang", "serve", "--model-path", "/m", flag, "extra_buffer"];
+            const fields = parseArgv(argv);
+            assert.equal(fields.mambaSchedulerStrategy, "extra_buffer");
+            assert.deepEqual(fields.extraArgs, []);
+            assert.deepEqual(argvFromFields(fields), argv);
+        }
+    });
+
     it("reads sglang serve's positional model path", () => {
         assert.equal(parseArgv(["/v/bin/sglang", "serve", "/models/x", "--port", "1"]).modelPath, "/models/x");
     });
@@ -251,6 +271,18 @@ describe("sglang argv: /server_info", () => {
         });
         const live = normalizeServerInfo({ ...fieldServerInfo(), mem_fraction_static: 0.836, speculative_num_steps: 3, speculative_num_draft_tokens: 4 });
         assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), live), []);
+    });
+
+    it("reads the strategy from 0.5.14's mamba_radix_cache_strategy, and finds no drift on 0.5.23's answer", () => {
+        const info = { ...fieldServerInfo(), version: "0.5.23", mamba_radix_cache_strategy: "extra_buffer" } as Record<string, unknown>;
+        delete info.mamba_scheduler_strategy;
+        assert.equal(normalizeServerInfo(info).mambaSchedulerStrategy, "extra_buffer");
+        const declared = service((s) => (s.sglangVersion = "0.5.23"));
+        assert.deepEqual(liveArgsDrift(argvFieldsOf(declared), normalizeServerInfo(info)), []);
+        assert.deepEqual(
+            liveArgsDrift(argvFieldsOf(declared), normalizeServerInfo({ ...info, mamba_radix_cache_strategy: "no_buffer" })).map((d) => d.field),
+            ["service.mambaSchedulerStrategy"],
+        );
     });
 
     it("treats a declared auto strategy as matching no_buffer", () => {

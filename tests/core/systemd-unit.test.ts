@@ -17,6 +17,7 @@ import {
     renderServerConfigFile,
     renderUnit,
     serverConfigFilePath,
+    serverEnvironment,
     serviceFromUnit,
     splitWords,
     unescapeSpecifiers,
@@ -166,6 +167,18 @@ describe("systemd unit: rendering", () => {
     it("passes the API key through SGLang's 0600 config file, so neither the unit nor the command line holds it", () => {
         assert.match(text, /--config \/etc\/sglang\/qwen\.yaml/);
         assert.doesNotMatch(text, /--api-key|SGLANG_API_KEY/);
+    });
+
+    it("writes SGLANG_ENABLE_SPEC_V2 only for a release that reads it (to 0.5.13)", () => {
+        const environmentOf = (version: string) =>
+            unitValues(parseUnit(renderUnit({ ...fieldService(), sglangVersion: version }, { hasSecrets: false })), "Service", "Environment");
+        assert.deepEqual(environmentOf("0.5.11"), ["SGLANG_ENABLE_SPEC_V2=1"]);
+        assert.deepEqual(environmentOf("0.5.13"), ["SGLANG_ENABLE_SPEC_V2=1"]);
+        assert.deepEqual(environmentOf("0.5.14"), []);
+        assert.deepEqual(environmentOf("0.5.23"), []);
+        assert.deepEqual(serverEnvironment({ environment: { SGLANG_ENABLE_SPEC_V2: "1", HF_HOME: "/models" }, sglangVersion: "0.5.23" }), {
+            HF_HOME: "/models",
+        });
     });
 
     it("has no EnvironmentFile and no --config without secrets", () => {

@@ -145,7 +145,7 @@ export function keysOfSglangError(r: OracleResult): string[] {
     const text = `${r.exceptionType ?? ""}: ${r.message ?? ""} ${r.stderr ?? ""}`;
     if (r.status === "argparse-error") {
         if (/--speculative-algorithm/.test(text)) return ["service.speculative.algorithm"];
-        if (/--mamba-scheduler-strategy/.test(text)) return ["service.mambaSchedulerStrategy"];
+        if (/--mamba-(scheduler|radix-cache)-strategy/.test(text)) return ["service.mambaSchedulerStrategy"];
         return ["(argparse)"];
     }
     if (/is not compatible with radix cache|extra_buffer is not supported|extra_buffer is not compatible with --disable-radix-cache/.test(text)) {
