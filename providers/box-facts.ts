@@ -1,5 +1,7 @@
 import { BoxContradiction, boxContradictions, BoxExpectations, BoxFacts, boxFactsCommand, parseBoxFacts } from "../core/box-facts";
 import type { RemoteHost } from "../remote/remote-host";
+import type { ProviderRun } from "./provider-run";
+import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 
 /** The box's facts, or why they could not be read (a missing python, say). */
 export type BoxFactsRead = BoxFacts | { error: string };
@@ -13,6 +15,23 @@ export async function readBoxFacts(remote: RemoteHost, expect: BoxExpectations):
     } catch (e) {
         return { error: (e as Error).message };
     }
+}
+
+/**
+ * The box's facts for the preview's check of `news`: those the refresh read
+ * (olds.boxFacts), which are about the old python and model folder. When the
+ * declared python or model path changed (an upgrade into another venv, a new
+ * model), the facts are read again for the new ones, so the preview judges the
+ * venv and folder the rollout will start, not the ones it replaces. Nothing is
+ * read when the refresh read nothing (a first preview, a box not reached).
+ */
+export async function boxFactsForCheck(run: ProviderRun, olds: Partial<ServiceOutputs>, news: ServiceProps): Promise<BoxFactsRead | undefined> {
+    const read = olds.boxFacts;
+    const before = olds.expectBox;
+    const expect = news.expectBox;
+    if (!read || !before || !expect) return read;
+    if (before.python === expect.python && before.modelPath === expect.modelPath) return read;
+    return readBoxFacts(run.remoteFor(news.connection, "server"), expect);
 }
 
 /** The contradictions between what is declared and what the box says (none when the facts could not be read: see assertBoxServes). */

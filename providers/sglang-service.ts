@@ -5,7 +5,7 @@
  * restarts and why; diff: what changed or drifted).
  */
 import { decideWrite, parseOwner } from "../core/ownership";
-import { boxFailures } from "./box-facts";
+import { boxFactsForCheck, boxFailures } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
@@ -30,7 +30,7 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
-        failures.push(...boxFailures(news.expectBox, olds.boxFacts));
+        failures.push(...boxFailures(news.expectBox, await boxFactsForCheck(run, olds, news)));
         if (failures.length > 0) return { inputs: news, failures };
         return { inputs: { ...news, restart: restartReason(olds, news) } };
     },
