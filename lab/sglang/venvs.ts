@@ -16,6 +16,7 @@ export const SGLANG_VENVS: Readonly<Record<string, string>> = {
     "0.5.11": "/opt/sglang/venv",
     "0.5.10": "/opt/sglang/venv-0.5.10",
     "0.5.9": "/opt/sglang/venv-0.5.9",
+    "0.5.23": "/opt/sglang/venv-0.5.23",
 };
 
 /** Where the container finds the lab's Python side (read-only): the stubs, oracle.py, sglang_lab_venv.py. */

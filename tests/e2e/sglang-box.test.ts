@@ -77,6 +77,36 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         }
     });
 
+    it("an upgrade to 0.5.23 in its own venv: the preview shows the strategy's renamed flag and SGLANG_ENABLE_SPEC_V2 left out, up brings 0.5.23 to ready, and a second up changes nothing", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        const d = await Deployment.create("lab", config);
+        try {
+            d.giveApiKey(API_KEY);
+            expectExit(await d.up(), 0, "up of the field config (0.5.11)");
+            service(config).sglangVersion = "0.5.23";
+            service(config).python = "/opt/sglang/venv-0.5.23/bin/python3";
+            d.writeConfig(config);
+            const preview = await d.preview("--refresh");
+            expectExit(preview, 0, "preview of the upgrade");
+            assert.match(preview.output, /--mamba-radix-cache-strategy/);
+            assert.match(preview.output, /SGLANG_ENABLE_SPEC_V2 is not written into the unit: SGLang 0\.5\.23 has no SGLANG_ENABLE_SPEC_V2/);
+            expectExit(await d.up(), 0, "up with 0.5.23");
+            const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
+            assert.match(unit, /^ExecStart=\/opt\/sglang\/venv-0\.5\.23\/bin\/sglang serve /m);
+            assert.match(unit, /^ {4}--mamba-radix-cache-strategy extra_buffer \\$/m);
+            assert.doesNotMatch(unit, /--mamba-scheduler-strategy|SGLANG_ENABLE_SPEC_V2/);
+            const live = await serverInfo(labDir, info);
+            assert.equal(live.version, "0.5.23");
+            assert.equal(live.mamba_radix_cache_strategy, "extra_buffer");
+            assert.equal(live.speculative_algorithm, "EAGLE");
+            const before = await mainPid(labDir);
+            expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "second up changes nothing");
+            assert.equal(await mainPid(labDir), before);
+        } finally {
+            d.cleanup();
+        }
+    });
+
     it("declaring sglangVersion 0.5.10 on a box whose venv has 0.5.11 fails the preview naming both versions, with nothing on the box changed", async () => {
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);

@@ -59,6 +59,7 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
             ["/opt/sglang/venv", "0.5.11"],
             ["/opt/sglang/venv-0.5.10", "0.5.10"],
             ["/opt/sglang/venv-0.5.9", "0.5.9"],
+            ["/opt/sglang/venv-0.5.23", "0.5.23"],
         ]) {
             const facts = parseBoxFacts(await ok("container", boxFactsCommand(`${venv}/bin/python3`, "/models/Qwen3.6-27B").map(sh).join(" ")));
             assert.equal(facts.sglangVersion, release, venv);
