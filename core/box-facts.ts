@@ -9,7 +9,8 @@
 import { staticPoolFit } from "./config-rules";
 import { describePlacement, WeightsPlacement, weightsPlacement } from "./gpu-fit";
 import type { ServiceConfig } from "./config-schema";
-import { extraFlagInteger } from "./extra-args";
+import { extraFlagInteger, extraFlagValues, shownExtraFlag } from "./extra-args";
+import { ALLOW_LONGER_CONTEXT_ENV, parseSglangBool } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
 import { sglangRelease } from "./sglang-releases";
 
@@ -23,6 +24,12 @@ export interface BoxFacts {
     mtpLayers?: number;
     /** The weights' total size: the safetensors index's `metadata.total_size`, else the .safetensors files' sizes. */
     weightsBytes?: number;
+    /**
+     * The context length SGLang derives from config.json (see BOX_FACTS_SCRIPT);
+     * absent when config.json names none of its keys (the transformers class's
+     * default then applies, which only the release knows).
+     */
+    contextLength?: number;
 }
 
 /**
@@ -53,7 +60,25 @@ else:
         out["architecture"] = (c.get("architectures") or [None])[0]
         out["layerTypes"] = get("layer_types")
         out["mtpLayers"] = get("mtp_num_hidden_layers") or get("num_nextn_predict_layers") or 0
-    except (OSError, ValueError):
+        # SGLang's derived context length (srt/utils/hf_transformers/common.py, the same in 0.5.11 and 0.5.23):
+        # get_hf_text_config's sub-config, then get_context_length's keys and rope scaling factor.
+        tc = c
+        if isinstance(c.get("thinker_config"), dict):
+            tc = c["thinker_config"].get("text_config") if isinstance(c["thinker_config"].get("text_config"), dict) else c["thinker_config"]
+        else:
+            tc = next((c[k] for k in ("llm_config", "language_config", "text_config") if isinstance(c.get(k), dict)), c)
+        rope = tc.get("rope_scaling")
+        factor = 1
+        if isinstance(rope, dict) and rope:
+            factor = rope.get("factor", 1)
+            if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+                factor = 1
+        for k in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"):
+            v = tc.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(factor, (int, float)):
+                out["contextLength"] = int(factor * v)
+                break
+    except (OSError, ValueError, AttributeError, TypeError):
         out["model"] = "unreadable-config"
     index = os.path.join(path, "model.safetensors.index.json")
     try:
@@ -153,6 +178,7 @@ export function parseBoxFacts(stdout: string): BoxFacts {
         ...(Array.isArray(v.layerTypes) ? { layerTypes: v.layerTypes.map(String) } : {}),
         ...(typeof v.mtpLayers === "number" ? { mtpLayers: v.mtpLayers } : {}),
         ...(typeof v.weightsBytes === "number" ? { weightsBytes: v.weightsBytes } : {}),
+        ...(typeof v.contextLength === "number" ? { contextLength: v.contextLength } : {}),
     };
 }
 
@@ -169,11 +195,21 @@ export interface BoxExpectations {
     /** For the memory check with the box's weights when weightsGB was left out. */
     /** `placement`: how the weights are split, scaled and offloaded (core/gpu-fit.ts); absent in states of older versions (tp alone). */
     memory: { tensorParallelSize: number; memFractionStatic?: number; gpuMemoryMiB?: number; placement?: WeightsPlacement };
+    /**
+     * `--context-length N` in extraArgs, where it is (`index`) and as written;
+     * `allowLonger` when SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is on (SGLang
+     * then warns instead of failing). Absent with `--json-model-override-args`,
+     * which can change what SGLang derives.
+     */
+    contextLength?: { value: number; index: number; shown: string; allowLonger: boolean };
 }
 
 /** What the declared service expects of the box. */
 export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): BoxExpectations {
     const interval = extraFlagInteger(service.extraArgs, "--mamba-track-interval");
+    const context = extraFlagInteger(service.extraArgs, "--context-length");
+    const overridden = extraFlagValues(service.extraArgs, "--json-model-override-args") !== undefined;
+    const allowLonger = parseSglangBool(service.environment[ALLOW_LONGER_CONTEXT_ENV] ?? "") === true;
     return {
         python: service.python,
         sglangVersion: service.sglangVersion,
@@ -194,6 +230,9 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             ...(gpuMemoryMiB !== undefined ? { gpuMemoryMiB } : {}),
             placement: weightsPlacement(service),
         },
+        ...(context && !overridden
+            ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
+            : {}),
     };
 }
 
@@ -269,6 +308,18 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
                 reason: `${r.key}: on this box's ${facts.architecture} (from config.json), SGLang ${expect.sglangVersion} refuses it at startup with ${r.error}; fix: ${r.fix}.`,
             });
         }
+    }
+    const context = expect.contextLength;
+    if (context && facts.contextLength !== undefined && context.value > facts.contextLength && !context.allowLonger) {
+        found.push({
+            property: `service.extraArgs[${context.index}]`,
+            reason:
+                `service.extraArgs[${context.index}] is ${context.shown}: SGLang ${expect.sglangVersion} refuses it at startup with ` +
+                `ValueError: Warning: User-specified context_length (${context.value}) is greater than the derived context_length (${facts.contextLength}). ` +
+                `This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from max_position_embeddings in the model's config. ` +
+                `To allow overriding this maximum, set the env var ${ALLOW_LONGER_CONTEXT_ENV}=1; fix: --context-length ${facts.contextLength} or less ` +
+                `(what ${expect.modelPath}/config.json gives), or rope scaling in --json-model-override-args, or ${ALLOW_LONGER_CONTEXT_ENV}: "1" in service.environment at your own risk.`,
+        });
     }
     const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;
     const placement = expect.memory.placement ?? { shards: tp, scale: 1, offloadGiB: 0 };

@@ -86,6 +86,9 @@ export function parseSglangBool(value: string): boolean | undefined {
     return undefined;
 }
 
+/** Lets a `--context-length` above the model's derived one start with a warning instead of a ValueError (srt/environ.py, 0.5.9 to 0.5.23). */
+export const ALLOW_LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN";
+
 /** SGLang's startup error for the radix-cache rule, verbatim (note the missing space after "no_buffer."). */
 export function radixSpeculativeError(architecture: string): string {
     return (

@@ -68,6 +68,29 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         assert.equal(run(path.join(dir, "nowhere")).sglangVersion, null);
     });
 
+    it("derives the context length as SGLang does: the text sub-config's first length key, times a rope scaling factor without original_max_position_embeddings", () => {
+        const base = { architectures: ["LlamaForCausalLM"], max_position_embeddings: 40960 };
+        const configs: Array<[string, Record<string, unknown>, number | undefined]> = [
+            ["plain", base, 40960],
+            ["linear", { ...base, rope_scaling: { rope_type: "linear", factor: 2.0 } }, 81920],
+            ["yarn", { ...base, rope_scaling: { rope_type: "yarn", factor: 4.0, original_max_position_embeddings: 32768 } }, 40960],
+            ["llama3", { ...base, rope_scaling: { rope_type: "llama3", factor: 8.0 } }, 40960],
+            ["first-key", { ...base, seq_length: 8192 }, 8192],
+            ["nested", { architectures: ["X"], max_position_embeddings: 4096, text_config: { max_position_embeddings: 131072 } }, 131072],
+            ["none", { architectures: ["X"] }, undefined],
+        ];
+        for (const [name, config, expected] of configs) {
+            const model = path.join(dir, `ctx-${name}`);
+            fs.mkdirSync(model);
+            fs.writeFileSync(path.join(model, "config.json"), JSON.stringify(config));
+            assert.equal(run(model).contextLength, expected, name);
+        }
+        const qwen = path.join(dir, "ctx-qwen");
+        fs.mkdirSync(qwen);
+        fs.copyFileSync(QWEN, path.join(qwen, "config.json"));
+        assert.equal(run(qwen).contextLength, 262144);
+    });
+
     it("says a model folder is missing, or has no config.json", () => {
         assert.equal(run(path.join(dir, "nowhere")).model, "missing");
         const empty = path.join(dir, "empty");
@@ -124,6 +147,31 @@ describe("box facts: the box contradicting the declared server", () => {
         const nemotron = boxContradictions(expect, { ...fieldFacts(), architecture: "NemotronHForCausalLM" });
         assert.equal(nemotron[0]?.property, "service.mambaSchedulerStrategy");
         assert.match(nemotron[0]!.reason, /mamba extra_buffer is not supported for NemotronHForCausalLM model/);
+    });
+
+    it("refuses a --context-length above what SGLang derives from the box's config.json, under its extraArgs element, with SGLang's text", () => {
+        const withArgs = (extraArgs: string[], environment: Record<string, string> = {}) => {
+            const raw = fieldConfig();
+            raw.service.extraArgs = extraArgs;
+            raw.service.environment = { ...raw.service.environment, ...environment };
+            const result = validateStackConfig(raw);
+            assert.ok(result.ok);
+            return boxExpectations(result.config.service, 49140);
+        };
+        const facts = { ...fieldFacts(), contextLength: 40960 };
+        const [c, ...rest] = boxContradictions(withArgs(["--reasoning-parser", "qwen3", "--context-length", "60000"]), facts);
+        assert.deepEqual(rest, []);
+        assert.equal(c?.property, "service.extraArgs[2]");
+        assert.match(
+            c!.reason,
+            /^service\.extraArgs\[2\] is --context-length 60000: SGLang 0\.5\.11 refuses it at startup with ValueError: Warning: User-specified context_length \(60000\) is greater than the derived context_length \(40960\)\./,
+        );
+        assert.match(c!.reason, /fix: --context-length 40960 or less/);
+        assert.deepEqual(boxContradictions(withArgs(["--context-length=40960"]), facts), []);
+        assert.deepEqual(boxContradictions(withArgs(["--context-length", "60000"], { SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: "1" }), facts), []);
+        const yarn = '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}';
+        assert.deepEqual(boxContradictions(withArgs(["--context-length", "131072", "--json-model-override-args", yarn]), facts), []);
+        assert.deepEqual(boxContradictions(withArgs(["--context-length", "60000"]), fieldFacts()), [], "no verdict without the box's length");
     });
 
     it("checks the weights from the box against the GPUs when the config leaves weightsGB out", () => {
