@@ -129,13 +129,23 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         }
     });
 
-    it("a missing model folder fails the up before the running server is touched", async () => {
+    it("a context length above the box model's fails the preview, and a missing model folder fails the up, before the running server is touched", async () => {
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         try {
             d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up of the field config");
             const pidBefore = await mainPid(labDir);
+            // Issue 18: a context length above what the box's config.json gives (262,144 for Qwen3.6-27B) fails the preview.
+            service(config).extraArgs = ["--reasoning-parser", "qwen3", "--context-length", "300000"];
+            d.writeConfig(config);
+            const preview = await d.preview("--refresh");
+            assert.notEqual(preview.code, 0, preview.output);
+            assert.match(
+                preview.output,
+                /service\.extraArgs\[2\] is --context-length 300000: SGLang 0\.5\.11 refuses it at startup with ValueError: Warning: User-specified context_length \(300000\) is greater than the derived context_length \(262144\)/,
+            );
+            service(config).extraArgs = [];
             (service(config).model as Record<string, unknown>).path = "/models/not-there";
             d.writeConfig(config);
             const up = await d.up();
