@@ -205,6 +205,18 @@ export const ReadinessSchema = z.strictObject({
             .min(1, { error: "must be at least 1 (1 starts once and never retries)" })
             .max(10, { error: "must be at most 10: each attempt may take the whole startupTimeoutSeconds" }),
     ).default(2),
+    /**
+     * A change is kept only if its speculative accept length (SGLang's
+     * avg_spec_accept_length after ready) is at most this share below the last
+     * good config's, recorded by the rollout that verified it (core/serving-figures.ts).
+     * Default 0.1 (10%); 1 accepts any figure.
+     */
+    acceptLengthDropLimit: fromNumericString(
+        z
+            .number({ error: "must be a share between 0 and 1 (0.1 = 10%)" })
+            .min(0, { error: "must be a share between 0 and 1 (0.1 = 10%)" })
+            .max(1, { error: "must be a share between 0 and 1 (0.1 = 10%; 1 accepts any figure)" }),
+    ).default(0.1),
 });
 
 export const StackConfigSchema = z.strictObject({

@@ -4,6 +4,7 @@
 // remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
+import type { ServingFigures } from "../core/serving-figures";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
@@ -22,7 +23,12 @@ export interface ServedServer {
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
+    /** A new config's start: the last good config's figures, which it must serve at least as well as (remote/checks/accept-length.ts). */
+    lastGood?: ServingFigures;
 }
+
+/** readiness.acceptLengthDropLimit of a state written before it existed: the default. */
+const DEFAULT_ACCEPT_LENGTH_DROP_LIMIT = 0.1;
 
 /**
  * Waits until the server serves (health, ready line, chat and speculative
@@ -48,6 +54,9 @@ export function waitServing(
         since,
         onProgress: (message) => say(redact(message, [server.apiKey])),
         expectedSpeculative: server.speculativeAlgorithm,
+        ...(server.lastGood
+            ? { lastGood: { figures: server.lastGood, dropLimit: server.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } }
+            : {}),
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,
     });

@@ -42,7 +42,9 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         // A wait that ended serving: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
-        return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
+        const outs = outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
+        // Nothing rolled out: the last good figures stay the record.
+        return recorded?.servingFigures ? { ...outs, servingFigures: recorded.servingFigures } : outs;
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     return rollout(run, id, inputs, live, recorded);

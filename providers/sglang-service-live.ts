@@ -129,6 +129,7 @@ function inputsOf(outs: ServiceOutputs): ServiceProps {
     const {
         revision: _r,
         servingVerified: _v,
+        servingFigures: _f,
         activeState: _a,
         enabled: _e,
         secretsHash: _s,

@@ -7,6 +7,7 @@ import type { Connection } from "../components/connection";
 import type { BoxExpectations } from "../core/box-facts";
 import type { ReadinessConfig } from "../core/config-schema";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
+import type { ServingFigures } from "../core/serving-figures";
 import type { BoxFactsRead } from "./box-facts";
 
 export interface ServiceProps {
@@ -68,6 +69,14 @@ export interface ServiceOutputs extends ServiceProps {
     revision: string;
     /** Set by the create or update whose readiness wait succeeded; absent otherwise (and in states written before it existed). */
     servingVerified?: ServingVerified;
+    /**
+     * What the last rollout verified serving measured (its speculative accept
+     * length): the last good config's figures, which the next rollout's
+     * accept-length check holds the new config to. Kept by refreshes, by an
+     * update that changes nothing and by a rollout that puts the previous
+     * config back; absent without speculation.
+     */
+    servingFigures?: ServingFigures;
     activeState: string;
     enabled: boolean;
     /**

@@ -5,6 +5,7 @@
 import { randomUUID } from "crypto";
 import { sha256 } from "../core/digest";
 import { redact } from "../core/redact";
+import type { ServingFigures } from "../core/serving-figures";
 import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { parseEnvironmentFile } from "../core/systemd-unit";
@@ -13,7 +14,7 @@ import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
-import { startAndWait } from "./serving";
+import { ServedServer, startAndWait } from "./serving";
 import { say } from "./say";
 import { differences, LiveService, outputsFrom, readLive } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
@@ -51,12 +52,15 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         gpuReleaseTimeoutSeconds: inputs.readiness.gpuReleaseTimeoutSeconds,
     });
     const previous = previousServer(inputs, live);
+    // The new config is held to the last good config's figures, and what it measures becomes the record.
+    const newServer: ServiceProps & ServedServer = { ...inputs, ...(recorded?.servingFigures ? { lastGood: recorded.servingFigures } : {}) };
+    let measured: ServingFigures | undefined;
     for (;;) {
         for (const line of lines) say(secret(line));
         if (step.kind === "finish") break;
         let observed: RolloutObservation;
         try {
-            observed = await runStep(remote, inputs, previous, step);
+            observed = await runStep(remote, newServer, previous, step, (figures) => (measured = figures));
         } catch (e) {
             throw await stepError(run, id, remote, inputs, recorded, onStepError(state), step, e);
         }
@@ -67,7 +71,8 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         const after = await readLive(run, remote, inputs);
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
-        return outputsFrom(inputs, after, revision, { revision, run: run.id });
+        const { servingFigures: _before, ...declared } = inputs as ServiceProps & { servingFigures?: ServingFigures };
+        return { ...outputsFrom(declared, after, revision, { revision, run: run.id }), ...(measured ? { servingFigures: measured } : {}) };
     }
 
     const cause = secret(result.cause);
@@ -158,8 +163,14 @@ function previousServer(inputs: ServiceProps, live: LiveService): ServiceProps {
     };
 }
 
-/** Runs one step of the rollout plan on the box and says what it found. */
-async function runStep(remote: RemoteHost, inputs: ServiceProps, previous: ServiceProps, step: RolloutStep): Promise<RolloutObservation> {
+/** Runs one step of the rollout plan on the box and says what it found; `measured` gets the new config's figures once it serves. */
+async function runStep(
+    remote: RemoteHost,
+    inputs: ServiceProps & ServedServer,
+    previous: ServiceProps,
+    step: RolloutStep,
+    measured: (figures: ServingFigures) => void,
+): Promise<RolloutObservation> {
     const unit = inputs.unitName;
     switch (step.kind) {
         case "keep-previous":
@@ -188,6 +199,9 @@ async function runStep(remote: RemoteHost, inputs: ServiceProps, previous: Servi
             const server = step.config === "new" ? inputs : { ...previous, apiKey: await apiKeyOnBox(remote, unit) };
             const attempt = { attempt: step.attempt, attempts: step.attempts };
             const readiness = await startAndWait(remote, server, attempt);
+            if (step.config === "new" && readiness.ok && inputs.speculativeAlgorithm && readiness.acceptLength !== null) {
+                measured({ algorithm: inputs.speculativeAlgorithm, acceptLength: readiness.acceptLength });
+            }
             return {
                 kind: "started",
                 result: readiness.ok

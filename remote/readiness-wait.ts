@@ -257,6 +257,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<Readines
             servedModelName: o.servedModelName,
             chatCheck: o.chatCheck,
             ...(o.expectedSpeculative ? { expectedSpeculative: o.expectedSpeculative } : {}),
+            ...(o.lastGood ? { lastGood: o.lastGood } : {}),
             probeTimeoutMs: o.probeTimeoutMs,
             http,
             withKey,

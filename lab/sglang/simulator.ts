@@ -16,6 +16,26 @@ import { Faults, faultsForArgv, faultsForThisStart, readFaults } from "./faults"
 import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
 import { schedulerException } from "./scheduler-errors";
 
+/**
+ * The lab's speculative accept length (SGLang's avg_spec_accept_length): what
+ * the drafter folder's `sglang-lab.json` says (`{"acceptLength": 3.1}`: how
+ * good the lab's stand-in drafter is), else 1 + 0.7 per draft token after the
+ * first. A simulation: the real figure depends on the drafter, the prompts and
+ * the step count.
+ */
+function specAcceptLength(a: ServerArgs, draftTokens: number): number {
+    const drafter = a.speculative_draft_model_path;
+    if (typeof drafter === "string" && drafter !== a.model_path) {
+        try {
+            const said = (JSON.parse(fs.readFileSync(path.join(drafter, "sglang-lab.json"), "utf8")) as { acceptLength?: unknown }).acceptLength;
+            if (typeof said === "number" && said > 0) return said;
+        } catch {
+            // No such file: the formula.
+        }
+    }
+    return Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100;
+}
+
 /** What sglang_lab_venv.py hands over at the launcher boundary. */
 export interface Handoff {
     /** sglang.version.__version__ */
@@ -288,7 +308,7 @@ class Simulator {
                 token_capacity: tokens,
                 graph: a.disable_cuda_graph ? 0 : 0.4,
             },
-            specAcceptLength: a.speculative_algorithm ? Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100 : null,
+            specAcceptLength: a.speculative_algorithm ? specAcceptLength(a, draftTokens) : null,
             counters: { prompt: 0, generation: 0, requests: 0 },
             accessLog: (l) => this.main(l),
         };

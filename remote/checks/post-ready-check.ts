@@ -8,6 +8,7 @@
 // whether a new start could pass it); nothing else needs a case for it.
 
 import type { FailureCause } from "../../core/readiness";
+import type { ServingFigures } from "../../core/serving-figures";
 import type { HttpResult, ProbeOptions } from "../probe";
 
 /** The server under check, as the readiness wait was told about it. */
@@ -23,6 +24,8 @@ export interface CheckedServer {
     expectedSpeculative?: string;
     /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
     probeTimeoutMs: number;
+    /** A new config's start: the last good config's figures and how far below them it may serve (accept-length.ts). */
+    lastGood?: { figures: ServingFigures; dropLimit: number };
 }
 
 export interface CheckContext extends CheckedServer {

@@ -21,6 +21,15 @@ async function serverInfo(labDir: string, info: LabInfo): Promise<Record<string,
     return JSON.parse(body) as Record<string, unknown>;
 }
 
+/** The service's servingFigures output in the state (`pulumi stack export`): the last good config's figures. */
+async function servingFigures(d: Deployment): Promise<unknown> {
+    const r = await d.run(["stack", "export"]);
+    expectExit(r, 0, "stack export");
+    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { servingFigures?: unknown } }> } }).deployment
+        .resources;
+    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.servingFigures;
+}
+
 // Issue 12's acceptance in the lab, whose container runs the real SGLang
 // releases' config layer: the DFlash drafter, an auto strategy that is not
 // drift, and the box's own facts (its SGLang release) checked at preview.
@@ -37,17 +46,44 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         delete process.env.SGLANG_LAB_DIR;
     });
 
-    it("deploys the DFLASH drafter (steps 1, topk 1, draft tokens 16) to ready, /server_info shows DFLASH, and a later preview shows no drift", async () => {
+    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figure recorded, and a later preview shows no drift", async () => {
         const config = labStackConfig(info, "pct-exec");
-        service(config).speculative = { algorithm: "DFLASH", draftModelPath: "/models/Qwen3.6-27B-DFlash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };
         const d = await Deployment.create("lab", config);
+        const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
         try {
             d.giveApiKey(API_KEY);
+            expectExit(await d.up(), 0, "up of the field config (NEXTN, one step)");
+            assert.deepEqual(await servingFigures(d), { algorithm: "NEXTN", acceptLength: 1.7 });
+
+            // The lab's drafter stand-in says how well it drafts (lab/sglang/simulator.ts): this one accepts 1.3 tokens a step.
+            await onBox(
+                labDir,
+                "container",
+                `rm -rf /models/weak-drafter && cp -r /models/Qwen3.6-27B-DFlash /models/weak-drafter && echo '{"acceptLength": 1.3}' > /models/weak-drafter/sglang-lab.json`,
+            );
+            service(config).speculative = dflash("/models/weak-drafter");
+            d.writeConfig(config);
+            const weak = await d.up();
+            assert.notEqual(weak.code, 0, weak.output);
+            assert.match(
+                weak.output,
+                /avg accept length 1\.30 \(DFLASH\) is 23\.5% below the last good config's 1\.70 \(NEXTN\), more than readiness\.acceptLengthDropLimit \(10%\)/,
+            );
+            assert.match(weak.output, /previous unit was put back and is ready again/);
+            assert.equal((await serverInfo(labDir, info)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
+            assert.deepEqual(await servingFigures(d), { algorithm: "NEXTN", acceptLength: 1.7 }, "the last good figures stay");
+            assert.notEqual((await d.run(["preview", "--refresh", "--expect-no-changes"])).code, 0, "the change stays pending");
+
+            service(config).speculative = dflash("/models/Qwen3.6-27B-DFlash");
+            d.writeConfig(config);
             expectExit(await d.preview(), 0, "preview of the DFLASH config");
-            expectExit(await d.up(), 0, "up with DFLASH");
+            const good = await d.up();
+            expectExit(good, 0, "up with the lab's DFlash drafter");
+            assert.match(good.output, /avg accept length 11\.50 \(DFLASH\) against the last good config's 1\.70 \(NEXTN\): within 10%/);
             const live = await serverInfo(labDir, info);
             assert.equal(live.speculative_algorithm, "DFLASH");
             assert.equal(live.speculative_num_draft_tokens, 16);
+            assert.deepEqual(await servingFigures(d), { algorithm: "DFLASH", acceptLength: 11.5 });
             expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
         } finally {
             d.cleanup();

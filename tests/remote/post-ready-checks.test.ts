@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CheckContext, checkFailed, PostReadyCheck, runPostReadyChecks } from "../../remote/checks/post-ready-check";
+import { acceptLengthCheck } from "../../remote/checks/accept-length";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
 
 // The runner of the post-ready checks and the registered list. What each
@@ -32,10 +33,10 @@ function probe(name: string, outcome: Awaited<ReturnType<PostReadyCheck["run"]>>
 }
 
 describe("post-ready checks", () => {
-    it("registers the API key check first, then the chat check, then speculation, each under its own name", () => {
+    it("registers the API key check first, then the chat check, then speculation, then the accept length, each under its own name", () => {
         assert.deepEqual(
             POST_READY_CHECKS.map((c) => c.name),
-            ["api-key-refused", "chat", "speculative"],
+            ["api-key-refused", "chat", "speculative", "accept-length"],
         );
     });
 
@@ -43,6 +44,9 @@ describe("post-ready checks", () => {
         const names = (server: Partial<CheckContext>) => POST_READY_CHECKS.filter((c) => c.appliesTo(context(server))).map((c) => c.name);
         assert.deepEqual(names({ chatCheck: false }), []);
         assert.deepEqual(names({ apiKey: "sk-0123456789abcdef", chatCheck: true, expectedSpeculative: "NEXTN" }), ["api-key-refused", "chat", "speculative"]);
+        const lastGood = { figures: { algorithm: "NEXTN", acceptLength: 1.7 }, dropLimit: 0.1 };
+        assert.deepEqual(names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood }), ["speculative", "accept-length"]);
+        assert.deepEqual(names({ chatCheck: false, lastGood }), [], "no speculation, no accept length to hold");
     });
 
     it("runs the checks in order, says each pass and gathers what they found", async () => {
@@ -72,5 +76,44 @@ describe("post-ready checks", () => {
         );
         assert.deepEqual(r, { ok: false, cause: { kind: "post-ready-check", check: "two", reason: "not listed", retry: false } });
         assert.deepEqual(ran, ["one", "two"]);
+    });
+});
+
+describe("the accept-length check: a change serves at least as well as the last good config", () => {
+    const lastGood = { figures: { algorithm: "NEXTN", acceptLength: 1.7 }, dropLimit: 0.1 };
+    const withLength = (acceptLength: number | null) =>
+        context({
+            chatCheck: false,
+            expectedSpeculative: "DFLASH",
+            lastGood,
+            serverInfo: async () => ({
+                body: { speculative_algorithm: "DFLASH", internal_states: acceptLength === null ? [{}] : [{ avg_spec_accept_length: acceptLength }] },
+            }),
+        });
+
+    it("passes within the drop limit and says both figures", async () => {
+        const r = await acceptLengthCheck.run(withLength(1.55));
+        assert.deepEqual(r, { ok: true, said: "avg accept length 1.55 (DFLASH) against the last good config's 1.70 (NEXTN): within 10%" });
+        assert.equal((await acceptLengthCheck.run(withLength(11.5))).ok, true);
+    });
+
+    it("fails below it, naming both figures and the limit, and a new start would not pass it", async () => {
+        const r = await acceptLengthCheck.run(withLength(1.3));
+        assert.deepEqual(r, {
+            ok: false,
+            cause: {
+                kind: "post-ready-check",
+                check: "accept-length",
+                reason:
+                    "avg accept length 1.30 (DFLASH) is 23.5% below the last good config's 1.70 (NEXTN), more than readiness.acceptLengthDropLimit (10%): " +
+                    "the change serves worse and is not kept (raise readiness.acceptLengthDropLimit to accept it anyway)",
+                retry: false,
+            },
+        });
+    });
+
+    it("holds nothing against the last good figure before SGLang reports one", async () => {
+        const r = await acceptLengthCheck.run(withLength(null));
+        assert.equal(r.ok, true);
     });
 });
