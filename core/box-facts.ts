@@ -30,6 +30,12 @@ export interface BoxFacts {
      * default then applies, which only the release knows).
      */
     contextLength?: number;
+    /**
+     * The folder as it is now, cheap to recompute: a digest of each regular
+     * file's name, size and modification time (ns) and of config.json's bytes.
+     * A drafter republished in place under the same path changes it.
+     */
+    folderDigest?: string;
 }
 
 /**
@@ -37,7 +43,7 @@ export interface BoxFacts {
  * path> sglang`: prints one JSON object. Reads files only; the distribution
  * name comes as an argument.
  */
-export const BOX_FACTS_SCRIPT = `import glob, json, os, sys
+export const BOX_FACTS_SCRIPT = `import glob, hashlib, json, os, stat, sys
 import importlib.metadata as md
 path, dist = sys.argv[1], sys.argv[2]
 out = {}
@@ -80,6 +86,24 @@ else:
                 break
     except (OSError, ValueError, AttributeError, TypeError):
         out["model"] = "unreadable-config"
+    h = hashlib.sha256()
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            st = os.stat(os.path.join(path, name))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            h.update(("%s\\0%d\\0%d\\n" % (name, st.st_size, st.st_mtime_ns)).encode())
+    try:
+        with open(config, "rb") as f:
+            h.update(f.read())
+    except OSError:
+        pass
+    out["folderDigest"] = h.hexdigest()[:32]
     index = os.path.join(path, "model.safetensors.index.json")
     try:
         with open(index) as f:
@@ -179,6 +203,7 @@ export function parseBoxFacts(stdout: string): BoxFacts {
         ...(typeof v.mtpLayers === "number" ? { mtpLayers: v.mtpLayers } : {}),
         ...(typeof v.weightsBytes === "number" ? { weightsBytes: v.weightsBytes } : {}),
         ...(typeof v.contextLength === "number" ? { contextLength: v.contextLength } : {}),
+        ...(typeof v.folderDigest === "string" ? { folderDigest: v.folderDigest } : {}),
     };
 }
 

@@ -17,6 +17,24 @@ export async function readBoxFacts(remote: RemoteHost, expect: BoxExpectations):
     }
 }
 
+/** The drafter folder a declared server loads besides the model (a separate draft model path), if any. */
+export function drafterPath(expect: BoxExpectations | undefined): string | undefined {
+    const path = expect?.serverArgs.speculative?.draftModelPath;
+    return path !== undefined && path !== expect?.modelPath ? path : undefined;
+}
+
+/**
+ * The drafter folder's digest now (core/box-facts.ts folderDigest): the same
+ * read as the model's, on the drafter's folder. Undefined without a drafter,
+ * or when the folder cannot be read (the rollout's own checks say why).
+ */
+export async function readDrafterDigest(remote: RemoteHost, expect: BoxExpectations | undefined): Promise<string | undefined> {
+    const path = drafterPath(expect);
+    if (!expect || path === undefined) return undefined;
+    const facts = await readBoxFacts(remote, { ...expect, modelPath: path });
+    return "error" in facts ? undefined : facts.folderDigest;
+}
+
 /**
  * The box's facts for the preview's check of `news`: those the refresh read
  * (olds.boxFacts), which are about the old python and model folder. When the

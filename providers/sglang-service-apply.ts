@@ -15,7 +15,7 @@ import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./serving";
 import { say } from "./say";
-import { differences, LiveService, outputsFrom, readableUnit, readLive, selfOwner } from "./sglang-service-live";
+import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { rollout } from "./sglang-service-rollout";
 import { secretValuesOf } from "./service-secrets";
@@ -26,7 +26,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
     const remote = run.remoteFor(inputs.connection, "server");
     const live = await readLive(run, remote, inputs);
     assertMayWrite(remote, inputs, live);
-    const why = differences(inputs, live);
+    const why = rolloutReasons(inputs, live, recorded);
     if (why.length === 0) {
         const revision = sha256(`${inputs.unitText}\n${live.secretsHash}`);
         // Active but not answering yet: a server that is starting by itself (its container was just started). Record what it runs once it serves.
@@ -43,8 +43,9 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         // A wait that ended serving: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
         const outs = outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
-        // Nothing rolled out: the last good figures stay the record.
-        return recorded?.servingFigures ? { ...outs, servingFigures: recorded.servingFigures } : outs;
+        // Nothing rolled out: the last good figures and the drafter the server loaded stay the record.
+        const { servingFigures, drafterDigest, drafterDigestOnBox } = recorded ?? {};
+        return { ...outs, ...(servingFigures ? { servingFigures } : {}), ...(drafterDigest ? { drafterDigest, drafterDigestOnBox } : {}) };
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     return rollout(run, id, inputs, live, recorded);

@@ -6,7 +6,7 @@
 import { formatOwner, parseOwner } from "../core/ownership";
 import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
-import { readBoxFacts } from "./box-facts";
+import { drafterPath, readBoxFacts, readDrafterDigest } from "./box-facts";
 import { changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import { verifyServing } from "./serving";
@@ -121,6 +121,23 @@ export function differences(inputs: ServiceProps, live: LiveService): string[] {
     return why;
 }
 
+/**
+ * Why the box differs from the declared server, for the rollout: differences()
+ * and, from the record (the refreshed state), a drafter folder changed in place
+ * since the running server loaded it.
+ */
+export function rolloutReasons(inputs: ServiceProps, live: LiveService, recorded?: Partial<ServiceOutputs>): string[] {
+    const drafter = recorded ? drafterChangedInPlace(recorded) : undefined;
+    return [...differences(inputs, live), ...(drafter ? [drafter] : [])];
+}
+
+/** The drafter folder changed since the running server loaded it (the two digests the record holds differ). */
+export function drafterChangedInPlace(outputs: Partial<ServiceOutputs>): string | undefined {
+    const { drafterDigest: loaded, drafterDigestOnBox: now } = outputs;
+    if (loaded === undefined || now === undefined || loaded === now) return undefined;
+    return `the drafter folder ${drafterPath(outputs.expectBox) ?? ""} changed in place since the server loaded it (digest ${loaded} -> ${now})`;
+}
+
 /** activeState recorded when the container the unit lives in is not running. */
 const CONTAINER_STOPPED = "container-stopped";
 
@@ -130,6 +147,8 @@ function inputsOf(outs: ServiceOutputs): ServiceProps {
         revision: _r,
         servingVerified: _v,
         servingFigures: _f,
+        drafterDigest: _d,
+        drafterDigestOnBox: _o,
         activeState: _a,
         enabled: _e,
         secretsHash: _s,
@@ -165,6 +184,12 @@ export async function refreshService(
     }
     if (!live.unit) return { id: "" };
     const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
-    const outs = { ...outputsFrom(props, live, props.revision, props.servingVerified), ...(boxFacts ? { boxFacts } : {}) };
+    // What the drafter folder holds now, beside the digest the running server loaded (kept from the record).
+    const drafterNow = await readDrafterDigest(remote, props.expectBox);
+    const outs = {
+        ...outputsFrom(props, live, props.revision, props.servingVerified),
+        ...(boxFacts ? { boxFacts } : {}),
+        ...(drafterNow !== undefined ? { drafterDigestOnBox: drafterNow } : {}),
+    };
     return { id, props: outs, inputs: { ...inputsOf(outs), owner: outs.boxOwner } };
 }

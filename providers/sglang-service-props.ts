@@ -77,6 +77,18 @@ export interface ServiceOutputs extends ServiceProps {
      * config back; absent without speculation.
      */
     servingFigures?: ServingFigures;
+    /**
+     * The drafter folder's digest (core/box-facts.ts folderDigest) when the
+     * running server was started by a rollout: what it loaded. Kept by
+     * refreshes; absent without a separate drafter.
+     */
+    drafterDigest?: string;
+    /**
+     * The drafter folder's digest as the last read found it (a rollout, a
+     * refresh). Another than drafterDigest: the drafter was changed in place
+     * since the server loaded it, which is drift (the next `up` rolls out again).
+     */
+    drafterDigestOnBox?: string;
     activeState: string;
     enabled: boolean;
     /**

@@ -13,10 +13,11 @@ import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } fr
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
+import { readDrafterDigest } from "./box-facts";
 import { ResourceInitFailed } from "./resource-provider";
 import { ServedServer, startAndWait } from "./serving";
 import { say } from "./say";
-import { differences, LiveService, outputsFrom, readLive } from "./sglang-service-live";
+import { LiveService, outputsFrom, readLive, rolloutReasons } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { secretValuesOf } from "./service-secrets";
 import { previousPaths, unitPaths } from "./unit-view";
@@ -38,7 +39,7 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
     const remote = run.remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
     const secret = (text: string) => redact(text, secretValuesOf(inputs));
-    say(`[${unit}] rollout: ${differences(inputs, live).join("; ")}`);
+    say(`[${unit}] rollout: ${rolloutReasons(inputs, live, recorded).join("; ")}`);
     let {
         state,
         step,
@@ -71,8 +72,13 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         const after = await readLive(run, remote, inputs);
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
-        const { servingFigures: _before, ...declared } = inputs as ServiceProps & { servingFigures?: ServingFigures };
-        return { ...outputsFrom(declared, after, revision, { revision, run: run.id }), ...(measured ? { servingFigures: measured } : {}) };
+        // What the new server loaded: the drafter folder as it is now.
+        const drafter = await readDrafterDigest(remote, inputs.expectBox);
+        return {
+            ...outputsFrom(inputs, after, revision, { revision, run: run.id }),
+            ...(measured ? { servingFigures: measured } : {}),
+            ...(drafter !== undefined ? { drafterDigest: drafter, drafterDigestOnBox: drafter } : {}),
+        };
     }
 
     const cause = secret(result.cause);

@@ -11,7 +11,7 @@ import { changedKeys, changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
 import { CompleteProvider, keepingProviderModule } from "./resource-provider";
 import { applyService, removeService } from "./sglang-service-apply";
-import { refreshService, sameServer } from "./sglang-service-live";
+import { drafterChangedInPlace, refreshService, sameServer } from "./sglang-service-live";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./service-secrets";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 
@@ -39,7 +39,12 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             return { changes: true, replaces: ["unitName"], deleteBeforeReplace: true };
         }
         const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
-        const drift = olds.activeState !== "active" || olds.enabled !== true || olds.liveMatchesUnit === false || secretsDiffer(olds.secretsHash, news);
+        const drift =
+            olds.activeState !== "active" ||
+            olds.enabled !== true ||
+            olds.liveMatchesUnit === false ||
+            secretsDiffer(olds.secretsHash, news) ||
+            drafterChangedInPlace(olds) !== undefined;
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {
@@ -68,7 +73,8 @@ function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string 
     const changed = changedKeys(olds, news, PROCESS_FIELDS).filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText));
     // The declared secrets (names, and whether there is a key), never their values: a rotated value shows as drift instead (diff).
     const secrets = JSON.stringify(declaredSecrets(olds as ServiceProps)) !== JSON.stringify(declaredSecrets(news));
-    if (changed.length === 0 && !secrets) return "no";
+    const drafter = drafterChangedInPlace(olds as Partial<ServiceOutputs>);
+    if (changed.length === 0 && !secrets) return drafter ? `yes: ${drafter}` : "no";
     const what = [...changedNames(olds.flags, news.flags), ...changedNames(olds.environment, news.environment), ...(secrets ? ["secrets"] : [])];
     return `yes: ${what.length ? what.join(", ") : "unit file"} changed`;
 }

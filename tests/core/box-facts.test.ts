@@ -91,6 +91,23 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         assert.equal(run(qwen).contextLength, 262144);
     });
 
+    it("gives a folder digest that changes when a file in it is replaced, added or its config.json rewritten, and stays while nothing changes", () => {
+        const drafter = path.join(dir, "drafter");
+        fs.mkdirSync(drafter);
+        fs.writeFileSync(path.join(drafter, "config.json"), JSON.stringify({ architectures: ["DFlashDraftModel"] }));
+        fs.writeFileSync(path.join(drafter, "model.safetensors"), "weights-1");
+        const first = run(drafter).folderDigest;
+        assert.match(first ?? "", /^[0-9a-f]{32}$/);
+        assert.equal(run(drafter).folderDigest, first, "a second read of the same folder");
+        const republished = new Date(Date.now() + 60_000);
+        fs.writeFileSync(path.join(drafter, "model.safetensors"), "weights-2");
+        fs.utimesSync(path.join(drafter, "model.safetensors"), republished, republished);
+        const second = run(drafter).folderDigest;
+        assert.notEqual(second, first, "the weights replaced in place (same size, new mtime)");
+        fs.writeFileSync(path.join(drafter, "extra.safetensors"), "x");
+        assert.notEqual(run(drafter).folderDigest, second, "a file added");
+    });
+
     it("says a model folder is missing, or has no config.json", () => {
         assert.equal(run(path.join(dir, "nowhere")).model, "missing");
         const empty = path.join(dir, "empty");

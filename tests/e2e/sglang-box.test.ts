@@ -46,7 +46,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         delete process.env.SGLANG_LAB_DIR;
     });
 
-    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figure recorded, and a later preview shows no drift", async () => {
+    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figure recorded, a later preview shows no drift, and the drafter changed in place is drift that up rolls out again", async () => {
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
@@ -85,6 +85,20 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
             assert.equal(live.speculative_num_draft_tokens, 16);
             assert.deepEqual(await servingFigures(d), { algorithm: "DFLASH", acceptLength: 11.5 });
             expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
+
+            // The drafter republished in place under the same folder: drift (exit 7), and up loads it again through the checks.
+            await onBox(labDir, "container", "touch -d '2030-01-01 00:00' /models/Qwen3.6-27B-DFlash/model.safetensors.index.json");
+            const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+            expectExit(report, 7, "npm run drift after the drafter changed in place");
+            const changes = (JSON.parse(report.stdout) as { changes: { field: string }[] }).changes;
+            assert.ok(
+                changes.some((c) => c.field === "drafterDigestOnBox"),
+                JSON.stringify(changes),
+            );
+            const again = await d.up();
+            expectExit(again, 0, "up after the drafter changed in place");
+            assert.match(again.output, /rollout: the drafter folder \/models\/Qwen3\.6-27B-DFlash changed in place since the server loaded it/);
+            expectExit(await d.npmScript("drift", ["--stack", "lab", "--json"]), 0, "no drift once the server loaded the drafter as it is");
         } finally {
             d.cleanup();
         }

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { boxExpectations } from "../../core/box-facts";
+import { BoxFacts, boxExpectations } from "../../core/box-facts";
 import { ENVIRONMENT_DIFFERS } from "../../core/unit-read";
 import { assertBoxServes } from "../../providers/box-facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
@@ -833,7 +833,8 @@ describe("SglangService provider against the fake box", function () {
         };
 
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
-            const read = await facts();
+            const { folderDigest, ...read } = (await facts()) as BoxFacts;
+            assert.match(folderDigest ?? "", /^[0-9a-f]{32}$/);
             assert.deepEqual(read, {
                 sglangVersion: "0.5.11",
                 model: "present",
