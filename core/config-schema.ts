@@ -27,6 +27,7 @@ import {
 } from "./config-values";
 import { extraArgsShapeProblems } from "./extra-args";
 import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "./sglang-rules";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "./serving-figures";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
 
@@ -216,7 +217,7 @@ export const ReadinessSchema = z.strictObject({
             .number({ error: "must be a share between 0 and 1 (0.1 = 10%)" })
             .min(0, { error: "must be a share between 0 and 1 (0.1 = 10%)" })
             .max(1, { error: "must be a share between 0 and 1 (0.1 = 10%; 1 accepts any figure)" }),
-    ).default(0.1),
+    ).default(DEFAULT_ACCEPT_LENGTH_DROP_LIMIT),
 });
 
 export const StackConfigSchema = z.strictObject({

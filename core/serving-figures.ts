@@ -12,6 +12,9 @@ export interface ServingFigures {
     acceptLength: number;
 }
 
+/** readiness.acceptLengthDropLimit's default (also for states written before it existed): 10%. */
+export const DEFAULT_ACCEPT_LENGTH_DROP_LIMIT = 0.1;
+
 export type AcceptLengthVerdict = { ok: true; said: string } | { ok: false; reason: string };
 
 const shown = (v: number) => v.toFixed(2);

@@ -4,7 +4,7 @@
 // remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
-import type { ServingFigures } from "../core/serving-figures";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, type ServingFigures } from "../core/serving-figures";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
@@ -26,9 +26,6 @@ export interface ServedServer {
     /** A new config's start: the last good config's figures, which it must serve at least as well as (remote/checks/accept-length.ts). */
     lastGood?: ServingFigures;
 }
-
-/** readiness.acceptLengthDropLimit of a state written before it existed: the default. */
-const DEFAULT_ACCEPT_LENGTH_DROP_LIMIT = 0.1;
 
 /**
  * Waits until the server serves (health, ready line, chat and speculative

@@ -42,10 +42,8 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         // A wait that ended serving: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
-        const outs = outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
-        // Nothing rolled out: the last good figures and the drafter the server loaded stay the record.
-        const { servingFigures, drafterDigest, drafterDigestOnBox } = recorded ?? {};
-        return { ...outs, ...(servingFigures ? { servingFigures } : {}), ...(drafterDigest ? { drafterDigest, drafterDigestOnBox } : {}) };
+        // Nothing rolled out: the record check carried in (the last good figures, the drafter the server loaded) stays.
+        return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
     await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     return rollout(run, id, inputs, live, recorded);

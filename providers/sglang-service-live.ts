@@ -146,9 +146,6 @@ function inputsOf(outs: ServiceOutputs): ServiceProps {
     const {
         revision: _r,
         servingVerified: _v,
-        servingFigures: _f,
-        drafterDigest: _d,
-        drafterDigestOnBox: _o,
         activeState: _a,
         enabled: _e,
         secretsHash: _s,

@@ -49,7 +49,32 @@ export interface ServiceProps {
     expectBox?: BoxExpectations;
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
     boxFacts?: BoxFactsRead;
+    /**
+     * What the last rollout verified serving measured (its speculative accept
+     * length): the last good config's figures, which the next rollout's
+     * accept-length check holds the new config to. A record, not a setting:
+     * the refresh reads it back with the inputs and check carries it into the
+     * new inputs (so the preview can say what a restart is held to), an update
+     * that changes nothing and a rollout that puts the previous config back
+     * keep it, a verified rollout replaces it; absent without speculation.
+     */
+    servingFigures?: ServingFigures;
+    /**
+     * The drafter folder's digest (core/box-facts.ts folderDigest) when the
+     * running server was started by a rollout: what it loaded. Kept by
+     * refreshes; absent without a separate drafter.
+     */
+    drafterDigest?: string;
+    /**
+     * The drafter folder's digest as the last read found it (a rollout, a
+     * refresh). Another than drafterDigest: the drafter was changed in place
+     * since the server loaded it, which is drift (the next `up` rolls out again).
+     */
+    drafterDigestOnBox?: string;
 }
+
+/** The record fields check carries from the refreshed inputs into the new ones. */
+export const CARRIED_RECORD = ["servingFigures", "drafterDigest", "drafterDigestOnBox"] as const;
 
 /**
  * A revision whose rollout was verified serving (the readiness wait:
@@ -69,26 +94,6 @@ export interface ServiceOutputs extends ServiceProps {
     revision: string;
     /** Set by the create or update whose readiness wait succeeded; absent otherwise (and in states written before it existed). */
     servingVerified?: ServingVerified;
-    /**
-     * What the last rollout verified serving measured (its speculative accept
-     * length): the last good config's figures, which the next rollout's
-     * accept-length check holds the new config to. Kept by refreshes, by an
-     * update that changes nothing and by a rollout that puts the previous
-     * config back; absent without speculation.
-     */
-    servingFigures?: ServingFigures;
-    /**
-     * The drafter folder's digest (core/box-facts.ts folderDigest) when the
-     * running server was started by a rollout: what it loaded. Kept by
-     * refreshes; absent without a separate drafter.
-     */
-    drafterDigest?: string;
-    /**
-     * The drafter folder's digest as the last read found it (a rollout, a
-     * refresh). Another than drafterDigest: the drafter was changed in place
-     * since the server loaded it, which is drift (the next `up` rolls out again).
-     */
-    drafterDigestOnBox?: string;
     activeState: string;
     enabled: boolean;
     /**

@@ -54,7 +54,8 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
     });
     const previous = previousServer(inputs, live);
     // The new config is held to the last good config's figures, and what it measures becomes the record.
-    const newServer: ServiceProps & ServedServer = { ...inputs, ...(recorded?.servingFigures ? { lastGood: recorded.servingFigures } : {}) };
+    const lastGood = inputs.servingFigures ?? recorded?.servingFigures;
+    const newServer: ServiceProps & ServedServer = { ...inputs, ...(lastGood ? { lastGood } : {}) };
     let measured: ServingFigures | undefined;
     for (;;) {
         for (const line of lines) say(secret(line));
@@ -74,8 +75,10 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         // What the new server loaded: the drafter folder as it is now.
         const drafter = await readDrafterDigest(remote, inputs.expectBox);
+        // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.
+        const { servingFigures: _lastGood, drafterDigest: _loaded, drafterDigestOnBox: _onBox, ...declared } = inputs;
         return {
-            ...outputsFrom(inputs, after, revision, { revision, run: run.id }),
+            ...outputsFrom(declared, after, revision, { revision, run: run.id }),
             ...(measured ? { servingFigures: measured } : {}),
             ...(drafter !== undefined ? { drafterDigest: drafter, drafterDigestOnBox: drafter } : {}),
         };

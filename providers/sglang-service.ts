@@ -5,6 +5,7 @@
  * restarts and why; diff: what changed or drifted).
  */
 import { decideWrite, parseOwner } from "../core/ownership";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving-figures";
 import { boxFactsForCheck, boxFailures } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
@@ -13,7 +14,7 @@ import { CompleteProvider, keepingProviderModule } from "./resource-provider";
 import { applyService, removeService } from "./sglang-service-apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./sglang-service-live";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./service-secrets";
-import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./sglang-service-props";
 
 /** Fields whose change means the server process must restart. */
 const PROCESS_FIELDS = ["unitText", "command", "flags", "environment"] as const;
@@ -32,7 +33,9 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
         failures.push(...boxFailures(news.expectBox, await boxFactsForCheck(run, olds, news)));
         if (failures.length > 0) return { inputs: news, failures };
-        return { inputs: { ...news, restart: restartReason(olds, news) } };
+        // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
+        const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
+        return { inputs: { ...news, ...carried, restart: restartReason(olds, news) } };
     },
     async diff(_id, olds, news) {
         if (olds.unitName !== news.unitName) {
@@ -73,8 +76,17 @@ function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string 
     const changed = changedKeys(olds, news, PROCESS_FIELDS).filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText));
     // The declared secrets (names, and whether there is a key), never their values: a rotated value shows as drift instead (diff).
     const secrets = JSON.stringify(declaredSecrets(olds as ServiceProps)) !== JSON.stringify(declaredSecrets(news));
-    const drafter = drafterChangedInPlace(olds as Partial<ServiceOutputs>);
-    if (changed.length === 0 && !secrets) return drafter ? `yes: ${drafter}` : "no";
+    const recorded = olds as Partial<ServiceOutputs>;
+    const drafter = drafterChangedInPlace(recorded);
+    if (changed.length === 0 && !secrets) return drafter ? `yes: ${drafter}${heldTo(recorded, news)}` : "no";
     const what = [...changedNames(olds.flags, news.flags), ...changedNames(olds.environment, news.environment), ...(secrets ? ["secrets"] : [])];
-    return `yes: ${what.length ? what.join(", ") : "unit file"} changed`;
+    return `yes: ${what.length ? what.join(", ") : "unit file"} changed${heldTo(recorded, news)}`;
+}
+
+/** What a restart of a speculative server is held to: the last good config's figures (remote/checks/accept-length.ts). */
+function heldTo(recorded: Partial<ServiceOutputs>, news: ServiceProps): string {
+    const figures = recorded.servingFigures;
+    if (!figures || !news.speculativeAlgorithm) return "";
+    const limit = news.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT;
+    return `; held to the last good avg accept length ${figures.acceptLength.toFixed(2)} (${figures.algorithm}), at most ${Math.round(limit * 1000) / 10}% below`;
 }

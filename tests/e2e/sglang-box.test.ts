@@ -76,7 +76,9 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
 
             service(config).speculative = dflash("/models/Qwen3.6-27B-DFlash");
             d.writeConfig(config);
-            expectExit(await d.preview(), 0, "preview of the DFLASH config");
+            const preview = await d.preview();
+            expectExit(preview, 0, "preview of the DFLASH config");
+            assert.match(preview.output, /held to the last good avg accept length 1\.70 \(NEXTN\), at most 10% below/);
             const good = await d.up();
             expectExit(good, 0, "up with the lab's DFlash drafter");
             assert.match(good.output, /avg accept length 11\.50 \(DFLASH\) against the last good config's 1\.70 \(NEXTN\): within 10%/);

@@ -92,6 +92,21 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(inputs.restart, "yes: --mem-fraction-static, NCCL_P2P_DISABLE changed");
         });
 
+        it("says what a restart of a speculative server is held to: the last good config's accept length and the drop limit", async () => {
+            const news = declared((raw) => (raw.memFractionStatic = 0.85));
+            const recorded = { ...declared(), servingFigures: { algorithm: "NEXTN", acceptLength: 1.7 } };
+            const { inputs } = await check(recorded, news);
+            assert.equal(inputs.restart, "yes: --mem-fraction-static changed; held to the last good avg accept length 1.70 (NEXTN), at most 10% below");
+            const unchanged = await check(recorded, declared());
+            assert.equal(unchanged.inputs.restart, "no");
+        });
+
+        it("says a drafter folder changed in place since the server loaded it restarts the server", async () => {
+            const recorded = { ...declared(), drafterDigest: "a".repeat(32), drafterDigestOnBox: "b".repeat(32) };
+            const { inputs } = await check(recorded, declared());
+            assert.match(inputs.restart!, /^yes: the drafter folder .* changed in place since the server loaded it \(digest a{32} -> b{32}\)$/);
+        });
+
         it("says a newly required API key restarts the server as a change of secrets, without naming the key", async () => {
             const { inputs } = await check(declared(undefined, { apiKey: null }), declared());
             assert.match(inputs.restart!, /secrets/);
@@ -749,7 +764,13 @@ describe("SglangService provider against the fake box", function () {
             const read = await provider.read!(ID, outs);
             assert.equal(read.inputs!.flags["--cuda-graph-bs"], "1 2 4 16");
             assert.equal((await provider.diff!(ID, read.props!, shaped())).changes, true);
-            assert.equal((await provider.check!(read.inputs!, shaped())).inputs!.restart, "yes: --cuda-graph-bs changed");
+            // The refresh reads back the deploy's figures with the inputs, so the restart says what it is held to.
+            const figures = read.inputs!.servingFigures!;
+            assert.equal(figures.algorithm, "NEXTN");
+            assert.equal(
+                (await provider.check!(read.inputs!, shaped())).inputs!.restart,
+                `yes: --cuda-graph-bs changed; held to the last good avg accept length ${figures.acceptLength.toFixed(2)} (NEXTN), at most 10% below`,
+            );
         });
 
         it("reads a unit edited beyond parsing as drift, not a failed refresh", async () => {
