@@ -36,6 +36,9 @@ export interface BoxFacts {
      * A drafter republished in place under the same path changes it.
      */
     folderDigest?: string;
+    /** The text config's `num_attention_heads` and `num_key_value_heads`, which tensor parallelism splits. */
+    attentionHeads?: number;
+    kvHeads?: number;
 }
 
 /**
@@ -79,6 +82,9 @@ else:
             factor = rope.get("factor", 1)
             if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
                 factor = 1
+        for k, key in (("attentionHeads", "num_attention_heads"), ("kvHeads", "num_key_value_heads")):
+            if isinstance(tc.get(key), int) and not isinstance(tc.get(key), bool) and tc[key] > 0:
+                out[k] = tc[key]
         for k in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"):
             v = tc.get(k)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(factor, (int, float)):
@@ -204,6 +210,8 @@ export function parseBoxFacts(stdout: string): BoxFacts {
         ...(typeof v.weightsBytes === "number" ? { weightsBytes: v.weightsBytes } : {}),
         ...(typeof v.contextLength === "number" ? { contextLength: v.contextLength } : {}),
         ...(typeof v.folderDigest === "string" ? { folderDigest: v.folderDigest } : {}),
+        ...(typeof v.attentionHeads === "number" ? { attentionHeads: v.attentionHeads } : {}),
+        ...(typeof v.kvHeads === "number" ? { kvHeads: v.kvHeads } : {}),
     };
 }
 
@@ -227,6 +235,8 @@ export interface BoxExpectations {
      * which can change what SGLang derives.
      */
     contextLength?: { value: number; index: number; shown: string; allowLonger: boolean };
+    /** The tensor-parallel size the attention heads are split over; absent with --enable-dp-attention (heads split over tp / dp). */
+    attentionTpSize?: number;
 }
 
 /** What the declared service expects of the box. */
@@ -255,6 +265,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             ...(gpuMemoryMiB !== undefined ? { gpuMemoryMiB } : {}),
             placement: weightsPlacement(service),
         },
+        ...(extraFlagValues(service.extraArgs, "--enable-dp-attention") === undefined ? { attentionTpSize: service.tensorParallelSize } : {}),
         ...(context && !overridden
             ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
             : {}),
@@ -346,6 +357,8 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
                 `(what ${expect.modelPath}/config.json gives), or rope scaling in --json-model-override-args, or ${ALLOW_LONGER_CONTEXT_ENV}: "1" in service.environment at your own risk.`,
         });
     }
+    const heads = headsSplit(expect, facts);
+    if (heads) found.push(heads);
     const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;
     const placement = expect.memory.placement ?? { shards: tp, scale: 1, offloadGiB: 0 };
     if (expect.weightsGB === undefined && facts.weightsBytes !== undefined && gpuMemoryMiB !== undefined) {
@@ -359,4 +372,32 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
         }
     }
     return found;
+}
+
+/**
+ * Tensor parallelism splits the attention heads: SGLang's QKVParallelLinear
+ * (srt/layers/linear.py) divides the heads by tp, and the KV heads by tp or tp
+ * by the KV heads (replicated when fewer), with distributed/utils.py
+ * ensure_divisibility, an AssertionError while the weights load. (The linear
+ * attention heads of hybrid models are split with a plain `//`, no check.)
+ */
+function headsSplit(expect: BoxExpectations, facts: BoxFacts): BoxContradiction | undefined {
+    const tp = expect.attentionTpSize;
+    const { attentionHeads: heads, kvHeads } = facts;
+    if (tp === undefined || tp <= 1 || heads === undefined) return undefined;
+    const splits = (d: number) => heads % d === 0 && (kvHeads === undefined || (d >= kvHeads ? d % kvHeads === 0 : kvHeads % d === 0));
+    const fails = (numerator: number, denominator: number) =>
+        numerator % denominator !== 0 && `AssertionError: ${numerator} is not divisible by ${denominator}`;
+    const error = fails(heads, tp) || (kvHeads !== undefined && (tp >= kvHeads ? fails(tp, kvHeads) : fails(kvHeads, tp)));
+    if (!error) return undefined;
+    return {
+        property: "service.tensorParallelSize",
+        reason:
+            `service.tensorParallelSize is ${tp} but ${expect.modelPath}/config.json has ${heads} attention heads` +
+            (kvHeads !== undefined ? ` and ${kvHeads} KV heads` : "") +
+            `: SGLang ${expect.sglangVersion} fails loading the weights with ${error} (QKVParallelLinear); ` +
+            `use a tensorParallelSize that splits them: ${Array.from({ length: heads - 1 }, (_, i) => i + 2)
+                .filter(splits)
+                .join(", ")}.`,
+    };
 }

@@ -89,6 +89,7 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         fs.mkdirSync(qwen);
         fs.copyFileSync(QWEN, path.join(qwen, "config.json"));
         assert.equal(run(qwen).contextLength, 262144);
+        assert.deepEqual([run(qwen).attentionHeads, run(qwen).kvHeads], [24, 4], "from the text config");
     });
 
     it("gives a folder digest that changes when a file in it is replaced, added or its config.json rewritten, and stays while nothing changes", () => {
@@ -189,6 +190,37 @@ describe("box facts: the box contradicting the declared server", () => {
         const yarn = '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}';
         assert.deepEqual(boxContradictions(withArgs(["--context-length", "131072", "--json-model-override-args", yarn]), facts), []);
         assert.deepEqual(boxContradictions(withArgs(["--context-length", "60000"]), fieldFacts()), [], "no verdict without the box's length");
+    });
+
+    it("refuses a tensorParallelSize that does not split the attention heads or the KV heads, with SGLang's assertion and the sizes that do", () => {
+        const facts = { ...fieldFacts(), attentionHeads: 24, kvHeads: 4 };
+        const at = (tp: number, extra: Partial<BoxExpectations> = {}) => boxContradictions({ ...fieldExpectations(), attentionTpSize: tp, ...extra }, facts);
+        for (const tp of [1, 2, 4, 8, 12, 24]) assert.deepEqual(at(tp), [], `tp ${tp}`);
+        const [five] = at(5);
+        assert.equal(five?.property, "service.tensorParallelSize");
+        assert.equal(
+            five!.reason,
+            "service.tensorParallelSize is 5 but /models/Qwen3.6-27B/config.json has 24 attention heads and 4 KV heads: SGLang 0.5.11 fails loading the weights " +
+                "with AssertionError: 24 is not divisible by 5 (QKVParallelLinear); use a tensorParallelSize that splits them: 2, 4, 8, 12, 24.",
+        );
+        assert.match(at(3)[0]!.reason, /AssertionError: 4 is not divisible by 3/, "fewer KV heads than tp do not split");
+        assert.match(at(6)[0]!.reason, /AssertionError: 6 is not divisible by 4/, "KV heads replicated over tp must divide it");
+        const withoutTp = fieldExpectations();
+        delete withoutTp.attentionTpSize;
+        assert.deepEqual(
+            boxContradictions({ ...withoutTp, memory: { ...withoutTp.memory, tensorParallelSize: 5 } }, facts),
+            [],
+            "with --enable-dp-attention (or an older state): not judged",
+        );
+    });
+
+    it("takes --enable-dp-attention's split out of the heads rule", () => {
+        const raw = fieldConfig();
+        raw.service.extraArgs = ["--enable-dp-attention", "--dp-size", "2"];
+        const result = validateStackConfig(raw);
+        assert.ok(result.ok, result.ok ? "" : JSON.stringify(result.issues));
+        assert.equal(boxExpectations(result.config.service, 49140).attentionTpSize, undefined);
+        assert.equal(fieldExpectations().attentionTpSize, 2);
     });
 
     it("checks the weights from the box against the GPUs when the config leaves weightsGB out", () => {
