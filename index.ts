@@ -14,4 +14,6 @@ export const unitName = server.unitName;
 export const servedModelName = service.model.servedName;
 export const liveServerArgs = check.liveServerArgs;
 export const speculativeActive = check.speculativeActive;
+/** The last good config's figures (its speculative accept length): what the next change must serve at least as well as. */
+export const servingFigures = server.servingFigures;
 export const gpus = box.gpuHost.gpus;

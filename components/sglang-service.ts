@@ -4,6 +4,7 @@ import { formatOwner } from "../core/ownership";
 import { renderUnit, serverConfigFilePath, serverEnvironment, unitName, UnitOwner } from "../core/systemd-unit";
 import { renderArgv } from "../core/sglang-args";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
+import type { ServingFigures } from "../core/serving-figures";
 import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
 import { Connection } from "./connection";
@@ -33,6 +34,7 @@ class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs
     declare readonly flags: pulumi.Output<Record<string, string>>;
     declare readonly environment: pulumi.Output<Record<string, string>>;
     declare readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
+    declare readonly servingFigures: pulumi.Output<ServingFigures | undefined>;
 
     constructor(name: string, props: ResourceInputs<ServiceProps, ServiceOutputs>, opts: pulumi.CustomResourceOptions) {
         super("sglang-service", name, props, opts);
@@ -56,6 +58,8 @@ export class SglangService extends pulumi.ComponentResource {
     readonly servingVerified: pulumi.Output<ServingVerified | undefined>;
     readonly activeState: pulumi.Output<string>;
     readonly flags: pulumi.Output<Record<string, string>>;
+    /** What the last verified rollout measured (its speculative accept length): what the next change is held to. */
+    readonly servingFigures: pulumi.Output<ServingFigures | undefined>;
     readonly liveArgs: pulumi.Output<Record<string, unknown> | null>;
 
     constructor(name: string, args: SglangServiceArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -90,6 +94,8 @@ export class SglangService extends pulumi.ComponentResource {
                 activeState: undefined,
                 liveArgs: undefined,
                 restart: undefined,
+                // A record the provider keeps (check carries it from the refreshed inputs), never declared here.
+                servingFigures: undefined,
             },
             { parent: this },
         );
@@ -100,6 +106,7 @@ export class SglangService extends pulumi.ComponentResource {
         this.activeState = unit.activeState;
         this.flags = unit.flags;
         this.liveArgs = unit.liveArgs;
+        this.servingFigures = unit.servingFigures;
         this.registerOutputs({
             unitName: this.unitName,
             endpoint: this.endpoint,
@@ -108,6 +115,7 @@ export class SglangService extends pulumi.ComponentResource {
             activeState: this.activeState,
             flags: this.flags,
             liveArgs: this.liveArgs,
+            servingFigures: this.servingFigures,
         });
     }
 }

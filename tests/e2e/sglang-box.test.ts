@@ -86,8 +86,8 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
             assert.equal(live.speculative_algorithm, "DFLASH");
             assert.equal(live.speculative_num_draft_tokens, 16);
             assert.deepEqual(await servingFigures(d), { algorithm: "DFLASH", acceptLength: 11.5 });
+            assert.deepEqual((await d.outputs()).servingFigures, { algorithm: "DFLASH", acceptLength: 11.5 }, "the stack output");
             expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
-
             // The drafter republished in place under the same folder: drift (exit 7), and up loads it again through the checks.
             await onBox(labDir, "container", "touch -d '2030-01-01 00:00' /models/Qwen3.6-27B-DFlash/model.safetensors.index.json");
             const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
