@@ -7,7 +7,7 @@
  * contradicts fails the preview, naming both.
  */
 import { staticPoolFit } from "./config-rules";
-import { describePlacement, WeightsPlacement, weightsPlacement } from "./gpu-fit";
+import { describePlacement, parallelLayout, WeightsPlacement, weightsPlacement } from "./gpu-fit";
 import type { ServiceConfig } from "./config-schema";
 import { extraFlagInteger, extraFlagValues, shownExtraFlag } from "./extra-args";
 import { ALLOW_LONGER_CONTEXT_ENV, parseSglangBool } from "./sglang-rules";
@@ -71,7 +71,6 @@ else:
         out["mtpLayers"] = get("mtp_num_hidden_layers") or get("num_nextn_predict_layers") or 0
         # SGLang's derived context length (srt/utils/hf_transformers/common.py, the same in 0.5.11 and 0.5.23):
         # get_hf_text_config's sub-config, then get_context_length's keys and rope scaling factor.
-        tc = c
         if isinstance(c.get("thinker_config"), dict):
             tc = c["thinker_config"].get("text_config") if isinstance(c["thinker_config"].get("text_config"), dict) else c["thinker_config"]
         else:
@@ -265,7 +264,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             ...(gpuMemoryMiB !== undefined ? { gpuMemoryMiB } : {}),
             placement: weightsPlacement(service),
         },
-        ...(extraFlagValues(service.extraArgs, "--enable-dp-attention") === undefined ? { attentionTpSize: service.tensorParallelSize } : {}),
+        ...(parallelLayout(service).dpAttention ? {} : { attentionTpSize: service.tensorParallelSize }),
         ...(context && !overridden
             ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
             : {}),

@@ -207,13 +207,8 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
             `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is "${specV2Value}", which SGLang cannot read: it warns and uses its default (${release.specV2Default ? "on" : "off"} in ${release.version}); write "1" or "0".`,
         );
     }
-    if (
-        spec &&
-        readsSpecV2Env(service.sglangVersion) &&
-        !release.specV2Default &&
-        ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) &&
-        !specV2On(release, service.environment)
-    ) {
+    // specV2On is true for a release without the variable (its only path is spec v2): no advice there.
+    if (spec && !release.specV2Default && ["NEXTN", "EAGLE", "EAGLE3", "STANDALONE"].includes(spec.algorithm) && !specV2On(release, service.environment)) {
         f.warn(
             `SGLang ${release.version} runs speculative decoding without the overlap scheduler unless ${SPEC_V2_ENV} is on: set ${pulumiKey(`service.environment.${SPEC_V2_ENV}`)}: "1" for it (advice, not required).`,
         );

@@ -180,9 +180,11 @@ export async function refreshService(
         return { id, props: outs, inputs: inputsOf(outs) };
     }
     if (!live.unit) return { id: "" };
-    const boxFacts = props.expectBox ? await readBoxFacts(remote, props.expectBox) : undefined;
-    // What the drafter folder holds now, beside the digest the running server loaded (kept from the record).
-    const drafterNow = await readDrafterDigest(remote, props.expectBox);
+    // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record).
+    const [boxFacts, drafterNow] = await Promise.all([
+        props.expectBox ? readBoxFacts(remote, props.expectBox) : undefined,
+        readDrafterDigest(remote, props.expectBox),
+    ]);
     const outs = {
         ...outputsFrom(props, live, props.revision, props.servingVerified),
         ...(boxFacts ? { boxFacts } : {}),

@@ -70,11 +70,10 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
     }
     const result = step.result;
     if (result.ok) {
-        const after = await readLive(run, remote, inputs);
+        // What the box holds now, and what the new server loaded: the drafter folder as it is now.
+        const [after, drafter] = await Promise.all([readLive(run, remote, inputs), readDrafterDigest(remote, inputs.expectBox)]);
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
-        // What the new server loaded: the drafter folder as it is now.
-        const drafter = await readDrafterDigest(remote, inputs.expectBox);
         // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.
         const { servingFigures: _lastGood, drafterDigest: _loaded, drafterDigestOnBox: _onBox, ...declared } = inputs;
         return {
