@@ -370,7 +370,7 @@ function releaseArgparseRule(service: ServiceConfig, f: Findings): void {
     if (!table) {
         f.warn(
             `${pulumiKey("service.extraArgs")} is not checked against SGLang ${service.sglangVersion}'s options (no table for it; ` +
-                `the tables are ${argparseVersions().join(", ")}): write one with \`python3 lab/sglang/real/argparse_table.py --version ${service.sglangVersion}\` ` +
+                `the tables are ${argparseVersions().join(", ")}): write one with \`python3 sglang-release/argparse_table.py --version ${service.sglangVersion}\` ` +
                 `into core/sglang-argparse/${service.sglangVersion}.json, or check the flags with \`sglang serve --help\` on the box.`,
         );
         return;

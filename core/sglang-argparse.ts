@@ -2,7 +2,7 @@
  * The declared release's own `sglang serve` options judging `extraArgs`
  * (pure, apart from reading the release's table). The tables
  * (core/sglang-argparse/<version>.json) are dumped from each release's real
- * wheel by lab/sglang/real/argparse_table.py: the parser `prepare_server_args`
+ * wheel by sglang-release/argparse_table.py: the parser `prepare_server_args`
  * builds, option by option. This replays what Python 3.11's argparse does
  * with the fragment (argparse.py `_parse_known_args`, `_parse_optional`,
  * `_get_option_tuples`, `_match_argument`, `_get_values`, `_check_value`),

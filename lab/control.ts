@@ -36,8 +36,8 @@ import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
-import { ensureInstalled, realDir } from "./sglang/real/oracle";
-import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs, releasesCacheDir } from "./sglang/venvs";
+import { ensureInstalled, releaseCacheRoot, releaseDir } from "../sglang-release/oracle";
+import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 import { readStackConfig, writeStackFile } from "./stack-file";
 
@@ -206,13 +206,13 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     fs.chmodSync(L.clientKey, 0o600);
 
     const rootfsImage = ensureRootfs(opts.log);
-    // The real SGLang releases the container's venvs run (lab/sglang/real/install.sh; instant when current).
+    // The real SGLang releases the container's venvs run (sglang-release/install.sh; instant when current).
     await ensureInstalled();
     const id = labId(labDir);
     const vmid = opts.vmid ?? 129;
     const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
     const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
-    const mounts = { host: machineMounts(labDir, "host", rootfsImage, releasesCacheDir()), container: machineMounts(labDir, "container") };
+    const mounts = { host: machineMounts(labDir, "host", rootfsImage, releaseCacheRoot()), container: machineMounts(labDir, "container") };
     const modelWeightBytes = opts.modelWeightBytes ?? 53.8e9;
     const info: LabInfo = {
         schema: 2,
@@ -266,9 +266,9 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
             if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST && target !== RELEASES_IN_HOST) fs.mkdirSync(dir, { recursive: true });
     }
     // The real SGLang releases, one venv each (/opt/sglang/venv is 0.5.11), run by the container's python3.
-    copySglangReal(realDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
+    copySglangReal(releaseDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
     fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
-    ensureVenvs(mounts.container["/opt"]!, rootfsImage);
+    ensureVenvs(mounts.container["/opt"]!, rootfsImage, releaseCacheRoot());
     fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
     fs.mkdirSync(L.gpu, { recursive: true });
     // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.

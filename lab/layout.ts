@@ -11,7 +11,7 @@ import { SshdSpec } from "./sshd";
 
 /** Where the host sees the cached rootfs (PVE's template cache directory). */
 export const ROOTFS_IN_HOST = "/var/lib/vz/template/cache/sglang-lab-rootfs";
-/** Where the host sees lab/sglang/real's install cache (read-only), for the container's venvs. */
+/** Where the host sees sglang-release's install cache (read-only), for the container's venvs. */
 export const RELEASES_IN_HOST = "/var/lib/sglang-lab/releases";
 
 /**
@@ -55,7 +55,7 @@ const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ss
  * The container's bind mounts, in mount order, as lxc.mount.entry lines take
  * them: the lab.json `mounts` plus the host's node binary (run by the
  * simulator and the stand-ins inside) and the real SGLang releases' site
- * directories (lab/sglang/real's cache, through the host's RELEASES_IN_HOST).
+ * directories (sglang-release's cache, through the host's RELEASES_IN_HOST).
  */
 export function containerBinds(info: LabInfo): BindMount[] {
     const binds: BindMount[] = Object.entries(info.mounts.container)

@@ -1,5 +1,5 @@
 // The model folders the container has under /models: Qwen3.6-27B with the
-// real model's config.json (lab/sglang/real/fixtures: hybrid layer types,
+// real model's config.json (lab/sglang/fixtures: hybrid layer types,
 // text_config, mtp_num_hidden_layers 1, the vision tower), which SGLang's own
 // ServerArgs and the stack read, and a DFlash drafter for it whose config.json
 // SGLang 0.5.11's DFLASH code reads for its block size (16). Safetensors
@@ -7,7 +7,7 @@
 // the lab never loads them.
 import * as fs from "fs";
 import * as path from "path";
-import { fixtureModelPath } from "./sglang/real/oracle";
+import { fixtureModelPath } from "./sglang/fixtures";
 
 /** The drafter's folder next to the model's: /models/Qwen3.6-27B-DFlash. */
 export const DRAFTER_SUFFIX = "-DFlash";

@@ -28,7 +28,7 @@ fi
 scripts/engine.sh >/dev/null
 # The newest CLI the tests also run under (tests/e2e/engines-next.test.ts).
 scripts/engine.sh next >/dev/null
-# The real SGLang releases the lab tests use as their oracle (lab/sglang/real/README.md).
-lab/sglang/real/install.sh
+# The real SGLang releases the lab tests use as their oracle (sglang-release/README.md).
+sglang-release/install.sh
 # The lab container's Debian rootfs (cached): built once here, not by the test files' labs at the same time.
 node --require tsx/cjs lab/cli.ts rootfs

@@ -1,5 +1,5 @@
 // The lab's SGLang server behind the launcher boundary: exec'd by
-// lab/sglang/real/sglang_lab_venv.py in the server's own process (same pid, so
+// lab/sglang/sglang_lab_venv.py in the server's own process (same pid, so
 // systemd's MainPID stays) with the release's resolved ServerArgs on the fd
 // given as the only argument.
 import { readHandoff, runSimulator } from "../sglang/simulator";

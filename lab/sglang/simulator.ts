@@ -1,7 +1,7 @@
 // The lab's SGLang server from the launcher boundary on. The release's own
 // config layer runs first, for real, in the release's venv (argparse,
 // prepare_server_args, ServerArgs, its logging up to `server_args=ServerArgs(...)`:
-// lab/sglang/real/sglang_lab_venv.py); where it would start the HTTP server
+// lab/sglang/sglang_lab_venv.py); where it would start the HTTP server
 // it execs this in the same process with the resolved ServerArgs and the
 // release's /server_info on a memfd. This does only what needs GPUs: load
 // timing, simulated GPU memory, cache sizes, the startup log lines after

@@ -2,12 +2,11 @@
 // several venvs has them: each a real `python3 -m venv --without-pip` made by
 // the container's own python3 (run in the cached rootfs image, with the lab's
 // /opt bound in), whose sglang-lab.pth puts the hardware stubs, the release's
-// site dir and the shared deps dir (lab/sglang/real, bound read-only from the
+// site dir and the shared deps dir (sglang-release, bound read-only from the
 // install.sh cache) on sys.path and boots sglang_lab_venv.py; bin/ gets the
 // release's console scripts as pip writes them. See lab/README.md.
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 import { CT_LAB } from "../rootfs";
 
@@ -24,18 +23,28 @@ export const CT_SGLANG_REAL = path.posix.join(CT_LAB.lib, "sglang-real");
 /** Where the container finds install.sh's cache (read-only): <version>/site, deps/site. */
 export const CT_RELEASES = path.posix.join(CT_LAB.lib, "releases");
 
-/** install.sh's cache of the releases (its own rule: SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache). */
-export function releasesCacheDir(): string {
-    const root = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
-    return path.join(root, "sglang");
-}
-
-/** The files of lab/sglang/real the container's venvs run, copied into the lab (not run from the checkout). */
-export function copySglangReal(realDir: string, dest: string): void {
+/**
+ * What the container's venvs run, copied into the lab (not run from the
+ * checkout): sglang-release/'s oracle.py and stubs, and the lab's boot
+ * (sglang_lab_venv.py, beside this file).
+ */
+export function copySglangReal(releaseDir: string, dest: string): void {
     fs.rmSync(dest, { recursive: true, force: true });
     fs.mkdirSync(dest, { recursive: true });
-    for (const f of ["oracle.py", "sglang_lab_venv.py"]) fs.copyFileSync(path.join(realDir, f), path.join(dest, f));
-    fs.cpSync(path.join(realDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+    fs.copyFileSync(path.join(releaseDir, "oracle.py"), path.join(dest, "oracle.py"));
+    fs.copyFileSync(path.join(labSglangDir(), "sglang_lab_venv.py"), path.join(dest, "sglang_lab_venv.py"));
+    fs.cpSync(path.join(releaseDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+}
+
+/** lab/sglang in the checkout, also when this file runs compiled from dist/lab/<build>/. */
+function labSglangDir(): string {
+    let dir = __dirname;
+    while (dir !== path.dirname(dir)) {
+        const candidate = path.join(dir, "lab", "sglang");
+        if (fs.existsSync(path.join(candidate, "sglang_lab_venv.py"))) return candidate;
+        dir = path.dirname(dir);
+    }
+    throw new Error(`lab/sglang/sglang_lab_venv.py not found above ${__dirname}`);
 }
 
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
@@ -70,7 +79,7 @@ export function consoleScripts(entryPoints: string, python: string): Record<stri
 
 function distInfo(site: string, version: string): string {
     const d = path.join(site, `sglang-${version}.dist-info`);
-    if (!fs.existsSync(d)) throw new Error(`lab: SGLang ${version} is not installed in ${site} (lab/sglang/real/install.sh)`);
+    if (!fs.existsSync(d)) throw new Error(`lab: SGLang ${version} is not installed in ${site} (sglang-release/install.sh)`);
     return d;
 }
 
@@ -80,7 +89,7 @@ function distInfo(site: string, version: string): string {
  * rootfs image, in a mount namespace of its own); the .pth and the console
  * scripts every time (cheap, and they follow the checkout).
  */
-export function ensureVenvs(optDir: string, rootfsImage: string, releases = releasesCacheDir()): void {
+export function ensureVenvs(optDir: string, rootfsImage: string, releases: string): void {
     for (const [version, venv] of Object.entries(SGLANG_VENVS)) {
         const site = path.join(releases, version, "site");
         const info = distInfo(site, version);

@@ -6,7 +6,7 @@ import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, B
 import { validateStackConfig } from "../../core/config";
 import { fieldConfig } from "./fixtures";
 
-const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "real", "fixtures", "qwen3.6-27b", "config.json");
+const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "fixtures", "qwen3.6-27b", "config.json");
 
 function fieldExpectations(): BoxExpectations {
     const result = validateStackConfig(fieldConfig());

@@ -3,7 +3,8 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { boxFactsCommand, parseBoxFacts } from "../../core/box-facts";
-import { ensureInstalled, fixtureModelPath, runOracle, sglangVersions } from "../../lab/sglang/real/oracle";
+import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
 // Issue 18: a `--context-length` above the model's is refused at preview from
 // the box's config.json (core/box-facts.ts derives the length). Here the

@@ -4,7 +4,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { validateStackConfig } from "../../core/config";
 import { argvFieldsOf, liveArgsDrift, normalizeServerInfo, renderArgv } from "../../core/sglang-args";
-import { ensureInstalled, fixtureModelPath, runOracle } from "../../lab/sglang/real/oracle";
+import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { fieldConfig, FieldRaw, withField } from "../core/fixtures";
 
 type Edit = (r: FieldRaw) => void;

@@ -2,7 +2,8 @@ import * as assert from "node:assert/strict";
 import fc from "fast-check";
 import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang-argparse";
 import { OWNED_FLAGS } from "../../core/sglang-rules";
-import { ensureInstalled, fixtureModelPath, runOracle } from "../../lab/sglang/real/oracle";
+import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
 // core/sglang-argparse.ts replays argparse over each release's table of
 // options; here the real releases (their wheels, hardware stubbed) judge the

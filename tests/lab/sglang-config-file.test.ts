@@ -5,12 +5,13 @@ import * as path from "node:path";
 import { renderServerConfigFile } from "../../core/systemd-unit";
 import { renderArgv, resolveLauncher } from "../../core/sglang-args";
 import { ServiceSchema } from "../../core/config-schema";
-import { ensureInstalled, fixtureModelPath, runOracle, sglangVersions } from "../../lab/sglang/real/oracle";
+import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { fieldConfig } from "../core/fixtures";
 
 // Issue 19, finding 4: the unit passes the API key as SGLang's own `--config`
 // file, never on the command line. Every supported release's real
-// prepare_server_args (lab/sglang/real) reads the file the stack writes into
+// prepare_server_args (sglang-release) reads the file the stack writes into
 // ServerArgs.api_key, with the launcher the stack picks for that release.
 
 const KEY = "config-file-test-key-0123456789";

@@ -1,5 +1,5 @@
 import * as assert from "node:assert/strict";
-import { ensureInstalled } from "../../lab/sglang/real/oracle";
+import { ensureInstalled } from "../../sglang-release/oracle";
 import { runDifferential } from "./sglang-differential";
 
 /**

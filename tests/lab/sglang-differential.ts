@@ -2,7 +2,7 @@
  * The differential test's machinery: stack configs generated with fast-check
  * (biased to the speculative / mamba / radix / architecture corners), each
  * judged twice, by the stack (validateStackConfig) and by the real SGLang
- * release (lab/sglang/real/oracle.py: the release's own `sglang serve` CLI
+ * release (sglang-release/oracle.py: the release's own `sglang serve` CLI
  * and ServerArgs, hardware stubbed) on the command line the stack renders.
  */
 import * as fs from "node:fs";
@@ -12,7 +12,8 @@ import fc from "fast-check";
 import { validateStackConfig } from "../../core/config";
 import { renderArgv } from "../../core/sglang-args";
 import { fieldConfig, FieldRaw } from "../core/fixtures";
-import { fixtureModelPath, OracleResult, runOracle } from "../../lab/sglang/real/oracle";
+import { OracleResult, runOracle } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
 const QWEN_CONFIG = path.join(fixtureModelPath("qwen3.6-27b"), "config.json");
 

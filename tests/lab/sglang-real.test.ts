@@ -1,9 +1,10 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ensureInstalled, fixtureModelPath, OracleCase, OracleResult, realDir, runOracle, sglangVersions } from "../../lab/sglang/real/oracle";
+import { ensureInstalled, OracleCase, OracleResult, releaseDir, runOracle, sglangVersions } from "../../sglang-release/oracle";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
-// The real SGLang releases (lab/sglang/real), run as the oracle: every verdict
+// The real SGLang releases (sglang-release), run as the oracle: every verdict
 // below is SGLang's own code deciding, with only the hardware stubbed.
 
 const MODEL = fixtureModelPath("qwen3.6-27b");
@@ -88,7 +89,7 @@ const CASES: Record<string, Record<string, OracleCase>> = {
     },
 };
 
-describe("the real SGLang releases (lab/sglang/real oracle)", function () {
+describe("the real SGLang releases (sglang-release oracle)", function () {
     const results: Record<string, Record<string, OracleResult>> = {};
     const result = (version: string, name: string): OracleResult => {
         const r = results[version]?.[name];
@@ -275,7 +276,7 @@ describe("the real SGLang releases (lab/sglang/real oracle)", function () {
         );
         const norm = (n: string) => n.toLowerCase().replace(/[-_.]+/g, "-");
         const deps = fs
-            .readFileSync(path.join(realDir(), "DEPS"), "utf8")
+            .readFileSync(path.join(releaseDir(), "DEPS"), "utf8")
             .split("\n")
             .filter((l) => l.trim() && !l.startsWith("#"))
             .map((l) => l.trim().split(/\s+/));

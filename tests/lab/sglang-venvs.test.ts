@@ -9,7 +9,7 @@ import { exec, httpRequest, installUnit, LAB_WAIT_MS, lab, ok, runUntilOutput, w
 
 // The container's venvs run the real SGLang releases' config layer (argparse,
 // prepare_server_args, ServerArgs) with the hardware stubbed; the simulator
-// takes over at the launcher boundary (lab/sglang/real/sglang_lab_venv.py).
+// takes over at the launcher boundary (lab/sglang/sglang_lab_venv.py).
 
 const KEY = "lab-venv-test-key-0123456789";
 const DRAFTER = "/models/Qwen3.6-27B-DFlash";

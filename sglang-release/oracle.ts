@@ -1,8 +1,10 @@
-// The real SGLang releases as a test oracle: a typed front for install.sh and
-// oracle.py (see README.md). One Python process per runOracle call; cases go
+// The real SGLang releases as the judge of a command line (the preview's
+// verdict, providers/sglang-verdict.ts) and as the tests' oracle: a typed
+// front for install.sh and oracle.py (see README.md). One Python process per runOracle call; cases go
 // in as JSON lines on stdin, results come back one line each, in order.
 import { spawn } from "child_process";
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
 
 export type OracleEntry = "sglang-serve" | "launch-server";
@@ -61,21 +63,16 @@ export interface OracleOptions {
     caseTimeoutSeconds?: number;
 }
 
-/** lab/sglang/real in the checkout, also when this file runs compiled from dist/lab/<build>/. */
-export function realDir(): string {
+/** sglang-release/ in the checkout, also when this file runs compiled from dist/lab/<build>/. */
+export function releaseDir(): string {
     if (fs.existsSync(path.join(__dirname, "oracle.py"))) return __dirname;
     let dir = __dirname;
     while (dir !== path.dirname(dir)) {
-        const candidate = path.join(dir, "lab", "sglang", "real");
+        const candidate = path.join(dir, "sglang-release");
         if (fs.existsSync(path.join(candidate, "oracle.py"))) return candidate;
         dir = path.dirname(dir);
     }
-    throw new Error(`lab/sglang/real not found above ${__dirname}`);
-}
-
-/** A model folder (config.json only) under fixtures/, e.g. "qwen3.6-27b". */
-export function fixtureModelPath(name: string): string {
-    return path.join(realDir(), "fixtures", name);
+    throw new Error(`sglang-release/ not found above ${__dirname}`);
 }
 
 function python(): string {
@@ -85,7 +82,7 @@ function python(): string {
 /** The releases in VERSIONS, in file order. */
 export function sglangVersions(): string[] {
     return fs
-        .readFileSync(path.join(realDir(), "VERSIONS"), "utf8")
+        .readFileSync(path.join(releaseDir(), "VERSIONS"), "utf8")
         .split("\n")
         .map((l) => l.trim())
         .filter((l) => l !== "" && !l.startsWith("#"));
@@ -115,10 +112,25 @@ function run(cmd: string, args: string[], input: string): Promise<Ran> {
     });
 }
 
-/** Runs install.sh (idempotent; instant when the cache is current). */
-export async function ensureInstalled(): Promise<void> {
-    const r = await run("bash", [path.join(realDir(), "install.sh")], "");
-    if (r.code !== 0) throw new Error(`lab/sglang/real/install.sh failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+/**
+ * Runs install.sh (idempotent; instant when the cache is current): the
+ * releases in VERSIONS, or `versions`.
+ */
+export async function ensureInstalled(versions: readonly string[] = []): Promise<void> {
+    const r = await run("bash", [path.join(releaseDir(), "install.sh"), ...versions], "");
+    if (r.code !== 0) throw new Error(`sglang-release/install.sh ${versions.join(" ")} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+}
+
+/** install.sh's cache: `<root>/<version>/site`, `<root>/deps/site` (SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache, then sglang-serve/sglang). */
+export function releaseCacheRoot(): string {
+    const root = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
+    return path.join(root, "sglang");
+}
+
+/** Whether install.sh completed `version`'s site dir (its key file is written last). */
+export function isInstalled(version: string): boolean {
+    const root = releaseCacheRoot();
+    return fs.existsSync(path.join(root, version, "site", ".sglang-serve-key")) && fs.existsSync(path.join(root, "deps", "site", ".sglang-serve-key"));
 }
 
 const STATUSES: readonly string[] = ["ok", "argparse-error", "exception", "exit"];
@@ -133,7 +145,7 @@ function parseResult(line: string, index: number): OracleResult {
 
 /** Runs each case through the real release `version` (one of sglangVersions()). */
 export async function runOracle(version: string, cases: readonly OracleCase[], opts: OracleOptions = {}): Promise<OracleResult[]> {
-    const args = [path.join(realDir(), "oracle.py"), "--version", version];
+    const args = [path.join(releaseDir(), "oracle.py"), "--version", version];
     if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
     if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
     const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";

@@ -1,7 +1,7 @@
 """torch, stubbed for SGLang's config layer (no GPU, no CUDA, no kernels).
 
 What SGLang asks while it prepares ServerArgs is answered from the lab's GPUs
-(`SGLANG_LAB_*`, see lab/sglang/real/README.md): `torch.cuda.is_available()`,
+(`SGLANG_LAB_*`, see sglang-release/README.md): `torch.cuda.is_available()`,
 `device_count()` (honouring CUDA_VISIBLE_DEVICES), `get_device_capability()`,
 `get_device_name()`, `get_device_properties()`, `mem_get_info()`,
 `torch.version.cuda`/`hip`, `torch.__version__` (the release's pinned torch),

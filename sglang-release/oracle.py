@@ -109,7 +109,7 @@ def cache_root():
 
 def parse_cli():
     p = argparse.ArgumentParser(prog="oracle.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--version", required=True, help="SGLang release, one of lab/sglang/real/VERSIONS")
+    p.add_argument("--version", required=True, help="SGLang release, one of sglang-release/VERSIONS")
     p.add_argument("--site", help="the release's site dir (default: the install.sh cache)")
     p.add_argument("--deps", help="the shared deps site dir (default: the install.sh cache)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
@@ -450,6 +450,8 @@ def install_launch_boundary():
         mod.__file__ = f"<sglang-serve oracle: {launcher} launcher boundary>"
 
         def boundary(server_args, *args, _launcher=launcher, **kwargs):
+            # What the launcher runs first, before any GPU work (Engine._launch_subprocesses).
+            server_args.check_server_args()
             raise Launched(server_args, _launcher)
 
         setattr(mod, func, boundary)
@@ -559,7 +561,7 @@ def main():
     deps = cli.deps or os.path.join(root, "deps", "site")
     for path, what in ((site, f"SGLang {cli.version}"), (deps, "the shared deps")):
         if not os.path.isdir(path):
-            sys.exit(f"oracle.py: {what} not installed at {path}; run lab/sglang/real/install.sh")
+            sys.exit(f"oracle.py: {what} not installed at {path}; run sglang-release/install.sh")
     sys.path[:0] = [STUBS, site, deps]
 
     cli_env = dict(os.environ)

@@ -59,7 +59,7 @@ def main():
     deps = os.path.join(root, "deps", "site")
     for path in (site, deps):
         if not os.path.isdir(path):
-            sys.exit(f"argparse_table.py: {path} is not installed; run lab/sglang/real/install.sh")
+            sys.exit(f"argparse_table.py: {path} is not installed; run sglang-release/install.sh")
     sys.path[:0] = [oracle.STUBS, site, deps]
     hf_home = os.path.join(root, "hf-home")
     os.makedirs(hf_home, exist_ok=True)

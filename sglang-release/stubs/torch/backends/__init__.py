@@ -1,5 +1,5 @@
 import _sglang_lab_stub as _stub
 
-from . import mps  # noqa: F401
+from . import cudnn, mps  # noqa: F401
 
 _stub.make_permissive(__name__)
