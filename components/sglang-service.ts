@@ -24,6 +24,8 @@ export interface SglangServiceArgs {
     owner?: UnitOwner;
     /** One GPU's memory (host.gpus.memoryMiB), for the memory check when the weights' size comes from the box. */
     gpuMemoryMiB?: number;
+    /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview (providers/sglang-verdict.ts). */
+    gpuName?: string;
 }
 
 class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs> {
@@ -85,6 +87,7 @@ export class SglangService extends pulumi.ComponentResource {
                 servedModelName: service.model.servedName,
                 speculativeAlgorithm: service.speculative?.algorithm,
                 gpuIndices: args.gpuIndices,
+                gpuName: args.gpuName,
                 readiness: args.readiness,
                 owner: formatOwner(owner),
                 takeOverFrom: service.takeOverFrom,

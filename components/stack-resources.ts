@@ -23,6 +23,8 @@ export interface Box {
     gpuIndices: number[];
     /** One GPU's memory, for the service's memory check. */
     gpuMemoryMiB: number;
+    /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview. */
+    gpuName?: string;
 }
 
 /** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
@@ -41,6 +43,7 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
         placement: gpuHost,
         gpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
         gpuMemoryMiB: host.gpus.memoryMiB,
+        ...(host.gpus.name !== undefined ? { gpuName: host.gpus.name } : {}),
     };
     if (!container) return box;
     const ct = new LxcContainer(`ct${container.vmid}`, {
@@ -61,7 +64,7 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
 export function declareServer(box: Box, service: ServiceConfig, readiness: ReadinessConfig): { server: SglangService; check: ReadinessCheck } {
     const server = new SglangService(
         service.name,
-        { connection: box.serverConnection, service, readiness, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB },
+        { connection: box.serverConnection, service, readiness, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB, gpuName: box.gpuName },
         { dependsOn: [box.placement] },
     );
     const check = new ReadinessCheck(`${service.name}-ready`, {

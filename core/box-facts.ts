@@ -39,7 +39,16 @@ export interface BoxFacts {
     /** The text config's `num_attention_heads` and `num_key_value_heads`, which tensor parallelism splits. */
     attentionHeads?: number;
     kvHeads?: number;
+    /**
+     * config.json as the box has it (at most CONFIG_JSON_MAX_BYTES; absent when
+     * larger): what the declared release's own code reads at the preview's
+     * verdict (providers/sglang-verdict.ts) in place of the box's folder.
+     */
+    configJson?: string;
 }
+
+/** config.json larger than this is not carried (Qwen3.6-27B's is about 5 KB). */
+export const CONFIG_JSON_MAX_BYTES = 262144;
 
 /**
  * Run by the configured interpreter as `<python> -I -c BOX_FACTS_SCRIPT <model
@@ -61,8 +70,11 @@ elif not os.path.isfile(config):
     out["model"] = "no-config"
 else:
     try:
-        with open(config) as f:
-            c = json.load(f)
+        with open(config, "rb") as f:
+            raw = f.read(${CONFIG_JSON_MAX_BYTES} + 1)
+        c = json.loads(raw)
+        if len(raw) <= ${CONFIG_JSON_MAX_BYTES}:
+            out["configJson"] = raw.decode("utf-8")
         t = c.get("text_config") or {}
         get = lambda k: c.get(k, t.get(k))
         out["model"] = "present"
@@ -211,6 +223,7 @@ export function parseBoxFacts(stdout: string): BoxFacts {
         ...(typeof v.folderDigest === "string" ? { folderDigest: v.folderDigest } : {}),
         ...(typeof v.attentionHeads === "number" ? { attentionHeads: v.attentionHeads } : {}),
         ...(typeof v.kvHeads === "number" ? { kvHeads: v.kvHeads } : {}),
+        ...(typeof v.configJson === "string" ? { configJson: v.configJson } : {}),
     };
 }
 

@@ -19,6 +19,7 @@ import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfO
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { rollout } from "./sglang-service-rollout";
 import { secretValuesOf } from "./service-secrets";
+import { previewVerdict } from "./sglang-verdict";
 import { previousPaths, unitPaths } from "./unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
@@ -45,7 +46,14 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         // Nothing rolled out: the record check carried in (the last good figures, the drafter the server loaded) stays.
         return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
-    await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+    const facts = await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+    // SGLang's own verdict, kept from the preview when it ran there (a first deploy judges here), before anything stops.
+    const refused = await previewVerdict(run, inputs, facts, { notices: false });
+    if (refused.length > 0) {
+        throw new Error(
+            `[${inputs.unitName}] the declared server is refused; nothing on the box was changed:\n` + refused.map((f) => `  - ${f.reason}`).join("\n"),
+        );
+    }
     return rollout(run, id, inputs, live, recorded);
 }
 

@@ -33,6 +33,8 @@ export interface ServiceProps {
     servedModelName: string;
     speculativeAlgorithm?: string;
     gpuIndices: number[];
+    /** host.gpus.name: the GPUs SGLang's own verdict at preview is run for (providers/sglang-verdict.ts); absent in states written before. */
+    gpuName?: string;
     readiness: ReadinessConfig;
     /**
      * `<project>/<stack>` that manages the unit, recorded in the unit file.

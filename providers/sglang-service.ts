@@ -14,6 +14,7 @@ import { CompleteProvider, keepingProviderModule } from "./resource-provider";
 import { applyService, removeService } from "./sglang-service-apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./sglang-service-live";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./service-secrets";
+import { previewVerdict } from "./sglang-verdict";
 import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./sglang-service-props";
 
 /** Fields whose change means the server process must restart. */
@@ -31,7 +32,10 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
-        failures.push(...boxFailures(news.expectBox, await boxFactsForCheck(run, olds, news)));
+        const facts = await boxFactsForCheck(run, olds, news);
+        failures.push(...boxFailures(news.expectBox, facts));
+        // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
+        if (failures.length === 0) failures.push(...(await previewVerdict(run, news, facts)));
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));

@@ -181,7 +181,7 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
         }
     });
 
-    it("a context length above the box model's fails the preview, and a missing model folder fails the up, before the running server is touched", async () => {
+    it("a context length above the box model's, and what only SGLang's own code refuses, fail the preview, and a missing model folder fails the up, before the running server is touched", async () => {
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         try {
@@ -197,6 +197,19 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
                 preview.output,
                 /service\.extraArgs\[2\] is --context-length 300000: SGLang 0\.5\.11 refuses it at startup with ValueError: Warning: User-specified context_length \(300000\) is greater than the derived context_length \(262144\)/,
             );
+            // Issue 18 item 1: what only SGLang's own code says (check_server_args, not modelled by the stack's rules) fails the
+            // preview with SGLang's text under the element it is about, and the up refuses it before anything on the box changes.
+            service(config).extraArgs = ["--enable-metrics", "--export-metrics-to-file"];
+            d.writeConfig(config);
+            const judged = await d.preview("--refresh");
+            assert.notEqual(judged.code, 0, judged.output);
+            const refusal =
+                /property service\.extraArgs\[1\] .*has a problem: SGLang 0\.5\.11's own code refuses the server this config renders \(run here with the box's config\.json, before anything on the box changes\): ValueError: --export-metrics-to-file-dir is required when --export-metrics-to-file is enabled/;
+            assert.match(judged.output, refusal, judged.output.slice(-4000));
+            const refused = await d.up();
+            assert.notEqual(refused.code, 0, refused.output);
+            assert.match(refused.output, /--export-metrics-to-file-dir is required/);
+            assert.equal(await mainPid(labDir), pidBefore, "the running server was not touched");
             service(config).extraArgs = [];
             (service(config).model as Record<string, unknown>).path = "/models/not-there";
             d.writeConfig(config);

@@ -854,8 +854,10 @@ describe("SglangService provider against the fake box", function () {
         };
 
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
-            const { folderDigest, ...read } = (await facts()) as BoxFacts;
+            const { folderDigest, configJson, ...read } = (await facts()) as BoxFacts;
             assert.match(folderDigest ?? "", /^[0-9a-f]{32}$/);
+            // config.json as the box has it, byte for byte: what SGLang's own verdict reads (providers/sglang-verdict.ts).
+            assert.equal(configJson, box.read(`${MODEL}/config.json`));
             assert.deepEqual(read, {
                 sglangVersion: "0.5.11",
                 model: "present",

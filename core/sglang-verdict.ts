@@ -1,0 +1,173 @@
+/**
+ * SGLang's own verdict on the rendered server (issue 18 item 1): what goes to
+ * the declared release's code (sglang-release/oracle.py, run on the machine
+ * running pulumi by providers/sglang-verdict.ts, the hardware stubbed by the
+ * box's declared GPUs, the model folder by the box's config.json), and what
+ * its answer means for the preview: a refusal is SGLang's own text filed under
+ * the stack key (or the extraArgs element) it is about; what SGLang says it
+ * changes is a notice naming what it will run.
+ */
+import { sha256 } from "./digest";
+import { extraFlags } from "./extra-args";
+import { OWNED_FLAGS } from "./sglang-rules";
+import { serviceFromUnit } from "./systemd-unit";
+
+export type VerdictEntry = "sglang-serve" | "launch-server";
+
+/** One run of the release's code, as the cache keys it. */
+export interface VerdictRequest {
+    version: string;
+    entry: VerdictEntry;
+    /** The arguments after the program, as the unit runs them, less `--config <file>` (the API key, which no rule reads). */
+    argv: string[];
+    /** The unit's Environment= lines. */
+    env: Record<string, string>;
+    gpus: { count: number; memoryMiB?: number; name?: string };
+    /** The box's model folder, and its config.json, which the release reads in place of the folder. */
+    model: { path: string; configJson: string };
+    /** The drafter's folder and config.json, when the server loads a separate one. */
+    drafter?: { path: string; configJson: string };
+}
+
+/** What the release said, kept small (the verdict cache holds it). */
+export interface ReleaseVerdict {
+    /** ok: the release got to where it starts the server; refused: argparse or an exception on the way. */
+    status: "ok" | "refused";
+    /** argparse's message (`sglang serve: error: ...`), or `<ExceptionType>: <message>` as Python prints it. */
+    error?: string;
+    /** The release's own warnings on the way (server_args and the like), with the local stand-in folders named as the box's. */
+    warnings: string[];
+}
+
+/** What the preview needs to ask the release, from the unit the stack would write. */
+export interface VerdictInputs {
+    version: string;
+    unitText: string;
+    gpus: VerdictRequest["gpus"];
+    modelConfigJson?: string;
+    drafterConfigJson?: string;
+}
+
+/** The request, or why the verdict cannot be asked (shown as a notice). */
+export function verdictRequest(inputs: VerdictInputs): VerdictRequest | { unavailable: string } {
+    const unit = serviceFromUnit(inputs.unitText);
+    const { fields } = unit;
+    if (inputs.modelConfigJson === undefined) {
+        return { unavailable: `the box's ${fields.modelPath}/config.json was not read (a first preview, or a folder without one)` };
+    }
+    const drafterPath = fields.speculative?.draftModelPath;
+    const separateDrafter = drafterPath !== undefined && drafterPath !== fields.modelPath;
+    if (separateDrafter && inputs.drafterConfigJson === undefined) {
+        return { unavailable: `the drafter's ${drafterPath}/config.json could not be read` };
+    }
+    const start = fields.launcher === "serve" ? 2 : 3;
+    const argv: string[] = [];
+    const rest = unit.argv.slice(start);
+    for (let i = 0; i < rest.length; i++) {
+        if (rest[i] === "--config") {
+            i++;
+            continue;
+        }
+        argv.push(rest[i]!);
+    }
+    return {
+        version: inputs.version,
+        entry: fields.launcher === "serve" ? "sglang-serve" : "launch-server",
+        argv,
+        env: unit.environment,
+        gpus: inputs.gpus,
+        model: { path: fields.modelPath, configJson: inputs.modelConfigJson },
+        ...(separateDrafter ? { drafter: { path: drafterPath, configJson: inputs.drafterConfigJson! } } : {}),
+    };
+}
+
+/** The cache key of a request: everything the release's answer depends on. */
+export function verdictKey(request: VerdictRequest): string {
+    return sha256(JSON.stringify(request)).slice(0, 40);
+}
+
+/** The request's argv with the box's folders replaced by the local stand-ins (their config.json). */
+export function standInArgv(request: VerdictRequest, modelDir: string, drafterDir?: string): string[] {
+    const folders = new Map<string, string>([[request.model.path, modelDir]]);
+    if (request.drafter && drafterDir) folders.set(request.drafter.path, drafterDir);
+    return request.argv.map((a, i) => (i > 0 && request.argv[i - 1]!.startsWith("--") && folders.has(a) ? folders.get(a)! : a));
+}
+
+/** The oracle's answer (sglang-release/oracle.ts OracleResult), the fields read here. */
+export interface ReleaseAnswer {
+    status: "ok" | "argparse-error" | "exception" | "exit";
+    exitCode: number;
+    exceptionType: string | null;
+    message: string | null;
+    logs: { level: string; logger: string; message: string }[];
+}
+
+/** The release's answer as the verdict, the stand-in folders named as the box's in every text. */
+export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standIns: { model: string; drafter?: string }): ReleaseVerdict {
+    const asBox = (text: string) => {
+        let out = text.split(standIns.model).join(request.model.path);
+        if (standIns.drafter && request.drafter) out = out.split(standIns.drafter).join(request.drafter.path);
+        return out;
+    };
+    const prog = request.entry === "sglang-serve" ? "sglang serve" : "launch_server.py";
+    const warnings = answer.logs
+        .filter((l) => (l.level === "WARNING" || l.level === "ERROR") && l.logger.startsWith("sglang"))
+        // The stand-in folder has config.json only: what SGLang says about the folder's other files is about the stand-in.
+        .filter((l) => !/generation config/i.test(l.message))
+        .map((l) => asBox(l.message));
+    if (answer.status === "ok") return { status: "ok", warnings };
+    if (answer.status === "argparse-error") return { status: "refused", error: asBox(`${prog}: error: ${answer.message ?? ""}`), warnings };
+    if (answer.status === "exception") {
+        return { status: "refused", error: asBox(`${answer.exceptionType ?? "Exception"}: ${answer.message ?? ""}`), warnings };
+    }
+    return { status: "refused", error: `${prog} exited ${answer.exitCode} before starting the server`, warnings };
+}
+
+/** A refusal of the preview: the key it is about and the reason. */
+export interface VerdictFailure {
+    property: string;
+    reason: string;
+}
+
+/**
+ * The stack key a message of SGLang's is about: the first flag it names
+ * (`--kv-cache-dtype`, or a ServerArgs field such as `served_model_name`)
+ * that the typed config owns, or that an extraArgs element sets; else the
+ * command line as a whole (`service`).
+ */
+export function verdictKeyOf(message: string, extraArgs: readonly string[]): string {
+    const named = [
+        ...[...message.matchAll(/--[a-z0-9][a-z0-9-]*/g)].map((m) => m[0]),
+        ...[...message.matchAll(/\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g)].map((m) => `--${m[0].replace(/_/g, "-")}`),
+    ];
+    const extra = extraFlags(extraArgs);
+    for (const flag of named) {
+        const owner = OWNED_FLAGS[flag];
+        if (owner !== undefined) return owner.replace(/ \(.*$/, "");
+        const given = extra.find((f) => f.flag === flag);
+        if (given) return `service.extraArgs[${given.index}]`;
+    }
+    return "service";
+}
+
+/** The preview's refusal when the release refuses the rendered server; none when it accepts. */
+export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest, extraArgs: readonly string[]): VerdictFailure[] {
+    if (verdict.status === "ok" || verdict.error === undefined) return [];
+    const property = verdictKeyOf(verdict.error, extraArgs);
+    const about = property === "service" ? "the rendered command line" : property;
+    return [
+        {
+            property,
+            reason:
+                `SGLang ${request.version}'s own code refuses the server this config renders (run here with the box's config.json, ` +
+                `before anything on the box changes): ${verdict.error}; fix: change ${about} so that SGLang ${request.version} accepts it ` +
+                `(\`npm run render\` shows the command line), or declare the sglangVersion that accepts it.`,
+        },
+    ];
+}
+
+/** One line for the preview: what the release says it will run, or nothing. */
+export function verdictNotice(verdict: ReleaseVerdict, version: string): string | undefined {
+    if (verdict.status !== "ok" || verdict.warnings.length === 0) return undefined;
+    return `SGLang ${version}'s own code accepts this server and says: ${verdict.warnings.join(" | ")}`;
+}

@@ -1,0 +1,174 @@
+/**
+ * SGLang's own verdict at preview (core/sglang-verdict.ts): the declared
+ * release's code, from its wheel in install.sh's cache (installed once, with a
+ * progress line; offline without it, a failure saying how to fill it), run
+ * here on the command line and environment the unit would have, with the box's
+ * config.json in a local stand-in folder and its declared GPUs in the
+ * hardware stubs. A verdict is kept by its request's digest, so a preview of
+ * an unchanged server runs nothing.
+ */
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import {
+    ReleaseVerdict,
+    standInArgv,
+    VerdictFailure,
+    verdictFailures,
+    verdictKey,
+    verdictNotice,
+    verdictOf,
+    VerdictRequest,
+    verdictRequest,
+} from "../core/sglang-verdict";
+import { serviceFromUnit } from "../core/systemd-unit";
+import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
+import { BoxFactsRead, drafterPath, readBoxFacts } from "./box-facts";
+import type { ProviderRun } from "./provider-run";
+import { say } from "./say";
+import type { ServiceProps } from "./sglang-service-props";
+
+/** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */
+export class VerdictUnavailable extends Error {}
+
+function verdictFile(request: VerdictRequest): string {
+    return path.join(releaseCacheRoot(), "verdicts", `${verdictKey(request)}.json`);
+}
+
+function cached(file: string): ReleaseVerdict | undefined {
+    try {
+        const v = JSON.parse(fs.readFileSync(file, "utf8")) as ReleaseVerdict;
+        return v.status === "ok" || v.status === "refused" ? v : undefined;
+    } catch {
+        return undefined;
+    }
+}
+
+/** The release's code in the cache, installed first when missing. */
+async function ensureRelease(version: string, label: string): Promise<void> {
+    if (isInstalled(version)) return;
+    say(
+        `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
+    );
+    try {
+        await ensureInstalled([version]);
+    } catch (e) {
+        const why = (
+            (e as Error).message
+                .split("\n")
+                .filter((l) => l.trim() !== "")
+                .pop() ?? ""
+        ).trim();
+        throw new VerdictUnavailable(
+            `SGLang ${version}'s own code is not in ${releaseCacheRoot()} and could not be installed (${why}): ` +
+                `run \`bash ${path.relative(process.cwd(), path.join(releaseDir(), "install.sh")) || "sglang-release/install.sh"} ${version}\` where the package index is reachable ` +
+                `(pip's PIP_INDEX_URL or PIP_FIND_LINKS pick another source), or copy ${releaseCacheRoot()}/${version} and deps from a machine that has them.`,
+        );
+    }
+}
+
+/** The release's verdict on the request: from the cache, or by running its code once. */
+export async function releaseVerdict(request: VerdictRequest, label: string): Promise<ReleaseVerdict> {
+    const file = verdictFile(request);
+    const kept = cached(file);
+    if (kept) return kept;
+    await ensureRelease(request.version, label);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-verdict-"));
+    try {
+        const model = path.join(dir, "model");
+        fs.mkdirSync(model);
+        fs.writeFileSync(path.join(model, "config.json"), request.model.configJson);
+        let drafter: string | undefined;
+        if (request.drafter) {
+            drafter = path.join(dir, "drafter");
+            fs.mkdirSync(drafter);
+            fs.writeFileSync(path.join(drafter, "config.json"), request.drafter.configJson);
+        }
+        const env: Record<string, string> = { ...request.env };
+        if (request.gpus.name !== undefined) env.SGLANG_LAB_GPU_NAME = request.gpus.name;
+        const [answer] = await runOracle(
+            request.version,
+            [
+                {
+                    argv: standInArgv(request, model, drafter),
+                    entry: request.entry,
+                    env,
+                    gpuCount: request.gpus.count,
+                    ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
+                },
+            ],
+            { jobs: 1 },
+        );
+        const verdict = verdictOf(answer!, request, { model, ...(drafter ? { drafter } : {}) });
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        const tmp = `${file}.${process.pid}.tmp`;
+        fs.writeFileSync(tmp, JSON.stringify(verdict));
+        fs.renameSync(tmp, file);
+        return verdict;
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+/**
+ * The preview's verdict on `news` with the box's facts (the refresh's, or
+ * those check read again): SGLang's refusal as failures, what it says it will
+ * run as a notice. Nothing to judge with (a first preview, facts not read, a
+ * drafter whose config.json cannot be read): a notice, no failure. The
+ * release's code failing to run at all here is a notice too, and the stack's
+ * own rules stand alone.
+ */
+export async function previewVerdict(
+    run: ProviderRun,
+    news: ServiceProps,
+    facts: BoxFactsRead | undefined,
+    opts: { notices: boolean } = { notices: true },
+): Promise<VerdictFailure[]> {
+    const notice = (text: string) => opts.notices && say(text);
+    const expect = news.expectBox;
+    const label = `[${news.unitName}]`;
+    if (!expect || (facts && "error" in facts)) return [];
+    if (!facts) {
+        notice(`${label} SGLang ${expect.sglangVersion}'s own verdict comes at the rollout, which reads the box's config.json before anything changes`);
+        return [];
+    }
+    const drafter = drafterPath(expect);
+    let drafterConfigJson: string | undefined;
+    if (drafter !== undefined) {
+        const read = await readBoxFacts(run.remoteFor(news.connection, "server"), { ...expect, modelPath: drafter });
+        if (!("error" in read)) drafterConfigJson = read.configJson;
+    }
+    const request = verdictRequest({
+        version: expect.sglangVersion,
+        unitText: news.unitText,
+        gpus: {
+            count: news.gpuIndices.length,
+            ...(expect.memory.gpuMemoryMiB !== undefined ? { memoryMiB: expect.memory.gpuMemoryMiB } : {}),
+            ...(news.gpuName !== undefined ? { name: news.gpuName } : {}),
+        },
+        ...(facts.configJson !== undefined ? { modelConfigJson: facts.configJson } : {}),
+        ...(drafterConfigJson !== undefined ? { drafterConfigJson } : {}),
+    });
+    if ("unavailable" in request) {
+        notice(`${label} SGLang ${expect.sglangVersion}'s own verdict waits: ${request.unavailable}; the rollout reads the box before anything stops`);
+        return [];
+    }
+    let verdict: ReleaseVerdict;
+    try {
+        verdict = await releaseVerdict(request, label);
+    } catch (e) {
+        if (e instanceof VerdictUnavailable) return [{ property: "service.sglangVersion", reason: e.message }];
+        notice(`${label} SGLang ${expect.sglangVersion}'s own code could not run here (${firstLine(e)}); the stack's own rules judged this server`);
+        return [];
+    }
+    const says = verdictNotice(verdict, expect.sglangVersion);
+    if (says) notice(`${label} ${says}`);
+    return verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
+}
+
+function firstLine(e: unknown): string {
+    const lines = String((e as Error).message ?? e)
+        .split("\n")
+        .filter((l) => l.trim() !== "");
+    return (lines.find((l) => /Error|error:/.test(l)) ?? lines[0] ?? "").trim().slice(0, 300);
+}

@@ -1,0 +1,158 @@
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { ServiceConfig } from "../../core/config-schema";
+import { verdictFailures, verdictKey, verdictNotice, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
+import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
+import { ServiceSchema } from "../../core/config-schema";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
+import { releaseVerdict, VerdictUnavailable } from "../../providers/sglang-verdict";
+import { ensureInstalled } from "../../sglang-release/oracle";
+import { fieldConfig } from "../core/fixtures";
+
+// Issue 18 item 1: SGLang's own verdict at preview. The unit the stack would
+// write goes through the declared release's real code (sglang-release/,
+// hardware stubbed) with the box's config.json: what the stack's own rules do
+// not model (check_server_args, ServerArgs' cross-field checks) is refused with
+// SGLang's text under the key it is about; a verdict is kept by its request.
+
+const QWEN_CONFIG = fs.readFileSync(path.join(fixtureModelPath("qwen3.6-27b"), "config.json"), "utf8");
+
+function service(edit: (raw: Record<string, unknown>) => void = () => undefined): ServiceConfig {
+    const raw = structuredClone(fieldConfig().service) as unknown as Record<string, unknown>;
+    edit(raw);
+    return ServiceSchema.parse(raw);
+}
+
+function request(s: ServiceConfig): VerdictRequest {
+    const unitText = renderUnit(s, { hasSecrets: true, hasSecretEnvironment: false, owner: { project: "sglang-serve", stack: "test" } });
+    assert.ok(unitText.includes(serverConfigFilePath(s.name)), "the unit carries the API key's --config file, which the verdict leaves out");
+    const r = verdictRequest({
+        version: s.sglangVersion,
+        unitText,
+        gpus: { count: 2, memoryMiB: 49140, name: "NVIDIA RTX A6000" },
+        modelConfigJson: QWEN_CONFIG,
+    });
+    assert.ok(!("unavailable" in r), JSON.stringify(r));
+    return r;
+}
+
+describe("SGLang's own verdict at preview (the declared release's code, run here)", function () {
+    this.timeout(300_000);
+    let cache: string;
+    const saved = process.env.SGLANG_SERVE_CACHE;
+
+    before(async function () {
+        await ensureInstalled();
+    });
+
+    beforeEach(function () {
+        // Verdicts are kept under the release cache: each test gets its own verdict folder by a fresh cache root that links the installed releases.
+        cache = fs.mkdtempSync(path.join(os.tmpdir(), "verdict-cache-"));
+        const installed = path.join(saved || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve"), "sglang");
+        fs.mkdirSync(path.join(cache, "sglang"));
+        for (const entry of fs.readdirSync(installed)) {
+            if (entry !== "verdicts") fs.symlinkSync(path.join(installed, entry), path.join(cache, "sglang", entry));
+        }
+        process.env.SGLANG_SERVE_CACHE = cache;
+    });
+
+    afterEach(function () {
+        if (saved === undefined) delete process.env.SGLANG_SERVE_CACHE;
+        else process.env.SGLANG_SERVE_CACHE = saved;
+        fs.rmSync(cache, { recursive: true, force: true });
+    });
+
+    it("accepts the field's server on 0.5.11 and says what it will run (48 running requests with speculative decoding)", async function () {
+        const req = request(service());
+        assert.ok(!req.argv.includes("--config"), "no --config: the API key's file is not here");
+        const verdict = await releaseVerdict(req, "[test]");
+        assert.equal(verdict.status, "ok", verdict.error);
+        assert.deepEqual(verdictFailures(verdict, req, []), []);
+        assert.match(verdictNotice(verdict, "0.5.11") ?? "", /Max running requests is reset to 48 for speculative decoding/);
+        assert.ok(!verdict.warnings.some((w) => w.includes(os.tmpdir())), "no text names the local stand-in folder");
+    });
+
+    it("refuses what only check_server_args says, under the extraArgs element it is about", async function () {
+        const s = service((raw) => (raw.extraArgs = ["--enable-metrics", "--export-metrics-to-file"]));
+        const req = request(s);
+        const verdict = await releaseVerdict(req, "[test]");
+        assert.equal(verdict.status, "refused");
+        const [failure] = verdictFailures(verdict, req, s.extraArgs);
+        assert.equal(failure!.property, "service.extraArgs[1]");
+        assert.match(
+            failure!.reason,
+            /SGLang 0\.5\.11's own code refuses .*ValueError: --export-metrics-to-file-dir is required when --export-metrics-to-file is enabled; fix: change service\.extraArgs\[1\]/,
+        );
+    });
+
+    it("files argparse's refusal and a ServerArgs assertion under the key SGLang names", async function () {
+        const choice = service((raw) => (raw.extraArgs = ["--kv-cache-dtype=fp9"]));
+        const choiceReq = request(choice);
+        const [badChoice] = verdictFailures(await releaseVerdict(choiceReq, "[test]"), choiceReq, choice.extraArgs);
+        assert.equal(badChoice!.property, "service.extraArgs[0]");
+        assert.match(badChoice!.reason, /sglang serve: error: argument --kv-cache-dtype: invalid choice: 'fp9'/);
+
+        const colon = service((raw) => ((raw.model as Record<string, unknown>).servedName = "qwen3:27b"));
+        const colonReq = request(colon);
+        const [named] = verdictFailures(await releaseVerdict(colonReq, "[test]"), colonReq, []);
+        assert.equal(named!.property, "service.model.servedName");
+        assert.match(named!.reason, /AssertionError: served_model_name cannot contain a colon/);
+    });
+
+    it("judges with the box's config.json: a context length above the model's is SGLang's own ValueError", async function () {
+        const s = service((raw) => (raw.extraArgs = ["--context-length", "300000"]));
+        const req = request(s);
+        const [failure] = verdictFailures(await releaseVerdict(req, "[test]"), req, s.extraArgs);
+        assert.equal(failure!.property, "service.extraArgs[0]");
+        assert.match(failure!.reason, /User-specified context_length \(300000\) is greater than the derived context_length \(262144\)/);
+        assert.ok(!failure!.reason.includes(os.tmpdir()), failure!.reason);
+    });
+
+    it("keeps a verdict by its request: the second preview of the same server reads it back", async function () {
+        const req = request(service());
+        const first = await releaseVerdict(req, "[test]");
+        const file = path.join(cache, "sglang", "verdicts", `${verdictKey(req)}.json`);
+        assert.deepEqual(JSON.parse(fs.readFileSync(file, "utf8")), first);
+        // What the file says is what the next preview gets (nothing runs): a marker proves it came from the file.
+        fs.writeFileSync(file, JSON.stringify({ ...first, warnings: ["kept"] }));
+        assert.deepEqual((await releaseVerdict(req, "[test]")).warnings, ["kept"]);
+        const other = request(service((raw) => (raw.memFractionStatic = 0.85)));
+        assert.notEqual(verdictKey(other), verdictKey(req));
+    });
+
+    it("a release not cached and not installable fails saying how to fill the cache", async function () {
+        const req = { ...request(service()), version: "0.5.99" };
+        const saved = { index: process.env.PIP_INDEX_URL, retries: process.env.PIP_RETRIES, timeout: process.env.PIP_TIMEOUT };
+        // Loopback, nothing listening: the index cannot be reached.
+        Object.assign(process.env, { PIP_INDEX_URL: "http://127.0.0.1:9/simple", PIP_RETRIES: "0", PIP_TIMEOUT: "2" });
+        try {
+            await assert.rejects(releaseVerdict(req, "[test]"), (e: Error) => {
+                assert.ok(e instanceof VerdictUnavailable);
+                assert.match(
+                    e.message,
+                    /SGLang 0\.5\.99's own code is not in .* and could not be installed .*: run `bash .*install\.sh 0\.5\.99` where the package index is reachable/,
+                );
+                return true;
+            });
+        } finally {
+            for (const [k, v] of [
+                ["PIP_INDEX_URL", saved.index],
+                ["PIP_RETRIES", saved.retries],
+                ["PIP_TIMEOUT", saved.timeout],
+            ] as const) {
+                if (v === undefined) delete process.env[k];
+                else process.env[k] = v;
+            }
+        }
+    });
+
+    it("waits, with the reason, when the box's config.json was not read", function () {
+        const s = service();
+        const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+        const r = verdictRequest({ version: "0.5.11", unitText, gpus: { count: 2 } });
+        assert.ok("unavailable" in r);
+        assert.match(r.unavailable, /\/models\/Qwen3\.6-27B\/config\.json was not read/);
+    });
+});
