@@ -22,5 +22,8 @@ export function loadStackConfig(config = new pulumi.Config()): StackConfig {
     for (const warning of result.warnings ?? []) {
         pulumi.log.warn(warning);
     }
+    for (const notice of result.notices ?? []) {
+        pulumi.log.info(notice);
+    }
     return result.config;
 }

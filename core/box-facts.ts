@@ -344,8 +344,10 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
         });
     }
     // What the declared config left to the box: SGLang's rules with the box's architecture, the memory check with its weights.
-    if (expect.architecture === undefined && facts.architecture !== undefined) {
-        const verdict = judgeServerArgs(sglangRelease(expect.sglangVersion), {
+    const release = sglangRelease(expect.sglangVersion);
+    // The transcribed rules for the releases they were read from (another release: its own code's verdict, providers/sglang-verdict.ts).
+    if (expect.architecture === undefined && facts.architecture !== undefined && release.verified) {
+        const verdict = judgeServerArgs(release, {
             ...expect.serverArgs,
             architecture: facts.architecture,
             layerTypes: facts.layerTypes,

@@ -48,6 +48,11 @@ export class Findings {
     warn(message: string): void {
         this.warnings.push(message);
     }
+    /** What the preview says without it being a problem (an info line). */
+    readonly notices: string[] = [];
+    note(message: string): void {
+        this.notices.push(message);
+    }
 }
 
 /** Runs every rule on the sections that parsed, into `f`. */
@@ -119,11 +124,17 @@ function sshKeyRule(input: RuleInput, f: Findings): void {
     }
 }
 
+/**
+ * A release whose ServerArgs rules the stack has not transcribed (not in
+ * core/sglang-releases.ts) is judged by its own code alone: the rules of
+ * another release could contradict it (0.5.23 resolves auto to an extra
+ * buffer where 0.5.11 refuses). Said as a notice.
+ */
 function versionRule(service: ServiceConfig, f: Findings): void {
     if (!sglangRelease(service.sglangVersion).verified) {
-        f.warn(
-            `${pulumiKey("service.sglangVersion")} is ${service.sglangVersion}; the SGLang rules here were checked against the releases ` +
-                `${SGLANG_RELEASES.map((r) => r.version).join(", ")} only: the rules of ${sglangRelease(service.sglangVersion).version === service.sglangVersion ? "the nearest one" : "the nearest older one"} are applied; check core/sglang-releases.ts before relying on them.`,
+        f.note(
+            `${pulumiKey("service.sglangVersion")} is ${service.sglangVersion}: its ServerArgs rules are SGLang's own code, run at the preview once a refresh has read the box's config.json (else by the rollout, before anything stops); ` +
+                `the stack's transcribed rules cover ${SGLANG_RELEASES.map((r) => r.version).join(", ")} (core/sglang-releases.ts).`,
         );
     }
 }
@@ -148,7 +159,8 @@ const SERVER_ARGS_INPUTS = [
  * the key it is about, with SGLang's text and the fix; what it would change
  * silently is a warning naming the value it will run.
  */
-function serverArgsRule(service: ServiceConfig, f: Findings): void {
+/** The transcribed ServerArgs rules (core/sglang-server-args.ts) of a verified release; false when they refuse. */
+function transcribedServerArgsRule(service: ServiceConfig, f: Findings): boolean {
     const release = sglangRelease(service.sglangVersion);
     const spec = service.speculative;
     const interval = mambaTrackInterval(service);
@@ -170,7 +182,7 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
         if (refusal.key === "service.speculative.algorithm" && spec) message += algorithmHint(spec.algorithm, release.speculativeAlgorithms);
         f.issue(key, value, message, SERVER_ARGS_INPUTS);
     }
-    if (verdict.refusals.length > 0) return;
+    if (verdict.refusals.length > 0) return false;
     if (spec) {
         const runs = verdict.runs;
         const changed = (name: "numSteps" | "eagleTopk" | "numDraftTokens") =>
@@ -196,9 +208,18 @@ function serverArgsRule(service: ServiceConfig, f: Findings): void {
                 `set ${pulumiKey("service.disableRadixCache")}: true to say so.`,
         );
     }
+    return true;
+}
+
+function serverArgsRule(service: ServiceConfig, f: Findings): void {
+    const release = sglangRelease(service.sglangVersion);
+    const spec = service.speculative;
+    // The transcribed rules only for the releases they were read from: another release's own code judges it (versionRule).
+    if (release.verified && !transcribedServerArgsRule(service, f)) return;
     const specV2Value = service.environment[SPEC_V2_ENV];
     if (specV2Value !== undefined && !readsSpecV2Env(service.sglangVersion)) {
-        f.warn(
+        // What the stack does for the user (the variable is left out): a notice, not a problem.
+        f.note(
             `${pulumiKey(`service.environment.${SPEC_V2_ENV}`)} is not written into the unit: SGLang ${service.sglangVersion} has no ${SPEC_V2_ENV} ` +
                 `(removed in ${SPEC_V2_ENV_REMOVED_IN}; spec v2 is its only path, synchronous scheduling is --disable-overlap-schedule): remove it from service.environment.`,
         );

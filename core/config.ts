@@ -19,7 +19,8 @@ import {
 } from "./config-schema";
 import { isRecord } from "./is-record";
 
-export type ValidationResult = { ok: true; config: StackConfig; warnings: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[] };
+export type ValidationResult =
+    { ok: true; config: StackConfig; warnings: string[]; notices: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[]; notices: string[] };
 
 type SectionName = keyof typeof StackConfigSchema.shape;
 const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
@@ -36,7 +37,7 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     const findings = new Findings();
     if (!isRecord(raw)) {
         findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host, container, service, readiness).`);
-        return { ok: false, issues: findings.issues, warnings: findings.warnings };
+        return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
     const known: readonly string[] = SECTION_NAMES;
     for (const key of Object.keys(raw)) {
@@ -82,11 +83,12 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     const stillValid = (issue: ConfigIssue) => ![issue.path, ...(ruleFindings.dependsOn.get(issue) ?? [])].some(underRemoved);
     findings.issues.push(...ruleFindings.issues.filter(stillValid));
     findings.warnings.push(...ruleFindings.warnings);
+    findings.notices.push(...ruleFindings.notices);
     if (findings.issues.length > 0 || !allParsed) {
-        return { ok: false, issues: findings.issues, warnings: findings.warnings };
+        return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
     const config = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as StackConfig;
-    return { ok: true, config, warnings: findings.warnings };
+    return { ok: true, config, warnings: findings.warnings, notices: findings.notices };
 }
 
 /**

@@ -166,8 +166,9 @@ export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest
     ];
 }
 
-/** One line for the preview: what the release says it will run, or nothing. */
+/** One line for the preview when the release accepts: that it does, and what it says it will run. */
 export function verdictNotice(verdict: ReleaseVerdict, version: string): string | undefined {
-    if (verdict.status !== "ok" || verdict.warnings.length === 0) return undefined;
-    return `SGLang ${version}'s own code accepts this server and says: ${verdict.warnings.join(" | ")}`;
+    if (verdict.status !== "ok") return undefined;
+    const accepts = `SGLang ${version}'s own code accepts this server`;
+    return verdict.warnings.length === 0 ? accepts : `${accepts} and says: ${verdict.warnings.join(" | ")}`;
 }

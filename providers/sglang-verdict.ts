@@ -67,11 +67,11 @@ async function ensureRelease(version: string, label: string): Promise<void> {
     }
 }
 
-/** The release's verdict on the request: from the cache, or by running its code once. */
-export async function releaseVerdict(request: VerdictRequest, label: string): Promise<ReleaseVerdict> {
+/** The release's verdict on the request: from the cache, or by running its code once (`kept` says which). */
+export async function releaseVerdict(request: VerdictRequest, label: string): Promise<ReleaseVerdict & { kept?: true }> {
     const file = verdictFile(request);
     const kept = cached(file);
-    if (kept) return kept;
+    if (kept) return { ...kept, kept: true };
     await ensureRelease(request.version, label);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-verdict-"));
     try {
@@ -153,7 +153,7 @@ export async function previewVerdict(
         notice(`${label} SGLang ${expect.sglangVersion}'s own verdict waits: ${request.unavailable}; the rollout reads the box before anything stops`);
         return [];
     }
-    let verdict: ReleaseVerdict;
+    let verdict: ReleaseVerdict & { kept?: true };
     try {
         verdict = await releaseVerdict(request, label);
     } catch (e) {
@@ -161,7 +161,8 @@ export async function previewVerdict(
         notice(`${label} SGLang ${expect.sglangVersion}'s own code could not run here (${firstLine(e)}); the stack's own rules judged this server`);
         return [];
     }
-    const says = verdictNotice(verdict, expect.sglangVersion);
+    // Said when the release's code ran (a server not judged before); a kept verdict is not repeated.
+    const says = verdict.kept ? undefined : verdictNotice(verdict, expect.sglangVersion);
     if (says) notice(`${label} ${says}`);
     return verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
 }

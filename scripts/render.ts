@@ -26,6 +26,7 @@ const SECRET_STAND_IN = "0123456789abcdef0123456789abcdef";
 export interface RenderedStack {
     config: StackConfig;
     warnings: string[];
+    notices: string[];
     unitPath: string;
     unitText: string;
     environmentFilePath?: string;
@@ -49,6 +50,7 @@ export function renderStack(text: string): RenderedStack {
     const rendered: RenderedStack = {
         config,
         warnings: result.warnings,
+        notices: result.notices,
         unitPath: unitPath(service.name),
         unitText: renderUnit(service, {
             hasSecrets: service.requireApiKey,
@@ -109,6 +111,7 @@ function main(argv: readonly string[]): number {
         throw err;
     }
     for (const warning of rendered.warnings) process.stderr.write(`warning: ${warning}\n`);
+    for (const notice of rendered.notices) process.stderr.write(`note: ${notice}\n`);
     const out: string[] = [`### ${rendered.unitPath} (${where(rendered.config)})`, rendered.unitText];
     if (rendered.environmentFilePath && rendered.environmentFileMasked) {
         out.push(`### ${rendered.environmentFilePath} (mode 0600, secrets masked)`, rendered.environmentFileMasked);

@@ -184,20 +184,25 @@ describe("stack config: speculative decoding on hybrid linear-attention models (
         );
     });
 
-    it("leaves SGLANG_ENABLE_SPEC_V2 out of the unit from 0.5.14 (the release has no such variable), saying so", () => {
+    it("leaves SGLANG_ENABLE_SPEC_V2 out of the unit from 0.5.14 (the release has no such variable), saying so in a notice: kpro5 on 0.5.23 has no warning about its server", () => {
         const result = accepted(withField((r) => (r.service.sglangVersion = "0.5.23")));
         assert.ok(
-            result.warnings.some((w) =>
+            result.notices.some((w) =>
                 /sglang-serve:service\.environment\.SGLANG_ENABLE_SPEC_V2 is not written into the unit: SGLang 0\.5\.23 has no SGLANG_ENABLE_SPEC_V2 \(removed in 0\.5\.14;.*remove it from service\.environment\./.test(
                     w,
                 ),
             ),
-            result.warnings.join("\n"),
+            result.notices.join("\n"),
+        );
+        // The placeholder host key is kpro5's own warning; nothing about the server.
+        assert.deepEqual(
+            result.warnings.filter((w) => !w.includes("sglang-serve:host.")),
+            [],
         );
         const without = accepted(withField((r) => (r.service.environment = {} as typeof r.service.environment)));
-        assert.ok(!without.warnings.some((w) => w.includes("SGLANG_ENABLE_SPEC_V2")), without.warnings.join("\n"));
+        assert.ok(![...without.warnings, ...without.notices].some((w) => w.includes("SGLANG_ENABLE_SPEC_V2")), without.warnings.join("\n"));
         const older = accepted(withField((r) => (r.service.sglangVersion = "0.5.13")));
-        assert.ok(!older.warnings.some((w) => w.includes("not written into the unit")), older.warnings.join("\n"));
+        assert.ok(!older.notices.some((w) => w.includes("not written into the unit")), older.notices.join("\n"));
     });
 
     it("refuses extra_buffer_lazy before 0.5.13 with argparse's text under the strategy's key, and takes it from 0.5.13", () => {
@@ -958,11 +963,22 @@ describe("stack config: host, container, readiness", () => {
         assert.match(issueAt(raw, "service.listenHost").message, /unreachable at endpointHost 10\.1\.230\.172/);
     });
 
-    it("warns for SGLang versions the rules were not checked against", () => {
-        const result = accepted(withField((r) => (r.service.sglangVersion = "0.6.0")));
+    it("leaves a release whose rules are not transcribed to its own code, saying so, and never applies another release's rules to it", () => {
+        // NEXTN with the radix cache and no strategy: 0.5.11's ValueError; 0.5.23 picks an extra buffer itself and starts.
+        const radix = (version: string) =>
+            withField((r) => {
+                r.service.sglangVersion = version;
+                delete (r.service as Record<string, unknown>).mambaSchedulerStrategy;
+            });
+        issueAt(radix("0.5.11"), "service.mambaSchedulerStrategy");
+        const result = accepted(radix("0.6.0"));
         assert.ok(
-            result.warnings.some((w) => w.includes("checked against the releases 0.5.9, 0.5.10, 0.5.11 only")),
-            result.warnings.join("\n"),
+            result.notices.some((w) =>
+                /sglang-serve:service\.sglangVersion is 0\.6\.0: its ServerArgs rules are SGLang's own code, run at the preview .*transcribed rules cover 0\.5\.9, 0\.5\.10, 0\.5\.11/.test(
+                    w,
+                ),
+            ),
+            result.notices.join("\n"),
         );
     });
 });

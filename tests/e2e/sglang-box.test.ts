@@ -142,6 +142,9 @@ describe("SGLang on the lab box: DFLASH, auto, and the box's own facts", functio
             expectExit(preview, 0, "preview of the upgrade");
             assert.match(preview.output, /--mamba-radix-cache-strategy/);
             assert.match(preview.output, /SGLANG_ENABLE_SPEC_V2 is not written into the unit: SGLang 0\.5\.23 has no SGLANG_ENABLE_SPEC_V2/);
+            // Issue 18: judged by 0.5.23's own code (its venv's facts, read again for the new python), and clean: no warning.
+            assert.match(preview.output, /\[sglang-qwen\.service\] SGLang 0\.5\.23's own code accepts this server/);
+            assert.doesNotMatch(preview.output, /^\s*warning:/m);
             expectExit(await d.up(), 0, "up with 0.5.23");
             const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
             assert.match(unit, /^ExecStart=\/opt\/sglang\/venv-0\.5\.23\/bin\/sglang serve /m);

@@ -117,7 +117,9 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         assert.deepEqual(JSON.parse(fs.readFileSync(file, "utf8")), first);
         // What the file says is what the next preview gets (nothing runs): a marker proves it came from the file.
         fs.writeFileSync(file, JSON.stringify({ ...first, warnings: ["kept"] }));
-        assert.deepEqual((await releaseVerdict(req, "[test]")).warnings, ["kept"]);
+        const again = await releaseVerdict(req, "[test]");
+        assert.deepEqual(again.warnings, ["kept"]);
+        assert.equal(again.kept, true);
         const other = request(service((raw) => (raw.memFractionStatic = 0.85)));
         assert.notEqual(verdictKey(other), verdictKey(req));
     });

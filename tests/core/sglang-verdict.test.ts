@@ -1,0 +1,85 @@
+import * as assert from "node:assert/strict";
+import { ServiceSchema } from "../../core/config-schema";
+import { standInArgv, verdictFailures, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
+import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
+import { fieldConfig } from "./fixtures";
+
+// The pure half of SGLang's own verdict at preview (tests/lab/sglang-verdict.test.ts runs the real release).
+
+function unitOf(edit: (raw: Record<string, unknown>) => void = () => undefined, version = "0.5.11"): string {
+    const raw = structuredClone(fieldConfig().service) as unknown as Record<string, unknown>;
+    raw.sglangVersion = version;
+    edit(raw);
+    const service = ServiceSchema.parse(raw);
+    return renderUnit(service, { hasSecrets: true, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+}
+
+describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.ts)", () => {
+    it("asks with the unit's argv after the program, without the API key's --config file, and its environment", () => {
+        const unitText = unitOf((raw) => (raw.extraArgs = ["--reasoning-parser", "qwen3"]));
+        assert.ok(unitText.includes(`--config ${serverConfigFilePath("qwen")}`));
+        const r = verdictRequest({ version: "0.5.11", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in r));
+        assert.equal(r.entry, "sglang-serve");
+        assert.equal(r.argv[0], "--model-path");
+        assert.ok(!r.argv.includes("--config") && !r.argv.includes(serverConfigFilePath("qwen")));
+        assert.deepEqual(r.argv.slice(-2), ["--reasoning-parser", "qwen3"]);
+        assert.deepEqual(r.env, { SGLANG_ENABLE_SPEC_V2: "1" });
+        assert.deepEqual(r.model, { path: "/models/Qwen3.6-27B", configJson: "{}" });
+        assert.equal(r.drafter, undefined);
+    });
+
+    it("runs launch_server's entry before 0.5.10, and waits for a separate drafter's config.json", () => {
+        const old = verdictRequest({ version: "0.5.9", unitText: unitOf(() => undefined, "0.5.9"), gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in old) && old.entry === "launch-server");
+        const dflash = unitOf(
+            (raw) => (raw.speculative = { algorithm: "DFLASH", draftModelPath: "/models/drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }),
+        );
+        const waits = verdictRequest({ version: "0.5.11", unitText: dflash, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok("unavailable" in waits && /\/models\/drafter\/config\.json could not be read/.test(waits.unavailable));
+        const r = verdictRequest({ version: "0.5.11", unitText: dflash, gpus: { count: 2 }, modelConfigJson: "{}", drafterConfigJson: '{"d": 1}' });
+        assert.ok(!("unavailable" in r));
+        assert.deepEqual(r.drafter, { path: "/models/drafter", configJson: '{"d": 1}' });
+        const argv = standInArgv(r, "/tmp/m", "/tmp/d");
+        assert.equal(argv[argv.indexOf("--model-path") + 1], "/tmp/m");
+        assert.equal(argv[argv.indexOf("--speculative-draft-model-path") + 1], "/tmp/d");
+    });
+
+    it("files a message under the first flag it names that the config owns or an extraArgs element sets, else under service", () => {
+        const extra = ["--enable-metrics", "--export-metrics-to-file", "--kv-cache-dtype=fp8_e5m2"];
+        assert.equal(verdictKeyOf("--export-metrics-to-file-dir is required when --export-metrics-to-file is enabled", extra), "service.extraArgs[1]");
+        assert.equal(verdictKeyOf("argument --kv-cache-dtype: invalid choice: 'x'", extra), "service.extraArgs[2]");
+        assert.equal(verdictKeyOf("served_model_name cannot contain a colon (':') character.", extra), "service.model.servedName");
+        assert.equal(verdictKeyOf("tp_size must be divisible by number of nodes", extra), "service.tensorParallelSize");
+        assert.equal(verdictKeyOf("something else entirely", extra), "service");
+    });
+
+    it("names the box's folders, never the stand-ins, and leaves out what is only about the stand-in folder", () => {
+        const unitText = unitOf();
+        const r = verdictRequest({ version: "0.5.11", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in r));
+        const verdict = verdictOf(
+            {
+                status: "exception",
+                exitCode: 1,
+                exceptionType: "ValueError",
+                message: "context_length of /tmp/x/model is too long",
+                logs: [
+                    { level: "WARNING", logger: "sglang.srt.utils.common", message: "Failed to load generation config for /tmp/x/model: ..." },
+                    { level: "WARNING", logger: "sglang.srt.server_args", message: "Max running requests is reset to 48" },
+                    { level: "WARNING", logger: "transformers", message: "not SGLang's" },
+                ],
+            },
+            r,
+            { model: "/tmp/x/model" },
+        );
+        assert.deepEqual(verdict, {
+            status: "refused",
+            error: "ValueError: context_length of /models/Qwen3.6-27B is too long",
+            warnings: ["Max running requests is reset to 48"],
+        });
+        const [failure] = verdictFailures(verdict, r, []);
+        assert.equal(failure!.property, "service");
+        assert.match(failure!.reason, /fix: change the rendered command line so that SGLang 0\.5\.11 accepts it/);
+    });
+});
