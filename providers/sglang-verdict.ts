@@ -161,8 +161,8 @@ export async function previewVerdict(
         notice(`${label} SGLang ${expect.sglangVersion}'s own code could not run here (${firstLine(e)}); the stack's own rules judged this server`);
         return [];
     }
-    // Said when the release's code ran (a server not judged before); a kept verdict is not repeated.
-    const says = verdict.kept ? undefined : verdictNotice(verdict, expect.sglangVersion);
+    // Said at every preview, also from a kept verdict: one line per server.
+    const says = verdictNotice(verdict, expect.sglangVersion);
     if (says) notice(`${label} ${says}`);
     return verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
 }

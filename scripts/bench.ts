@@ -31,10 +31,11 @@ import { phaseProfile } from "../bench/phases/profile";
 import { phaseRefresh } from "../bench/phases/refresh";
 import { phaseCrash, phaseReadiness } from "../bench/phases/rollouts";
 import { phaseUp } from "../bench/phases/up";
+import { phaseVerdict } from "../bench/phases/verdict";
 
 const repo = path.resolve(__dirname, "..");
 const API_KEY = "bench-lab-api-key-0123456789abcdef";
-const PHASES = ["preview", "refresh", "up", "profile", "readiness", "crash", "fleet", "stacks"] as const;
+const PHASES = ["preview", "verdict", "refresh", "up", "profile", "readiness", "crash", "fleet", "stacks"] as const;
 type Phase = (typeof PHASES)[number];
 
 // ---------------------------------------------------------------------------
@@ -172,6 +173,7 @@ async function main(): Promise<void> {
             }
 
             if (phases.has("preview")) await phasePreview(report, d, floors, info, RUNS);
+            if (phases.has("verdict")) await phaseVerdict(report, d, config, RUNS);
             if (phases.has("refresh")) await phaseRefresh(report, d, floors, info, RUNS);
             if (phases.has("up")) await phaseUp(report, d, info, labDir, RUNS);
             if (phases.has("profile")) await phaseProfile(report, tree, d, floors["transpile-only"], info);

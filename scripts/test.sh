@@ -20,9 +20,14 @@ npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 # then the rest of the lab, then the fast pure suites.
 if [ $# -eq 0 ]; then
   # Each file once: mocha's parallel mode runs a file as often as the arguments name it.
+  # The end-to-end files that took longest on a fresh clone (2026-12-02), longest first; then the others.
+  slow_e2e=(sglang-box faults-healthy-window deploy drift faults-interrupted faults-box preview faults-start)
+  e2e=()
+  for name in "${slow_e2e[@]}"; do e2e+=("tests/e2e/$name.test.ts"); done
+  for f in tests/e2e/*.test.ts; do [[ " ${e2e[*]} " == *" $f "* ]] || e2e+=("$f"); done
   differential=tests/lab/sglang-differential.test.ts
   lab=()
   for f in tests/lab/*.test.ts; do [ "$f" = "$differential" ] || lab+=("$f"); done
-  set -- "$differential" "tests/e2e/**/*.test.ts" "${lab[@]}" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
+  set -- "$differential" "${e2e[@]}" "${lab[@]}" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
 fi
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-6}" "$@"

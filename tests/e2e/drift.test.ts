@@ -1,0 +1,121 @@
+import * as assert from "node:assert/strict";
+import { labDown } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
+import { httpGetJson } from "../../remote/probe";
+import { healthStatus, onBox, startLab, UNIT } from "./lab-box";
+
+const API_KEY = "e2e-drift-api-key-0123456789abcdef";
+
+async function liveServerInfo(info: LabInfo): Promise<Record<string, unknown>> {
+    const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
+    assert.ok("status" in r && r.status === 200, `server_info: ${JSON.stringify(r).slice(0, 300)}`);
+    return r.body as Record<string, unknown>;
+}
+
+async function driftCheck(d: Deployment): Promise<EngineResult> {
+    return d.run(["refresh", "--preview-only", "--expect-no-changes", "--diff"]);
+}
+
+// Each kind of drift on a deployed lab stack (kpro5 topology): `refresh
+// --preview-only --expect-no-changes` exits 7 naming what differs, `npm run
+// drift` reports it, and `up` puts the box back. A lab of its own
+// (127.0.128.x), apart from tests/e2e/deploy.test.ts, so the two run side by side.
+describe("drift on the lab with the real engine, kpro5 topology: reported, then repaired by up", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+    let d: Deployment;
+    let config: StackConfigFile;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("drift", 128));
+        config = labStackConfig(info, "pct-exec");
+        // Manage the container's cores so a `pct set` by hand is drift that `up` repairs.
+        const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
+        assert.ok(cores, "the lab container has a cores setting");
+        config["sglang-serve:container"].cores = Number(cores[1]);
+        config["sglang-serve:service"].memFractionStatic = 0.85;
+        d = await Deployment.create("lab", config);
+        d.giveApiKey(API_KEY);
+        expectExit(await d.up(), 0, "up of the declared config");
+    });
+    after(async () => {
+        d?.cleanup();
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("drift: a hand-edited unit is reported naming the flag, and up repairs it", async () => {
+        expectExit(await driftCheck(d), 0, "no drift before the edit");
+        const clean = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+        expectExit(clean, 0, "npm run drift before the edit");
+        assert.equal((JSON.parse(clean.stdout) as { drift: boolean }).drift, false);
+
+        await onBox(labDir, "container", `sed -i 's/--mem-fraction-static 0.85/--mem-fraction-static 0.9/' /etc/systemd/system/${UNIT}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh after a hand edit");
+        assert.match(drift.stdout, /--mem-fraction-static/);
+        const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+        expectExit(report, 7, "npm run drift after a hand edit");
+        const changes = (JSON.parse(report.stdout) as { changes: { field: string; declared: unknown; actual: unknown }[] }).changes;
+        const flag = changes.find((c) => c.field === "flags.--mem-fraction-static");
+        assert.ok(flag, JSON.stringify(changes));
+        assert.deepEqual([flag.declared, flag.actual], ["0.85", "0.9"]);
+        const table = await d.npmScript("drift", ["--stack", "lab"]);
+        expectExit(table, 7, "npm run drift (table)");
+        assert.match(table.stdout, /flags\.--mem-fraction-static/);
+        const preview = await d.preview("--refresh", "--expect-no-changes");
+        expectExit(preview, 7, "preview --refresh after a hand edit");
+        expectExit(await d.up(), 0, "up repairs the edit");
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a unit changed and reloaded but the process not restarted (file and live args differ)", async () => {
+        await onBox(
+            labDir,
+            "container",
+            `sed -i 's/--mem-fraction-static 0.85/--mem-fraction-static 0.9/' /etc/systemd/system/${UNIT} && systemctl daemon-reload`,
+        );
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /liveMatchesUnit/);
+        expectExit(await d.up(), 0, "up");
+        assert.equal((await liveServerInfo(info)).mem_fraction_static, 0.85);
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a stopped service is reported, and up starts it again", async () => {
+        await onBox(labDir, "container", `systemctl stop ${UNIT}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /activeState\s*:\s*"active" => "inactive"/);
+        expectExit(await d.up(), 0, "up");
+        assert.equal(await healthStatus(info), 200);
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a container setting changed with pct set is reported, and up sets it back", async () => {
+        const declared = config["sglang-serve:container"].cores as number;
+        await onBox(labDir, "host", `pct set 129 -cores ${declared + 4}`);
+        const drift = await driftCheck(d);
+        expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /cores\s*:\s*\d+ => \d+/);
+        expectExit(await d.up(), 0, "up");
+        assert.match(await onBox(labDir, "host", "pct config 129"), new RegExp(`^cores: ${declared}$`, "m"));
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: a GPU gone from the host is reported", async () => {
+        await onBox(labDir, "host", "mv /dev/nvidia1 /dev/nvidia1.gone");
+        try {
+            const drift = await driftCheck(d);
+            expectExit(drift, 7, "refresh");
+            assert.match(drift.stdout, /gpus/);
+        } finally {
+            await onBox(labDir, "host", "mv /dev/nvidia1.gone /dev/nvidia1");
+        }
+        expectExit(await driftCheck(d), 0, "no drift once the GPU is back");
+    });
+});
