@@ -8,7 +8,7 @@ const repo = path.resolve(__dirname, "..");
 
 /** What the project needs to run, copied (or linked) into a deployment's own folder. */
 const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"];
-const PROJECT_DIRS = ["components", "core", "providers", "remote"];
+const PROJECT_DIRS = ["components", "core", "providers", "remote", "sglang-release"];
 
 /**
  * A temporary folder that is the project as the engine sees it: the top-level
@@ -62,13 +62,14 @@ export class Deployment {
     /**
      * The deploy run's secrets, as a deploy job's environment gives them to
      * the engine (SGLANG_SERVE_API_KEY, SGLANG_SERVE_SECRET_ENVIRONMENT): never
-     * Pulumi config, never in the state (issue 19). Every engine run here gets them.
+     * Pulumi config, never in the state (issue 19). Every engine run here gets them
+     * (the bench's runEngine too: a Deployment is its Project).
      */
-    readonly deployEnv: Record<string, string> = {};
+    readonly engineEnv: Record<string, string> = {};
 
     /** The server's API key for the deploy runs (the stack's service.requireApiKey: true). */
     giveApiKey(key: string): void {
-        this.deployEnv.SGLANG_SERVE_API_KEY = key;
+        this.engineEnv.SGLANG_SERVE_API_KEY = key;
     }
 
     /** `pulumi config set --secret KEY` with the value on stdin (never on a command line). */
@@ -88,7 +89,7 @@ export class Deployment {
             PULUMI_CONFIG_PASSPHRASE_FILE: "",
             PULUMI_BACKEND_URL: "",
             PULUMI_HOME: "",
-            ...this.deployEnv,
+            ...this.engineEnv,
         };
     }
 
@@ -116,7 +117,7 @@ export class Deployment {
             PULUMI_HOME: path.join(state, "home"),
             PULUMI_CONFIG_PASSPHRASE: "sglang-serve e2e test passphrase",
             PULUMI_SKIP_UPDATE_CHECK: "true",
-            ...this.deployEnv,
+            ...this.engineEnv,
         };
         return runProcess("pulumi", [...args, "--stack", this.stack, "--non-interactive"], { env, cwd: this.dir });
     }

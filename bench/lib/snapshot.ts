@@ -9,7 +9,7 @@ const repo = path.resolve(__dirname, "..", "..");
 
 /** What an engine run uses from the work tree: the project, the wrapper scripts, the engine's build inputs, the bench's programs. */
 const FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts", ".pulumi-version"];
-const DIRS = ["components", "core", "providers", "remote", "scripts", "tools/engine"];
+const DIRS = ["components", "core", "providers", "remote", "sglang-release", "scripts", "tools/engine"];
 /** The measuring programs: always from the work tree, whatever is measured. */
 const BENCH_DIRS = ["bench/floor", "bench/fleet"];
 

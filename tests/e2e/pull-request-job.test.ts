@@ -100,7 +100,7 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
         d = await Deployment.create("lab", config);
         const deployAgent = startAgent(keyDir, "deploy", deployKey);
         agents.push(deployAgent.pid);
-        d.deployEnv.SSH_AUTH_SOCK = deployAgent.sock;
+        d.engineEnv.SSH_AUTH_SOCK = deployAgent.sock;
         d.giveApiKey(API_KEY);
         expectExit(await d.up(), 0, "up as the deploy job");
         backend = path.join(d.dir, ".state", "backend");
@@ -126,10 +126,10 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
         expectExit(installed, 0, "installing the gate");
 
         // From here on: the pull request's job. No API key, the read key alone in its agent.
-        delete d.deployEnv.SGLANG_SERVE_API_KEY;
+        delete d.engineEnv.SGLANG_SERVE_API_KEY;
         const readAgent = startAgent(keyDir, "read", readKey);
         agents.push(readAgent.pid);
-        d.deployEnv.SSH_AUTH_SOCK = readAgent.sock;
+        d.engineEnv.SSH_AUTH_SOCK = readAgent.sock;
     });
     after(async () => {
         for (const pid of agents) {

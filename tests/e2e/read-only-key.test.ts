@@ -135,7 +135,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         expectExit(r, 0, "npm run drift with the read-only key");
         assert.equal((JSON.parse(r.stdout) as { drift: boolean }).drift, false);
         // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift).
-        delete d.deployEnv.SGLANG_SERVE_API_KEY;
+        delete d.engineEnv.SGLANG_SERVE_API_KEY;
         try {
             const noKey = await drift(d);
             expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
