@@ -154,12 +154,13 @@ const SERVER_ARGS_INPUTS = [
 ];
 
 /**
- * SGLang's own verdict on the settings (core/sglang-server-args.ts, per
- * release): the exception it would raise at startup fails the preview under
- * the key it is about, with SGLang's text and the fix; what it would change
- * silently is a warning naming the value it will run.
+ * The transcribed ServerArgs rules of a verified release (core/sglang-server-args.ts,
+ * read from its source): the exception it would raise at startup fails the
+ * preview under the key it is about, with SGLang's text and the fix; what it
+ * would change silently is a warning naming the value it will run. False
+ * when they refuse. (The release's own code judges too, once the box's
+ * config.json is known: providers/sglang-verdict.ts.)
  */
-/** The transcribed ServerArgs rules (core/sglang-server-args.ts) of a verified release; false when they refuse. */
 function transcribedServerArgsRule(service: ServiceConfig, f: Findings): boolean {
     const release = sglangRelease(service.sglangVersion);
     const spec = service.speculative;
@@ -211,6 +212,7 @@ function transcribedServerArgsRule(service: ServiceConfig, f: Findings): boolean
     return true;
 }
 
+/** The ServerArgs rules that need no box: the transcribed ones, then SGLANG_ENABLE_SPEC_V2 per release. */
 function serverArgsRule(service: ServiceConfig, f: Findings): void {
     const release = sglangRelease(service.sglangVersion);
     const spec = service.speculative;

@@ -81,9 +81,9 @@ export function verdictRequest(inputs: VerdictInputs): VerdictRequest | { unavai
     };
 }
 
-/** The cache key of a request: everything the release's answer depends on. */
-export function verdictKey(request: VerdictRequest): string {
-    return sha256(JSON.stringify(request)).slice(0, 40);
+/** The cache key of a request: everything the release's answer depends on, and the code that asks it (`judge`: a digest of sglang-release/'s files). */
+export function verdictKey(request: VerdictRequest, judge: string): string {
+    return sha256(JSON.stringify({ request, judge })).slice(0, 40);
 }
 
 /** The request's argv with the box's folders replaced by the local stand-ins (their config.json). */

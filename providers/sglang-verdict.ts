@@ -21,6 +21,7 @@ import {
     VerdictRequest,
     verdictRequest,
 } from "../core/sglang-verdict";
+import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
 import { BoxFactsRead, drafterPath, readBoxFacts } from "./box-facts";
@@ -31,8 +32,24 @@ import type { ServiceProps } from "./sglang-service-props";
 /** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */
 export class VerdictUnavailable extends Error {}
 
-function verdictFile(request: VerdictRequest): string {
-    return path.join(releaseCacheRoot(), "verdicts", `${verdictKey(request)}.json`);
+/** The file a verdict is kept in: by its request and by the judge's own files (oracle.py, the stubs, DEPS), so a changed judge asks again. */
+export function verdictFile(request: VerdictRequest): string {
+    return path.join(releaseCacheRoot(), "verdicts", `${verdictKey(request, judgeDigest())}.json`);
+}
+
+function judgeDigest(): string {
+    const root = releaseDir();
+    const files = (dir: string): string[] =>
+        fs
+            .readdirSync(dir, { withFileTypes: true })
+            .filter((e) => e.name !== "__pycache__")
+            .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]))
+            .sort();
+    const parts = ["oracle.py", "DEPS", "install.sh", "stubs"].flatMap((p) => {
+        const full = path.join(root, p);
+        return fs.statSync(full).isDirectory() ? files(full) : [full];
+    });
+    return sha256(parts.map((f) => `${path.relative(root, f)}\0${fs.readFileSync(f, "utf8")}`).join("\0"));
 }
 
 function cached(file: string): ReleaseVerdict | undefined {

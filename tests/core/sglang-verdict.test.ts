@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { ServiceSchema } from "../../core/config-schema";
-import { standInArgv, verdictFailures, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
+import { standInArgv, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
 import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
 import { fieldConfig } from "./fixtures";
 
@@ -27,6 +27,9 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         assert.deepEqual(r.env, { SGLANG_ENABLE_SPEC_V2: "1" });
         assert.deepEqual(r.model, { path: "/models/Qwen3.6-27B", configJson: "{}" });
         assert.equal(r.drafter, undefined);
+        // Kept by the request and by the judge's own files: a changed oracle or stub asks the release again.
+        assert.notEqual(verdictKey(r, "judge-a"), verdictKey(r, "judge-b"));
+        assert.notEqual(verdictKey(r, "judge-a"), verdictKey({ ...r, env: {} }, "judge-a"));
     });
 
     it("runs launch_server's entry before 0.5.10, and waits for a separate drafter's config.json", () => {

@@ -3,11 +3,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { ServiceConfig } from "../../core/config-schema";
-import { verdictFailures, verdictKey, verdictNotice, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
+import { verdictFailures, verdictNotice, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
 import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
 import { ServiceSchema } from "../../core/config-schema";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
-import { releaseVerdict, VerdictUnavailable } from "../../providers/sglang-verdict";
+import { releaseVerdict, verdictFile, VerdictUnavailable } from "../../providers/sglang-verdict";
 import { ensureInstalled } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
@@ -113,7 +113,8 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
     it("keeps a verdict by its request: the second preview of the same server reads it back", async function () {
         const req = request(service());
         const first = await releaseVerdict(req, "[test]");
-        const file = path.join(cache, "sglang", "verdicts", `${verdictKey(req)}.json`);
+        const file = verdictFile(req);
+        assert.equal(path.dirname(file), path.join(cache, "sglang", "verdicts"));
         assert.deepEqual(JSON.parse(fs.readFileSync(file, "utf8")), first);
         // What the file says is what the next preview gets (nothing runs): a marker proves it came from the file.
         fs.writeFileSync(file, JSON.stringify({ ...first, warnings: ["kept"] }));
@@ -121,7 +122,7 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         assert.deepEqual(again.warnings, ["kept"]);
         assert.equal(again.kept, true);
         const other = request(service((raw) => (raw.memFractionStatic = 0.85)));
-        assert.notEqual(verdictKey(other), verdictKey(req));
+        assert.notEqual(verdictFile(other), file);
     });
 
     it("a release not cached and not installable fails saying how to fill the cache", async function () {
