@@ -56,6 +56,21 @@ pins() { # the DEPS requirements of one scope
   awk -v scope="$1" '$1 == scope && $0 !~ /^#/ { print $2 }' "$here/DEPS"
 }
 
+# pip_into DIR WHAT REQUIREMENT...: pip install --no-deps into DIR; on failure, pip's log, DIR removed, 1.
+pip_into() {
+  local tmp=$1 what=$2
+  shift 2
+  if ! "$python" -m pip install --quiet --no-deps --only-binary=:all: --no-warn-conflicts \
+      --disable-pip-version-check --root-user-action=ignore --no-input --target "$tmp" "$@" \
+      > "$tmp.log" 2>&1; then
+    cat "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log"
+    echo "install.sh: installing $what failed" >&2
+    return 1
+  fi
+  rm -f "$tmp.log"
+}
+
 # install_site DIR WHAT REQUIREMENT...: (re)install DIR unless its key matches.
 install_site() {
   local dir=$1 what=$2
@@ -67,27 +82,12 @@ install_site() {
   local tmp="$dir.tmp.$$"
   rm -rf "$tmp" "$dir.old"
   mkdir -p "$(dirname "$dir")"
-  if ! "$python" -m pip install --quiet --no-deps --only-binary=:all: --no-warn-conflicts \
-      --disable-pip-version-check --root-user-action=ignore --no-input --target "$tmp" "$@" \
-      > "$tmp.log" 2>&1; then
-    cat "$tmp.log" >&2
-    rm -rf "$tmp" "$tmp.log"
-    echo "install.sh: installing $what failed" >&2
-    return 1
-  fi
+  pip_into "$tmp" "$what" "$@" || return 1
   if [ -n "${derive:-}" ]; then
     local pinned
     mapfile -t pinned < <(release_pins "$tmp")
-    if [ ${#pinned[@]} -gt 0 ] && ! "$python" -m pip install --quiet --no-deps --only-binary=:all: --no-warn-conflicts \
-        --disable-pip-version-check --root-user-action=ignore --no-input --target "$tmp" "${pinned[@]}" \
-        > "$tmp.log" 2>&1; then
-      cat "$tmp.log" >&2
-      rm -rf "$tmp" "$tmp.log"
-      echo "install.sh: installing $what's pins (${pinned[*]}) failed" >&2
-      return 1
-    fi
+    if [ ${#pinned[@]} -gt 0 ]; then pip_into "$tmp" "$what's pins (${pinned[*]})" "${pinned[@]}" || return 1; fi
   fi
-  rm -f "$tmp.log"
   echo "$dir_key" > "$tmp/.sglang-serve-key"
   if [ -d "$dir" ]; then mv "$dir" "$dir.old"; fi
   mv "$tmp" "$dir"

@@ -4,9 +4,9 @@ import * as path from "path";
 import { clearFaults, labDown, setFaults, simulatorEvents } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
-import { labStackConfig, StackConfigFile } from "../../lab/stack";
+import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { healthStatus, mainPid, onBox, startLab, UNIT } from "./lab-box";
+import { healthStatus, mainPid, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
 
@@ -34,11 +34,7 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
 
     before(async () => {
         ({ labDir, info } = await startLab("deploy", 113));
-        config = labStackConfig(info, "pct-exec");
-        // Manage the container's cores, as kpro5 does: adopting a container with a managed setting leaves its config as it was.
-        const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
-        assert.ok(cores, "the lab container has a cores setting");
-        config["sglang-serve:container"].cores = Number(cores[1]);
+        config = await managedLabConfig(labDir, info);
         d = await Deployment.create("lab", config);
         d.giveApiKey(API_KEY);
     });

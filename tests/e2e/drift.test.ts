@@ -2,9 +2,9 @@ import * as assert from "node:assert/strict";
 import { labDown } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
-import { labStackConfig, StackConfigFile } from "../../lab/stack";
+import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { healthStatus, onBox, startLab, UNIT } from "./lab-box";
+import { healthStatus, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-drift-api-key-0123456789abcdef";
 
@@ -31,11 +31,7 @@ describe("drift on the lab with the real engine, kpro5 topology: reported, then 
 
     before(async () => {
         ({ labDir, info } = await startLab("drift", 128));
-        config = labStackConfig(info, "pct-exec");
-        // Manage the container's cores so a `pct set` by hand is drift that `up` repairs.
-        const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
-        assert.ok(cores, "the lab container has a cores setting");
-        config["sglang-serve:container"].cores = Number(cores[1]);
+        config = await managedLabConfig(labDir, info);
         config["sglang-serve:service"].memFractionStatic = 0.85;
         d = await Deployment.create("lab", config);
         d.giveApiKey(API_KEY);

@@ -3,6 +3,7 @@ import * as os from "os";
 import * as path from "path";
 import { labExec, labUp, readLabInfo } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
 
 export const UNIT = "sglang-qwen.service";
@@ -30,4 +31,17 @@ export async function mainPid(labDir: string): Promise<string> {
 export async function healthStatus(info: LabInfo): Promise<number | string> {
     const r = await httpGetJson(`http://${info.container.address}:30000/health`, { timeoutMs: 10_000 });
     return "status" in r ? r.status : r.error;
+}
+
+/**
+ * kpro5's config on the lab (pct-exec) with the container's cores managed, as
+ * kpro5 manages them: adopting the container leaves its config as it was, and
+ * a `pct set` by hand is drift that `up` repairs.
+ */
+export async function managedLabConfig(labDir: string, info: LabInfo): Promise<StackConfigFile> {
+    const config = labStackConfig(info, "pct-exec");
+    const cores = /^cores: (\d+)$/m.exec(await onBox(labDir, "host", "pct config 129"));
+    if (!cores) throw new Error("the lab container has no cores setting");
+    config["sglang-serve:container"]!.cores = Number(cores[1]);
+    return config;
 }
