@@ -21,7 +21,7 @@ npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
 if [ $# -eq 0 ]; then
   # Each file once: mocha's parallel mode runs a file as often as the arguments name it.
   # The end-to-end files that took longest on a fresh clone (2026-12-02), longest first; then the others.
-  slow_e2e=(sglang-box faults-healthy-window deploy drift faults-interrupted faults-box preview faults-start)
+  slow_e2e=(sglang-box drift deploy faults-healthy-window faults-interrupted preview drafter-switch faults-box faults-start)
   e2e=()
   for name in "${slow_e2e[@]}"; do e2e+=("tests/e2e/$name.test.ts"); done
   for f in tests/e2e/*.test.ts; do [[ " ${e2e[*]} " == *" $f "* ]] || e2e+=("$f"); done

@@ -45,3 +45,13 @@ export async function managedLabConfig(labDir: string, info: LabInfo): Promise<S
     config["sglang-serve:container"]!.cores = Number(cores[1]);
     return config;
 }
+
+/** GET /server_info on the box, as the lab container's loopback client sees it (with the server's API key). */
+export async function serverInfoOnBox(labDir: string, info: LabInfo, apiKey: string): Promise<Record<string, unknown>> {
+    const body = await onBox(
+        labDir,
+        "container",
+        `python3 -c 'import json,urllib.request as u; r=u.Request("http://${info.container.address}:30000/server_info", headers={"Authorization": "Bearer ${apiKey}"}); print(u.urlopen(r, timeout=10).read().decode())'`,
+    );
+    return JSON.parse(body) as Record<string, unknown>;
+}

@@ -1,0 +1,98 @@
+import * as assert from "node:assert/strict";
+import { labDown } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { Deployment, expectExit } from "../../lab/deployment";
+import { labStackConfig, StackConfigFile } from "../../lab/stack";
+import { onBox, serverInfoOnBox, startLab } from "./lab-box";
+
+const API_KEY = "e2e-drafter-api-key-0123456789abcd";
+
+function service(config: StackConfigFile): Record<string, unknown> {
+    return config["sglang-serve:service"]!;
+}
+
+/** The service's servingFigures output in the state (`pulumi stack export`): the last good config's figures. */
+async function servingFigures(d: Deployment): Promise<unknown> {
+    const r = await d.run(["stack", "export"]);
+    expectExit(r, 0, "stack export");
+    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { servingFigures?: unknown } }> } }).deployment
+        .resources;
+    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.servingFigures;
+}
+
+// Issue 21's drafter switch on the lab box (its drafters say how well they draft,
+// lab/sglang/simulator.ts): kept only when it serves at least as well as the last
+// good config. A lab of its own (127.0.127.x), beside tests/e2e/sglang-box.test.ts.
+describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the last good figures", function () {
+    this.timeout(900_000);
+    let labDir: string;
+    let info: LabInfo;
+
+    before(async () => {
+        ({ labDir, info } = await startLab("drafter", 127));
+    });
+    after(async () => {
+        if (labDir) await labDown(labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+
+    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figure recorded, a later preview shows no drift, and the drafter changed in place is drift that up rolls out again", async () => {
+        const config = labStackConfig(info, "pct-exec");
+        const d = await Deployment.create("lab", config);
+        const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
+        try {
+            d.giveApiKey(API_KEY);
+            expectExit(await d.up(), 0, "up of the field config (NEXTN, one step)");
+            assert.deepEqual(await servingFigures(d), { algorithm: "NEXTN", acceptLength: 1.7 });
+
+            // The lab's drafter stand-in says how well it drafts (lab/sglang/simulator.ts): this one accepts 1.3 tokens a step.
+            await onBox(
+                labDir,
+                "container",
+                `rm -rf /models/weak-drafter && cp -r /models/Qwen3.6-27B-DFlash /models/weak-drafter && echo '{"acceptLength": 1.3}' > /models/weak-drafter/sglang-lab.json`,
+            );
+            service(config).speculative = dflash("/models/weak-drafter");
+            d.writeConfig(config);
+            const weak = await d.up();
+            assert.notEqual(weak.code, 0, weak.output);
+            assert.match(
+                weak.output,
+                /avg accept length 1\.30 \(DFLASH\) is 23\.5% below the last good config's 1\.70 \(NEXTN\), more than readiness\.acceptLengthDropLimit \(10%\)/,
+            );
+            assert.match(weak.output, /previous unit was put back and is ready again/);
+            assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
+            assert.deepEqual(await servingFigures(d), { algorithm: "NEXTN", acceptLength: 1.7 }, "the last good figures stay");
+            assert.notEqual((await d.run(["preview", "--refresh", "--expect-no-changes"])).code, 0, "the change stays pending");
+
+            service(config).speculative = dflash("/models/Qwen3.6-27B-DFlash");
+            d.writeConfig(config);
+            const preview = await d.preview();
+            expectExit(preview, 0, "preview of the DFLASH config");
+            assert.match(preview.output, /held to the last good avg accept length 1\.70 \(NEXTN\), at most 10% below/);
+            const good = await d.up();
+            expectExit(good, 0, "up with the lab's DFlash drafter");
+            assert.match(good.output, /avg accept length 11\.50 \(DFLASH\) against the last good config's 1\.70 \(NEXTN\): within 10%/);
+            const live = await serverInfoOnBox(labDir, info, API_KEY);
+            assert.equal(live.speculative_algorithm, "DFLASH");
+            assert.equal(live.speculative_num_draft_tokens, 16);
+            assert.deepEqual(await servingFigures(d), { algorithm: "DFLASH", acceptLength: 11.5 });
+            assert.deepEqual((await d.outputs()).servingFigures, { algorithm: "DFLASH", acceptLength: 11.5 }, "the stack output");
+            expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
+            // The drafter republished in place under the same folder: drift (exit 7), and up loads it again through the checks.
+            await onBox(labDir, "container", "touch -d '2030-01-01 00:00' /models/Qwen3.6-27B-DFlash/model.safetensors.index.json");
+            const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+            expectExit(report, 7, "npm run drift after the drafter changed in place");
+            const changes = (JSON.parse(report.stdout) as { changes: { field: string }[] }).changes;
+            assert.ok(
+                changes.some((c) => c.field === "drafterDigestOnBox"),
+                JSON.stringify(changes),
+            );
+            const again = await d.up();
+            expectExit(again, 0, "up after the drafter changed in place");
+            assert.match(again.output, /rollout: the drafter folder \/models\/Qwen3\.6-27B-DFlash changed in place since the server loaded it/);
+            expectExit(await d.npmScript("drift", ["--stack", "lab", "--json"]), 0, "no drift once the server loaded the drafter as it is");
+        } finally {
+            d.cleanup();
+        }
+    });
+});
