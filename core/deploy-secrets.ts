@@ -21,6 +21,16 @@ export const API_KEY_VARIABLE = "SGLANG_SERVE_API_KEY";
 /** The secret environment's values in a deploy run: `NAME=value` lines (a dotenv file's text). */
 export const SECRET_ENVIRONMENT_VARIABLE = "SGLANG_SERVE_SECRET_ENVIRONMENT";
 
+/**
+ * An environment for a process that needs none of the deploy's secrets (the
+ * release's code the preview runs, its pip install): `env` without them.
+ */
+export function withoutDeploySecrets(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+    return Object.fromEntries(
+        Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== API_KEY_VARIABLE && e[0] !== SECRET_ENVIRONMENT_VARIABLE),
+    );
+}
+
 /** What the stack config says exists (plain: names only, no values). */
 export interface DeclaredSecrets {
     /** service.requireApiKey. */

@@ -21,6 +21,7 @@ import {
     VerdictRequest,
     verdictRequest,
 } from "../core/sglang-verdict";
+import { withoutDeploySecrets } from "../core/deploy-secrets";
 import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
@@ -68,7 +69,7 @@ async function ensureRelease(version: string, label: string): Promise<void> {
         `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
     );
     try {
-        await ensureInstalled([version]);
+        await ensureInstalled([version], withoutDeploySecrets(process.env));
     } catch (e) {
         const why = (
             (e as Error).message
@@ -114,7 +115,7 @@ export async function releaseVerdict(request: VerdictRequest, label: string): Pr
                     ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
                 },
             ],
-            { jobs: 1 },
+            { jobs: 1, env: withoutDeploySecrets(process.env) },
         );
         const verdict = verdictOf(answer!, request, { model, ...(drafter ? { drafter } : {}) });
         fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -61,6 +61,8 @@ export interface OracleOptions {
     jobs?: number;
     /** Per case, in seconds (default 120). */
     caseTimeoutSeconds?: number;
+    /** The environment oracle.py runs in (default: this process's); each case still gets a fresh one of its own. */
+    env?: NodeJS.ProcessEnv;
 }
 
 /** sglang-release/ in the checkout, also when this file runs compiled from dist/lab/<build>/. */
@@ -95,9 +97,9 @@ interface Ran {
     stderr: string;
 }
 
-function run(cmd: string, args: string[], input: string): Promise<Ran> {
+function run(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv = process.env): Promise<Ran> {
     return new Promise((resolve, reject) => {
-        const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+        const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"], env });
         const out: Buffer[] = [];
         const err: Buffer[] = [];
         child.stdout.on("data", (b: Buffer) => out.push(b));
@@ -116,8 +118,8 @@ function run(cmd: string, args: string[], input: string): Promise<Ran> {
  * Runs install.sh (idempotent; instant when the cache is current): the
  * releases in VERSIONS, or `versions`.
  */
-export async function ensureInstalled(versions: readonly string[] = []): Promise<void> {
-    const r = await run("bash", [path.join(releaseDir(), "install.sh"), ...versions], "");
+export async function ensureInstalled(versions: readonly string[] = [], env?: NodeJS.ProcessEnv): Promise<void> {
+    const r = await run("bash", [path.join(releaseDir(), "install.sh"), ...versions], "", env);
     if (r.code !== 0) throw new Error(`sglang-release/install.sh ${versions.join(" ")} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
 }
 
@@ -149,7 +151,7 @@ export async function runOracle(version: string, cases: readonly OracleCase[], o
     if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
     if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
     const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";
-    const r = await run(python(), args, input);
+    const r = await run(python(), args, input, opts.env);
     if (r.code !== 0) throw new Error(`oracle.py --version ${version} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
     const lines = r.stdout.split("\n").filter((l) => l !== "");
     if (lines.length !== cases.length) {
