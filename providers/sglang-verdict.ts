@@ -176,7 +176,7 @@ export async function previewVerdict(
         verdict = await releaseVerdict(request, label);
     } catch (e) {
         if (e instanceof VerdictUnavailable) return [{ property: "service.sglangVersion", reason: e.message }];
-        notice(`${label} SGLang ${expect.sglangVersion}'s own code could not run here (${firstLine(e)}); the stack's own rules judged this server`);
+        notice(`${label} SGLang ${expect.sglangVersion}'s own code could not run here (${lastErrorLine(e)}); the stack's own rules judged this server`);
         return [];
     }
     // Said at every preview, also from a kept verdict: one line per server.
@@ -185,9 +185,10 @@ export async function previewVerdict(
     return verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
 }
 
-function firstLine(e: unknown): string {
+/** The exception line a Python traceback ends with (or the first line of the message). */
+function lastErrorLine(e: unknown): string {
     const lines = String((e as Error).message ?? e)
         .split("\n")
         .filter((l) => l.trim() !== "");
-    return (lines.find((l) => /Error|error:/.test(l)) ?? lines[0] ?? "").trim().slice(0, 300);
+    return ([...lines].reverse().find((l) => /Error|error:/.test(l)) ?? lines[0] ?? "").trim().slice(0, 300);
 }

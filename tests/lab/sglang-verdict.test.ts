@@ -7,7 +7,10 @@ import { verdictFailures, verdictNotice, VerdictRequest, verdictRequest } from "
 import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
 import { ServiceSchema } from "../../core/config-schema";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
-import { releaseVerdict, verdictFile, VerdictUnavailable } from "../../providers/sglang-verdict";
+import { boxExpectations } from "../../core/box-facts";
+import type { ProviderRun } from "../../providers/provider-run";
+import type { ServiceProps } from "../../providers/sglang-service-props";
+import { previewVerdict, releaseVerdict, verdictFile, VerdictUnavailable } from "../../providers/sglang-verdict";
 import { ensureInstalled } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
@@ -149,6 +152,37 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
                 else process.env[k] = v;
             }
         }
+    });
+
+    it("a release whose code does not run here is an info line, and the stack's own rules judge alone", async function () {
+        // A release in the cache whose config layer fails to import (as 0.5.17's needs xgrammar, which is not carried).
+        const site = path.join(cache, "sglang", "9.9.9", "site");
+        fs.mkdirSync(path.join(site, "sglang"), { recursive: true });
+        fs.writeFileSync(path.join(site, "sglang", "__init__.py"), "import xgrammar_not_carried\n");
+        fs.writeFileSync(path.join(site, ".sglang-serve-key"), "test\n");
+        const s = service((raw) => (raw.sglangVersion = "9.9.9"));
+        const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+        const props = {
+            unitName: "sglang-qwen.service",
+            unitText,
+            gpuIndices: [0, 1],
+            gpuName: "NVIDIA RTX A6000",
+            expectBox: boxExpectations(s, 49140),
+        } as unknown as ServiceProps;
+        const facts = { sglangVersion: "9.9.9", model: "present" as const, configJson: QWEN_CONFIG };
+        const said: string[] = [];
+        const log = console.log;
+        console.log = (line: string) => said.push(line);
+        try {
+            assert.deepEqual(await previewVerdict({} as ProviderRun, props, facts), []);
+        } finally {
+            console.log = log;
+        }
+        assert.equal(said.length, 1, said.join("\n"));
+        assert.match(
+            said[0]!,
+            /^\[sglang-qwen\.service\] SGLang 9\.9\.9's own code could not run here \(ModuleNotFoundError: No module named 'xgrammar_not_carried'\); the stack's own rules judged this server$/,
+        );
     });
 
     it("waits, with the reason, when the box's config.json was not read", function () {
