@@ -9,6 +9,7 @@
  */
 import { sha256 } from "./digest";
 import { extraFlags } from "./extra-args";
+import { flagMap } from "./flag-map";
 import { OWNED_FLAGS } from "./sglang-rules";
 import { serviceFromUnit } from "./systemd-unit";
 
@@ -60,9 +61,9 @@ export function verdictRequest(inputs: VerdictInputs): VerdictRequest | { unavai
     if (separateDrafter && inputs.drafterConfigJson === undefined) {
         return { unavailable: `the drafter's ${drafterPath}/config.json could not be read` };
     }
-    const start = fields.launcher === "serve" ? 2 : 3;
+    // The flags after the program (`<venv>/bin/sglang serve`, `<python> -m sglang.launch_server`), as the preview shows them.
     const argv: string[] = [];
-    const rest = unit.argv.slice(start);
+    const rest = unit.argv.slice(flagMap(unit.argv).command.length);
     for (let i = 0; i < rest.length; i++) {
         if (rest[i] === "--config") {
             i++;

@@ -9,6 +9,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { CT_LAB } from "../rootfs";
+import { repoDir } from "../lab-info";
 
 /** Release -> venv in the container; /opt/sglang/venv is the field's (0.5.11). */
 export const SGLANG_VENVS: Readonly<Record<string, string>> = {
@@ -32,19 +33,8 @@ export function copySglangReal(releaseDir: string, dest: string): void {
     fs.rmSync(dest, { recursive: true, force: true });
     fs.mkdirSync(dest, { recursive: true });
     fs.copyFileSync(path.join(releaseDir, "oracle.py"), path.join(dest, "oracle.py"));
-    fs.copyFileSync(path.join(labSglangDir(), "sglang_lab_venv.py"), path.join(dest, "sglang_lab_venv.py"));
+    fs.copyFileSync(path.join(repoDir(), "lab", "sglang", "sglang_lab_venv.py"), path.join(dest, "sglang_lab_venv.py"));
     fs.cpSync(path.join(releaseDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
-}
-
-/** lab/sglang in the checkout, also when this file runs compiled from dist/lab/<build>/. */
-function labSglangDir(): string {
-    let dir = __dirname;
-    while (dir !== path.dirname(dir)) {
-        const candidate = path.join(dir, "lab", "sglang");
-        if (fs.existsSync(path.join(candidate, "sglang_lab_venv.py"))) return candidate;
-        dir = path.dirname(dir);
-    }
-    throw new Error(`lab/sglang/sglang_lab_venv.py not found above ${__dirname}`);
 }
 
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
