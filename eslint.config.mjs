@@ -13,4 +13,10 @@ export default tseslint.config(
             "@typescript-eslint/no-unused-vars": ["error", { ignoreRestSiblings: true, argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
         },
     },
+    {
+        // ts-hook.cjs: plain CommonJS, loaded by node before any TypeScript.
+        files: ["**/*.cjs"],
+        languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "readonly" } },
+        rules: { "@typescript-eslint/no-require-imports": "off" },
+    },
 );

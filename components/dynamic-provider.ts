@@ -17,8 +17,8 @@ export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "re
  * the official `pulumi-resource-pulumi-nodejs` launcher in the project
  * directory) loads it with `requireFromString(text).handler()`. Every method
  * loads the implementation, `providers/<kind>.ts` in the project, from its
- * TypeScript source through tsx (the same transpiler the program runs under,
- * Pulumi.yaml `nodeargs`), so what runs is what the checkout holds now, on
+ * TypeScript source through the project's ts-hook.cjs (tsx, as the program
+ * runs under it: Pulumi.yaml `nodeargs`), so what runs is what the checkout holds now, on
  * `refresh` and `destroy` too, never a copy frozen in state or an old build.
  *
  * It captures nothing (no sockets, clients, schemas or config objects), and
@@ -43,7 +43,7 @@ function projectModule(name) {
     // project root is the nearest directory above it with a Pulumi.yaml.
     let root = process.env.SGLANG_SERVE_ROOT || process.cwd();
     while (!fs.existsSync(path.join(root, "Pulumi.yaml")) && path.dirname(root) !== root) root = path.dirname(root);
-    if (!require.extensions[".ts"]) require(require.resolve("tsx/cjs/api", { paths: [root] })).register();
+    require(path.join(root, "ts-hook.cjs"));
     return require(path.join(root, "providers", name + ".ts"));
 }
 function load() {

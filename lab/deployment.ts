@@ -7,8 +7,8 @@ import { writeStackFile } from "./stack-file";
 const repo = path.resolve(__dirname, "..");
 
 /** What the project needs to run, copied (or linked) into a deployment's own folder. */
-const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts"];
-const PROJECT_DIRS = ["components", "core", "providers", "remote", "sglang-release"];
+export const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts", "ts-hook.cjs"];
+export const PROJECT_DIRS = ["components", "core", "providers", "remote", "sglang-release"];
 
 /**
  * A temporary folder that is the project as the engine sees it: the top-level

@@ -71,7 +71,7 @@ The server is ready.
 
 if (process.argv.length > 2) {
     // A lab subcommand: hand over to the lab's own CLI.
-    const r = spawnSync(process.execPath, ["--require", "tsx/cjs", path.join(repo, "lab", "cli.ts"), ...process.argv.slice(2)], {
+    const r = spawnSync(process.execPath, ["--require", path.join(repo, "ts-hook.cjs"), path.join(repo, "lab", "cli.ts"), ...process.argv.slice(2)], {
         stdio: "inherit",
     });
     process.exit(r.status ?? 1);

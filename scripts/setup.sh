@@ -31,4 +31,4 @@ scripts/engine.sh next >/dev/null
 # The real SGLang releases the lab tests use as their oracle (sglang-release/README.md).
 sglang-release/install.sh
 # The lab container's Debian rootfs (cached): built once here, not by the test files' labs at the same time.
-node --require tsx/cjs lab/cli.ts rootfs
+node --require ./ts-hook.cjs lab/cli.ts rootfs

@@ -2,14 +2,14 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { Deployment } from "../../lab/deployment";
+import { Deployment, PROJECT_DIRS, PROJECT_FILES } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 
 const repo = path.resolve(__dirname, "..", "..");
 
-/** What an engine run uses from the work tree: the project, the wrapper scripts, the engine's build inputs, the bench's programs. */
-const FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts", ".pulumi-version"];
-const DIRS = ["components", "core", "providers", "remote", "sglang-release", "scripts", "tools/engine"];
+/** What an engine run uses from the work tree: the project (as a deployment has it), the wrapper scripts, the engine's build inputs. */
+const FILES = [...PROJECT_FILES, ".pulumi-version"];
+const DIRS = [...PROJECT_DIRS, "scripts", "tools/engine"];
 /** The measuring programs: always from the work tree, whatever is measured. */
 const BENCH_DIRS = ["bench/floor", "bench/fleet"];
 

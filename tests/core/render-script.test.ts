@@ -13,7 +13,7 @@ const stackText = (stack: string) => committedStackText(stack);
 
 /** `npm run render -- <args>` without npm: the same node command the npm script runs. */
 function runRender(args: string[]): { status: number | null; stdout: string; stderr: string } {
-    const run = spawnSync(process.execPath, ["--require", "tsx/cjs", "scripts/render.ts", ...args], { cwd: repo, encoding: "utf8", timeout: 60000 });
+    const run = spawnSync(process.execPath, ["--require", "./ts-hook.cjs", "scripts/render.ts", ...args], { cwd: repo, encoding: "utf8", timeout: 60000 });
     return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 

@@ -3,7 +3,7 @@
  * many configs agree and, grouped, where the stack and that release differ.
  * For checking a release before the stack pins it:
  *
- *   node --require tsx/cjs tests/lab/sglang-differential-report.ts 0.5.23 [count]
+ *   node --require ./ts-hook.cjs tests/lab/sglang-differential-report.ts 0.5.23 [count]
  */
 import { runDifferential } from "./sglang-differential";
 
