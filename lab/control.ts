@@ -8,6 +8,7 @@ import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
+import { pctExecShell } from "./pve/pct-exec-shell";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
 import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec } from "./layout";
 import {
@@ -255,7 +256,8 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
     // there, run by the host's node bound into the container. SGLang itself runs from the venvs (below).
     const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
-    for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir);
+    for (const n of ["pct", "nvidia-smi", "pveversion"])
+        writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir, n === "pct" ? pctExecShell(info) : "");
     const ct = containerView(info);
     const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
     writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);

@@ -79,6 +79,13 @@ describe("lab pct", function () {
         assert.equal(r.stderr, "to-err\n");
     });
 
+    it("passes the caller's environment into the container (--keep-env), without the lab's own variables", async () => {
+        const r = await ok("host", "FROM_CALLER=kept pct exec 129 -- sh -c 'echo \"$FROM_CALLER ${SGLANG_LAB_DIR-none} ${SGLANG_LAB_ARGV0-none}\"'");
+        assert.equal(r, "kept none none\n");
+        const plain = await ok("host", "FROM_CALLER=kept pct exec 129 --keep-env 1 -- sh -c 'echo \"$FROM_CALLER ${SGLANG_LAB_DIR-none}\"'");
+        assert.equal(plain, "kept none\n", "the same through pct.js (an option given)");
+    });
+
     it("answers a missing container like Proxmox", async () => {
         const r = await exec("host", "pct exec 130 -- true");
         assert.equal(r.code, 255);
