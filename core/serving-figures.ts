@@ -42,3 +42,19 @@ export function judgeAcceptLength(measured: ServingFigures, lastGood: ServingFig
         said: `avg accept length ${shown(measured.acceptLength)} (${measured.algorithm}) against ${against}: within ${percent(dropLimit)}`,
     };
 }
+
+/**
+ * The running server's accept length (as the refresh reads it from
+ * /server_info) against the recorded figures: undefined when either is
+ * unknown or the live figure is within `dropLimit`, else what differs, naming
+ * both. The refresh records it (ServiceOutputs.acceptLengthDrift), so a fall
+ * is drift for the drift check, and the preview's restart says why.
+ */
+export function acceptLengthDrift(live: number | null, recorded: ServingFigures | undefined, dropLimit: number): string | undefined {
+    if (live === null || recorded === undefined) return undefined;
+    if (live >= recorded.acceptLength * (1 - dropLimit)) return undefined;
+    return (
+        `the running server's avg accept length ${shown(live)} is ${percent(1 - live / recorded.acceptLength)} below ` +
+        `the recorded ${shown(recorded.acceptLength)} (${recorded.algorithm}), more than readiness.acceptLengthDropLimit (${percent(dropLimit)})`
+    );
+}

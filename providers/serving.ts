@@ -96,6 +96,8 @@ export interface Serving {
     healthy: boolean;
     liveArgs: LiveServerArgs | null;
     speculativeActive: boolean | null;
+    /** /server_info's avg_spec_accept_length (the lowest over DP ranks) when speculation is active and reports one. */
+    acceptLength: number | null;
 }
 
 /**
@@ -110,10 +112,10 @@ export async function verifyServing(server: ServedServer, box?: RemoteRunner, op
     const timeoutMs = server.readiness.probeTimeoutSeconds * 1000;
     const look = (): Promise<Look> => (box ? lookOnBox(server, box, timeoutMs) : lookOverHttp(server, timeoutMs));
     const { healthy, body } = await (box && opts.shared ? opts.shared.share(`${box.describe()}#${server.unitName}`, look) : look());
-    if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null };
+    if (body === undefined) return { healthy, liveArgs: null, speculativeActive: null, acceptLength: null };
     const liveArgs = normalizeServerInfo(body);
-    const speculativeActive = server.speculativeAlgorithm ? checkSpeculativeActive(body, server.speculativeAlgorithm).ok : null;
-    return { healthy, liveArgs, speculativeActive };
+    const speculative = server.speculativeAlgorithm ? checkSpeculativeActive(body, server.speculativeAlgorithm) : undefined;
+    return { healthy, liveArgs, speculativeActive: speculative ? speculative.ok : null, acceptLength: speculative?.ok ? speculative.acceptLength : null };
 }
 
 /** /health and /server_info at once; `serverInfo` reads the body of /server_info, undefined when it has none. */

@@ -4,6 +4,7 @@
  * refresh (`read`) of an SglangService.
  */
 import { formatOwner, parseOwner } from "../core/ownership";
+import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving-figures";
 import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
 import { drafterPath, readBoxFacts, readDrafterDigest } from "./box-facts";
@@ -34,6 +35,8 @@ export interface LiveService {
     enabled: boolean;
     liveArgs: Record<string, unknown> | null;
     liveMatchesUnit: boolean;
+    /** The running server's avg accept length, when it speculates and reports one. */
+    acceptLength: number | null;
 }
 
 /** A unit edited beyond parsing is still drift to report and repair, not a failed refresh. */
@@ -57,8 +60,10 @@ export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: Ser
     const activeState = read.activeState;
     let liveArgs: Record<string, unknown> | null = null;
     let liveMatchesUnit = true;
+    let acceptLength: number | null = null;
     if (unit && activeState === "active") {
         const serving = await verifyServing(inputs, remote, { shared: opts.refresh ? run.looks : undefined });
+        acceptLength = serving.acceptLength;
         if (serving.liveArgs) {
             liveArgs = serving.liveArgs as Record<string, unknown>;
             liveMatchesUnit = liveArgsMismatch(unit, serving.liveArgs).length === 0;
@@ -72,6 +77,7 @@ export async function readLive(run: ProviderRun, remote: RemoteHost, inputs: Ser
         enabled: read.enabled,
         liveArgs,
         liveMatchesUnit,
+        acceptLength,
     };
 }
 
@@ -128,7 +134,8 @@ export function differences(inputs: ServiceProps, live: LiveService): string[] {
  */
 export function rolloutReasons(inputs: ServiceProps, live: LiveService, recorded?: Partial<ServiceOutputs>): string[] {
     const drafter = recorded ? drafterChangedInPlace(recorded) : undefined;
-    return [...differences(inputs, live), ...(drafter ? [drafter] : [])];
+    const accept = recorded?.acceptLengthDrift;
+    return [...differences(inputs, live), ...(drafter ? [drafter] : []), ...(accept ? [accept] : [])];
 }
 
 /** The drafter folder changed since the running server loaded it (the two digests the record holds differ). */
@@ -185,10 +192,15 @@ export async function refreshService(
         props.expectBox ? readBoxFacts(remote, props.expectBox) : undefined,
         readDrafterDigest(remote, props.expectBox),
     ]);
+    // The running server's accept length against the record: read afresh at every refresh.
+    const { acceptLengthDrift: _earlier, ...recorded } = props;
+    const limit = props.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT;
+    const acceptDrift = acceptLengthDrift(live.acceptLength, props.servingFigures, limit);
     const outs = {
-        ...outputsFrom(props, live, props.revision, props.servingVerified),
+        ...outputsFrom(recorded, live, props.revision, props.servingVerified),
         ...(boxFacts ? { boxFacts } : {}),
         ...(drafterNow !== undefined ? { drafterDigestOnBox: drafterNow } : {}),
+        ...(acceptDrift !== undefined ? { acceptLengthDrift: acceptDrift } : {}),
     };
     return { id, props: outs, inputs: { ...inputsOf(outs), owner: outs.boxOwner } };
 }

@@ -73,10 +73,19 @@ export interface ServiceProps {
      * since the server loaded it, which is drift (the next `up` rolls out again).
      */
     drafterDigestOnBox?: string;
+    /**
+     * Set by a refresh when the running server's accept length (/server_info)
+     * has fallen more than readiness.acceptLengthDropLimit below servingFigures
+     * (core/serving-figures.ts acceptLengthDrift): what differs, naming both
+     * figures. Drift: the drift check reports it, and the next `up` rolls out
+     * again through the checks, which measure a fresh server against the
+     * record. Absent while the server serves as recorded.
+     */
+    acceptLengthDrift?: string;
 }
 
 /** The record fields check carries from the refreshed inputs into the new ones. */
-export const CARRIED_RECORD = ["servingFigures", "drafterDigest", "drafterDigestOnBox"] as const;
+export const CARRIED_RECORD = ["servingFigures", "drafterDigest", "drafterDigestOnBox", "acceptLengthDrift"] as const;
 
 /**
  * A revision whose rollout was verified serving (the readiness wait:

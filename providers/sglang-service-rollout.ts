@@ -75,7 +75,7 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.
-        const { servingFigures: _lastGood, drafterDigest: _loaded, drafterDigestOnBox: _onBox, ...declared } = inputs;
+        const { servingFigures: _lastGood, drafterDigest: _loaded, drafterDigestOnBox: _onBox, acceptLengthDrift: _drift, ...declared } = inputs;
         return {
             ...outputsFrom(declared, after, revision, { revision, run: run.id }),
             ...(measured ? { servingFigures: measured } : {}),

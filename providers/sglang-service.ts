@@ -51,7 +51,8 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             olds.enabled !== true ||
             olds.liveMatchesUnit === false ||
             secretsDiffer(olds.secretsHash, news) ||
-            drafterChangedInPlace(olds) !== undefined;
+            drafterChangedInPlace(olds) !== undefined ||
+            olds.acceptLengthDrift !== undefined;
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {
@@ -81,8 +82,8 @@ function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string 
     // The declared secrets (names, and whether there is a key), never their values: a rotated value shows as drift instead (diff).
     const secrets = JSON.stringify(declaredSecrets(olds as ServiceProps)) !== JSON.stringify(declaredSecrets(news));
     const recorded = olds as Partial<ServiceOutputs>;
-    const drafter = drafterChangedInPlace(recorded);
-    if (changed.length === 0 && !secrets) return drafter ? `yes: ${drafter}${heldTo(recorded, news)}` : "no";
+    const drifted = drafterChangedInPlace(recorded) ?? recorded.acceptLengthDrift;
+    if (changed.length === 0 && !secrets) return drifted ? `yes: ${drifted}${heldTo(recorded, news)}` : "no";
     const what = [...changedNames(olds.flags, news.flags), ...changedNames(olds.environment, news.environment), ...(secrets ? ["secrets"] : [])];
     return `yes: ${what.length ? what.join(", ") : "unit file"} changed${heldTo(recorded, news)}`;
 }

@@ -13,6 +13,12 @@ export interface Faults {
     dieAfterReadySeconds?: number;
     /** After ready, a scheduler dies: HTTP stays up, /health 503, "Scheduler hit an exception:" logged. */
     schedulerDeathAfterReadySeconds?: number;
+    /**
+     * After ready, the speculative accept length (/server_info's
+     * avg_spec_accept_length, /metrics) falls to `acceptLength` after
+     * `seconds`: a drafter whose acceptance collapses on the live traffic.
+     */
+    acceptLengthAfterReady?: { seconds: number; acceptLength: number };
     /** Chat/generate return degenerate text (one token repeated). */
     degenerateOutput?: boolean;
     /** Seconds until the GPU memory of a stopped server shows as free. */
@@ -39,6 +45,7 @@ export const FAULT_KEYS: Array<keyof Faults> = [
     "neverReady",
     "dieAfterReadySeconds",
     "schedulerDeathAfterReadySeconds",
+    "acceptLengthAfterReady",
     "degenerateOutput",
     "gpuReleaseDelaySeconds",
     "healthCheckTimeoutSeconds",

@@ -338,6 +338,12 @@ class Simulator {
         this.api.ready = true;
         this.main("The server is fired up and ready to roll!");
         appendEvent(this.info.eventsFile, { event: "ready", host, port });
+        const collapse = this.faults.acceptLengthAfterReady;
+        if (collapse !== undefined && this.api.specAcceptLength !== null) {
+            setTimeout(() => {
+                if (this.api) this.api.specAcceptLength = collapse.acceptLength;
+            }, collapse.seconds * 1000);
+        }
         if (this.faults.dieAfterReadySeconds !== undefined) {
             setTimeout(() => this.die("died", "killed (SIGKILL) after ready", "sigkill"), this.faults.dieAfterReadySeconds * 1000);
         }

@@ -1,10 +1,10 @@
 import * as assert from "node:assert/strict";
-import { labDown } from "../../lab/control";
+import { clearFaults, labDown, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { healthStatus, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
+import { healthStatus, mainPid, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-drift-api-key-0123456789abcdef";
 
@@ -100,6 +100,43 @@ describe("drift on the lab with the real engine, kpro5 topology: reported, then 
         assert.match(drift.stdout, /cores\s*:\s*\d+ => \d+/);
         expectExit(await d.up(), 0, "up");
         assert.match(await onBox(labDir, "host", "pct config 129"), new RegExp(`^cores: ${declared}$`, "m"));
+        expectExit(await driftCheck(d), 0, "no drift after up");
+    });
+
+    it("drift: the running server's accept length fell more than the drop limit below the recorded figure: reported naming both, and up restarts it through the checks", async () => {
+        // The declared server, restarted by hand with a drafter whose acceptance collapses to 1.1 once it serves.
+        setFaults({ acceptLengthAfterReady: { seconds: 1, acceptLength: 1.1 } }, labDir);
+        try {
+            await onBox(labDir, "container", `systemctl restart ${UNIT}`);
+            const deadline = Date.now() + 90_000;
+            const acceptLength = async () => {
+                const states = (await liveServerInfo(info).catch(() => ({}))) as { internal_states?: Array<{ avg_spec_accept_length?: number }> };
+                return states.internal_states?.[0]?.avg_spec_accept_length;
+            };
+            while ((await acceptLength()) !== 1.1) {
+                assert.ok(Date.now() < deadline, "the restarted server never reported the collapsed accept length");
+                await new Promise((r) => setTimeout(r, 500));
+            }
+            const drift = await driftCheck(d);
+            expectExit(drift, 7, "refresh with the accept length collapsed");
+            assert.match(drift.stdout, /acceptLengthDrift/);
+            const report = await d.npmScript("drift", ["--stack", "lab", "--json"]);
+            expectExit(report, 7, "npm run drift");
+            const changes = (JSON.parse(report.stdout) as { changes: { field: string; actual: unknown }[] }).changes;
+            const accept = changes.find((c) => c.field === "acceptLengthDrift");
+            assert.ok(accept, JSON.stringify(changes));
+            assert.match(
+                String(accept.actual),
+                /^the running server's avg accept length 1\.10 is 35\.3% below the recorded 1\.70 \(NEXTN\), more than readiness\.acceptLengthDropLimit \(10%\)$/,
+            );
+            const preview = await d.preview();
+            assert.match(preview.output, /restart\s*:\s*"no" => "yes: the running server's avg accept length 1\.10 /);
+        } finally {
+            clearFaults(labDir);
+        }
+        const before = await mainPid(labDir);
+        expectExit(await d.up(), 0, "up: a fresh server, measured against the record");
+        assert.notEqual(await mainPid(labDir), before, "the server was restarted");
         expectExit(await driftCheck(d), 0, "no drift after up");
     });
 

@@ -670,6 +670,31 @@ describe("SglangService provider against the fake box", function () {
             assert.deepEqual(await provider.diff!(ID, read.props!, declared()), { changes: false, replaces: [] });
         });
 
+        it("records a running server whose accept length fell more than the drop limit below the record as drift naming both figures; a restart is why", async () => {
+            const outs = await deployed();
+            // The fake box's server reports avg_spec_accept_length 1.83.
+            const fell = await provider.read!(ID, { ...outs, servingFigures: { algorithm: "NEXTN", acceptLength: 2.5 } });
+            assert.equal(
+                fell.props!.acceptLengthDrift,
+                "the running server's avg accept length 1.83 is 26.8% below the recorded 2.50 (NEXTN), more than readiness.acceptLengthDropLimit (10%)",
+            );
+            assert.equal(fell.inputs!.acceptLengthDrift, fell.props!.acceptLengthDrift, "read back with the record, for check to carry");
+            assert.deepEqual(await provider.diff!(ID, fell.props!, declared()), { changes: true, replaces: [] });
+            const { inputs } = await provider.check!(fell.inputs!, declared());
+            assert.equal(inputs!.restart, `yes: ${fell.props!.acceptLengthDrift}; held to the last good avg accept length 2.50 (NEXTN), at most 10% below`);
+        });
+
+        it("reads the accept length afresh at every refresh: a server serving as recorded again is no drift", async () => {
+            const outs = await deployed();
+            const read = await provider.read!(ID, {
+                ...outs,
+                servingFigures: { algorithm: "NEXTN", acceptLength: 1.9 },
+                acceptLengthDrift: "an earlier refresh's",
+            });
+            assert.equal(read.props!.acceptLengthDrift, undefined);
+            assert.deepEqual(await provider.diff!(ID, read.props!, declared()), { changes: false, replaces: [] });
+        });
+
         it("reads the unit, its secrets and systemd's state in one command, and /server_info in one more", async () => {
             const outs = await deployed();
             await provider.read!(ID, outs);
