@@ -101,7 +101,36 @@ export interface ReleaseAnswer {
     exceptionType: string | null;
     message: string | null;
     logs: { level: string; logger: string; message: string }[];
+    /** What the release printed on stderr: for an exception, Python's traceback. */
+    stderr?: string;
 }
+
+/**
+ * The source lines of the last traceback in `stderr`, one per frame,
+ * innermost first (what follows each `File "...", line N, in ...`, without
+ * the `^^^` markers); empty when there is none.
+ */
+export function tracebackLinesOf(stderr: string | undefined): string[] {
+    if (!stderr) return [];
+    const lines = stderr.split("\n");
+    const start = lines.map((l) => l.startsWith("Traceback (most recent call last):")).lastIndexOf(true);
+    if (start < 0) return [];
+    const frames: string[] = [];
+    let source: string[] | undefined;
+    for (const l of lines.slice(start + 1)) {
+        if (/^\s+File ".*", line \d+, in /.test(l)) {
+            if (source?.length) frames.push(source.join(" "));
+            source = [];
+        } else if (/^\s/.test(l)) {
+            if (!/^\s*[\^~]+\s*$/.test(l)) source?.push(l.trim());
+        } else break;
+    }
+    if (source?.length) frames.push(source.join(" "));
+    return frames.reverse();
+}
+
+/** How a verdict's error shows the line that raised it, after SGLang's message (not part of the message for verdictKeyOf). */
+const AT = "(at `";
 
 /** The release's answer as the verdict, the stand-in folders named as the box's in every text. */
 export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standIns: { model: string; drafter?: string }): ReleaseVerdict {
@@ -119,7 +148,14 @@ export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standI
     if (answer.status === "ok") return { status: "ok", warnings };
     if (answer.status === "argparse-error") return { status: "refused", error: asBox(`${prog}: error: ${answer.message ?? ""}`), warnings };
     if (answer.status === "exception") {
-        return { status: "refused", error: asBox(`${answer.exceptionType ?? "Exception"}: ${answer.message ?? ""}`), warnings };
+        const [failing] = tracebackLinesOf(answer.stderr);
+        const type = answer.exceptionType ?? "Exception";
+        const message = answer.message ?? "";
+        // A message that names no setting (an assertion without one, a TypeError on a value left unset) says
+        // little without the line that raised it: Python's traceback shows that line, and so does the verdict.
+        const namesNone = !/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(message);
+        const at = failing !== undefined && namesNone ? ` ${AT}${failing}\`)` : "";
+        return { status: "refused", error: asBox((message ? `${type}: ${message}` : type) + at), warnings };
     }
     return { status: "refused", error: `${prog} exited ${answer.exitCode} before starting the server`, warnings };
 }
@@ -134,12 +170,21 @@ export interface VerdictFailure {
  * The stack key a message of SGLang's is about: the first flag it names
  * (`--kv-cache-dtype`, or a ServerArgs field such as `served_model_name`)
  * that the typed config owns, or that an extraArgs element sets; else the
- * command line as a whole (`service`).
+ * owned flag whose value in `argv` the message names (`no_buffer do not
+ * support overlap schedule`, `Unknown speculative algorithm name: MTP`);
+ * else the command line as a whole (`service`). Not the traceback's lines:
+ * Python shows one line of a multi-line assertion, which may name a setting
+ * the failure is not about.
  */
-export function verdictKeyOf(message: string, extraArgs: readonly string[]): string {
+export function verdictKeyOf(message: string, extraArgs: readonly string[], argv: readonly string[] = []): string {
+    const word = (v: string) => new RegExp(`(^|[^A-Za-z0-9_])${v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^A-Za-z0-9_])`);
+    const valueNamed = Object.entries(flagMap(argv).flags)
+        .filter(([flag, v]) => OWNED_FLAGS[flag] !== undefined && v.length >= 3 && !/^[\d.]+$/.test(v) && !v.includes("/") && word(v).test(message))
+        .map(([flag]) => flag);
     const named = [
         ...[...message.matchAll(/--[a-z0-9][a-z0-9-]*/g)].map((m) => m[0]),
         ...[...message.matchAll(/\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g)].map((m) => `--${m[0].replace(/_/g, "-")}`),
+        ...valueNamed,
     ];
     const extra = extraFlags(extraArgs);
     for (const flag of named) {
@@ -154,7 +199,8 @@ export function verdictKeyOf(message: string, extraArgs: readonly string[]): str
 /** The preview's refusal when the release refuses the rendered server; none when it accepts. */
 export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest, extraArgs: readonly string[]): VerdictFailure[] {
     if (verdict.status === "ok" || verdict.error === undefined) return [];
-    const property = verdictKeyOf(verdict.error, extraArgs);
+    const at = verdict.error.lastIndexOf(` ${AT}`);
+    const property = verdictKeyOf(at >= 0 ? verdict.error.slice(0, at) : verdict.error, extraArgs, request.argv);
     const about = property === "service" ? "the rendered command line" : property;
     return [
         {

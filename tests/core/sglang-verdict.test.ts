@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { ServiceSchema } from "../../core/config-schema";
-import { standInArgv, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
+import { standInArgv, tracebackLinesOf, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
 import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
 import { fieldConfig } from "./fixtures";
 
@@ -55,6 +55,80 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         assert.equal(verdictKeyOf("served_model_name cannot contain a colon (':') character.", extra), "service.model.servedName");
         assert.equal(verdictKeyOf("tp_size must be divisible by number of nodes", extra), "service.tensorParallelSize");
         assert.equal(verdictKeyOf("something else entirely", extra), "service");
+    });
+
+    // SGLang 0.5.23's own tracebacks (sglang-release/oracle.py, the lab's differential configs), shortened.
+    const ASSERTION = [
+        "Traceback (most recent call last):",
+        '  File "/r/0.5.23/site/sglang/srt/server_args.py", line 812, in __post_init__',
+        "    self._handle_speculative_decoding()",
+        '  File "/r/0.5.23/site/sglang/srt/speculative/spec_info.py", line 264, in handle_server_args',
+        "    _handle_eagle_family(server_args)",
+        '  File "/r/0.5.23/site/sglang/srt/arg_groups/speculative_hook.py", line 1162, in _handle_eagle_family',
+        "    and cfg.speculative_num_draft_tokens is None",
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        "AssertionError",
+        "",
+    ].join("\n");
+    const UNKNOWN_ALGORITHM = [
+        "[2026-12-02 10:19:19] Attention backend not specified.",
+        "Traceback (most recent call last):",
+        '  File "/r/0.5.23/site/sglang/srt/arg_groups/speculative_hook.py", line 242, in handle_speculative_decoding',
+        "    algo = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)",
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        '  File "/r/0.5.23/site/sglang/srt/speculative/spec_info.py", line 65, in from_string',
+        '    raise ValueError(f"Unknown speculative algorithm name: {name}")',
+        "ValueError: Unknown speculative algorithm name: MTP",
+    ].join("\n");
+
+    it("reads the traceback's source lines, innermost frame first, without the markers", () => {
+        assert.deepEqual(tracebackLinesOf(ASSERTION), [
+            "and cfg.speculative_num_draft_tokens is None",
+            "_handle_eagle_family(server_args)",
+            "self._handle_speculative_decoding()",
+        ]);
+        assert.deepEqual(tracebackLinesOf(UNKNOWN_ALGORITHM), [
+            'raise ValueError(f"Unknown speculative algorithm name: {name}")',
+            "algo = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)",
+        ]);
+        assert.deepEqual(tracebackLinesOf("sglang serve: error: argument --tp-size: invalid int value: 'x'\n"), []);
+    });
+
+    it("files a message that names an owned setting's value (and no flag) under that setting", () => {
+        const argv = ["--model-path", "/models/m", "--mamba-radix-cache-strategy", "no_buffer", "--speculative-algorithm", "MTP", "--tp-size", "2"];
+        assert.equal(
+            verdictKeyOf("no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.", [], argv),
+            "service.mambaSchedulerStrategy",
+        );
+        assert.equal(verdictKeyOf("Unknown speculative algorithm name: MTP", [], argv), "service.speculative.algorithm");
+        assert.equal(verdictKeyOf("2 is not a valid size", [], argv), "service", "numbers are no evidence");
+        assert.equal(verdictKeyOf("/models/m has no config.json", [], argv), "service", "nor are paths");
+    });
+
+    it("shows the line that raised an error whose message names no setting, and files it under the command line", () => {
+        const unitText = unitOf();
+        const r = verdictRequest({ version: "0.5.23", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in r));
+        const answer = (message: string, stderr: string) => ({
+            status: "exception" as const,
+            exitCode: 1,
+            exceptionType: "AssertionError",
+            message,
+            logs: [],
+            stderr,
+        });
+        const verdict = verdictOf(answer("", ASSERTION), r, { model: "/tmp/x/model" });
+        assert.equal(verdict.error, "AssertionError (at `and cfg.speculative_num_draft_tokens is None`)");
+        const [failure] = verdictFailures(verdict, r, []);
+        // Python shows one line of the multi-line assertion: the setting it names is not evidence of the key.
+        assert.equal(failure!.property, "service");
+        assert.match(
+            failure!.reason,
+            /SGLang 0\.5\.23's own code refuses .*: AssertionError \(at `and cfg\.speculative_num_draft_tokens is None`\); fix: change the rendered command line/,
+        );
+        const named = verdictOf(answer("served_model_name cannot contain a colon", ASSERTION), r, { model: "/tmp/x/model" });
+        assert.equal(named.error, "AssertionError: served_model_name cannot contain a colon", "a message that names a setting stands alone");
+        assert.equal(verdictOf(answer("", ""), r, { model: "/tmp/x/model" }).error, "AssertionError", "no traceback, nothing to add");
     });
 
     it("names the box's folders, never the stand-ins, and leaves out what is only about the stand-in folder", () => {
