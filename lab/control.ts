@@ -336,6 +336,9 @@ export async function labDown(labDir = defaultLabDir()): Promise<{ killed: numbe
         });
     }
     const victims = labProcesses(info, pids, labDir);
+    // The lab's mount namespaces (its host's, its container's): whatever runs in them is the lab's.
+    const outer = mountNs(process.pid);
+    const namespaces = new Set(victims.map(mountNs).filter((ns): ns is string => ns !== null && ns !== outer));
     if (cgroupDir) killCgroup(cgroupDir);
     killTree(victims, "SIGKILL");
     const left = await waitGone(victims, 10_000);
@@ -350,6 +353,11 @@ export async function labDown(labDir = defaultLabDir()): Promise<{ killed: numbe
         }
         if (busy.length > 0) throw new Error(`lab: cgroups still busy after down: ${busy.join(", ")}`);
     }
+    // A process that entered one of them from outside the lab's cgroup (an attach still in flight while the lab went down).
+    const strays = [...namespaces].flatMap(pidsInNamespace);
+    killTree(strays, "SIGKILL");
+    const straysLeft = await waitGone(strays, 10_000);
+    if (straysLeft.length > 0) throw new Error(`lab: processes still alive in the lab's namespaces after SIGKILL: ${straysLeft.join(", ")}`);
     fs.rmSync(L.pids, { force: true });
     fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
     // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
