@@ -43,12 +43,13 @@ export function buildStandIns(repo: string): string {
     return out;
 }
 
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+/** A word for sh, single-quoted. */
+export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** A tiny launcher: `before` (shell lines that may exec something else), the lab dir for the stand-in, then exec node on the compiled JS. */
 export function writeShim(file: string, nodePath: string, js: string, labDir: string, before = ""): void {
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    const text = `#!/bin/sh\n${before ? `${before}\n` : ""}export SGLANG_LAB_DIR=${q(labDir)}\nexport SGLANG_LAB_ARGV0="$0"\nexec ${q(nodePath)} ${q(js)} "$@"\n`;
+    const text = `#!/bin/sh\n${before ? `${before}\n` : ""}export SGLANG_LAB_DIR=${shellQuote(labDir)}\nexport SGLANG_LAB_ARGV0="$0"\nexec ${shellQuote(nodePath)} ${shellQuote(js)} "$@"\n`;
     fs.writeFileSync(file, text, { mode: 0o755 });
     fs.chmodSync(file, 0o755);
 }

@@ -15,10 +15,7 @@ import { newSimEvents } from "../lib/events";
 import type { Report } from "../lib/figures";
 import { HealthWatch } from "../lib/health-watch";
 import { log } from "../lib/log";
-
-function serviceOf(config: StackConfigFile): Record<string, unknown> {
-    return config["sglang-serve:service"]!;
-}
+import { serviceOf } from "../lib/stack-config";
 
 export async function phaseDowntime(report: Report, d: Deployment, config: StackConfigFile, labDir: string, info: LabInfo, runs: number): Promise<void> {
     log(`downtime of one config change (service.memFractionStatic flipped), /health watched every 50 ms; ${runs} runs`);
@@ -58,16 +55,18 @@ export async function phaseDowntime(report: Report, d: Deployment, config: Stack
                 );
             const total = gap.firstOk - gap.lastOk;
             const sglang = ready.epochMs - launched.epochMs;
-            figures.total.push(total / 1000);
-            figures.sglang.push(sglang / 1000);
-            figures.stack.push((total - sglang) / 1000);
-            figures.stop.push((stopped.epochMs - gap.lastOk) / 1000);
-            figures.stopToLaunch.push((launched.epochMs - stopped.epochMs) / 1000);
-            figures.afterGpu.push((launched.epochMs - stopped.epochMs - releaseMs) / 1000);
+            const row = {
+                total: total / 1000,
+                sglang: sglang / 1000,
+                stack: (total - sglang) / 1000,
+                stop: (stopped.epochMs - gap.lastOk) / 1000,
+                stopToLaunch: (launched.epochMs - stopped.epochMs) / 1000,
+                afterGpu: (launched.epochMs - stopped.epochMs - releaseMs) / 1000,
+            };
+            for (const [k, v] of Object.entries(row)) figures[k as keyof typeof row].push(v);
             log(
-                `  run ${i + 1} (-> ${next}): down ${(total / 1000).toFixed(2)} s: SGLang's start ${(sglang / 1000).toFixed(2)} s, ` +
-                    `the stack's own ${((total - sglang) / 1000).toFixed(2)} s (stop ${((stopped.epochMs - gap.lastOk) / 1000).toFixed(2)} s, ` +
-                    `stopped to launched ${((launched.epochMs - stopped.epochMs) / 1000).toFixed(2)} s)`,
+                `  run ${i + 1} (-> ${next}): down ${row.total.toFixed(2)} s: SGLang's start ${row.sglang.toFixed(2)} s, ` +
+                    `the stack's own ${row.stack.toFixed(2)} s (stop ${row.stop.toFixed(2)} s, stopped to launched ${row.stopToLaunch.toFixed(2)} s)`,
             );
         }
     } finally {

@@ -9,11 +9,8 @@ import { expectCode, runEngine } from "../lib/engine";
 import { firstAfter, isType, newSimEvents } from "../lib/events";
 import { fmtMs, Report } from "../lib/figures";
 import { log } from "../lib/log";
+import { serviceOf } from "../lib/stack-config";
 import { sshFigures, sshOf, SshSample, sshTail } from "../lib/ssh-figures";
-
-function serviceOf(config: StackConfigFile): Record<string, unknown> {
-    return config["sglang-serve:service"]!;
-}
 
 /** Lag figures of one rollout or crash run, from the simulator's events and the engine's event log. */
 interface Lags {

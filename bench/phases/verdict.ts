@@ -7,10 +7,7 @@ import type { StackConfigFile } from "../../lab/stack";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
 import { log } from "../lib/log";
-
-function serviceOf(config: StackConfigFile): Record<string, unknown> {
-    return config["sglang-serve:service"]!;
-}
+import { serviceOf } from "../lib/stack-config";
 
 export async function phaseVerdict(report: Report, d: Deployment, config: StackConfigFile, runs: number): Promise<void> {
     log(`preview --refresh of a changed server: SGLang's own code runs, then its verdict is kept; ${runs} runs`);

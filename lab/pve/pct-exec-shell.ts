@@ -8,17 +8,16 @@
 // another vmid, a missing config, a stopped container, no command) falls
 // through to pct.js, which prints PVE's errors.
 import { LabInfo, LAB_ENV } from "../lab-info";
+import { shellQuote } from "../lab-build";
 import { commandSocket, confFile } from "./ct-runtime";
-
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Shell lines that exec lxc-attach for the plain exec shape, and otherwise do nothing. */
 export function pctExecShell(info: LabInfo): string {
     const vmid = info.vmid;
     return [
-        `if [ "$1" = exec ] && [ "$2" = ${vmid} ] && [ "$3" = -- ] && [ $# -gt 3 ] && [ -f ${q(confFile(info, vmid))} ] &&`,
+        `if [ "$1" = exec ] && [ "$2" = ${vmid} ] && [ "$3" = -- ] && [ $# -gt 3 ] && [ -f ${shellQuote(confFile(info, vmid))} ] &&`,
         // check_running: the container's command socket is listed in /proc/net/unix (ct-runtime.ts isRunning).
-        `    awk -v s=${q(commandSocket(info, vmid))} '$NF == s { found = 1 } END { exit !found }' /proc/net/unix; then`,
+        `    awk -v s=${shellQuote(commandSocket(info, vmid))} '$NF == s { found = 1 } END { exit !found }' /proc/net/unix; then`,
         "    shift 3",
         // --keep-env is PVE 8's default; the shim's own variables are not the caller's environment.
         `    unset ${LAB_ENV} SGLANG_LAB_ARGV0`,
