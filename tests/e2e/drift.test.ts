@@ -4,6 +4,7 @@ import type { LabInfo } from "../../lab/control";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
+import { waitFor } from "../lab/lab-fixture";
 import { healthStatus, mainPid, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-drift-api-key-0123456789abcdef";
@@ -108,15 +109,10 @@ describe("drift on the lab with the real engine, kpro5 topology: reported, then 
         setFaults({ acceptLengthAfterReady: { seconds: 1, acceptLength: 1.1 } }, labDir);
         try {
             await onBox(labDir, "container", `systemctl restart ${UNIT}`);
-            const deadline = Date.now() + 90_000;
-            const acceptLength = async () => {
-                const states = (await liveServerInfo(info).catch(() => ({}))) as { internal_states?: Array<{ avg_spec_accept_length?: number }> };
-                return states.internal_states?.[0]?.avg_spec_accept_length;
-            };
-            while ((await acceptLength()) !== 1.1) {
-                assert.ok(Date.now() < deadline, "the restarted server never reported the collapsed accept length");
-                await new Promise((r) => setTimeout(r, 500));
-            }
+            await waitFor("the restarted server to report the collapsed accept length", async () => {
+                const served = (await liveServerInfo(info)) as { internal_states?: Array<{ avg_spec_accept_length?: number }> };
+                return served.internal_states?.[0]?.avg_spec_accept_length === 1.1 ? true : undefined;
+            });
             const drift = await driftCheck(d);
             expectExit(drift, 7, "refresh with the accept length collapsed");
             assert.match(drift.stdout, /acceptLengthDrift/);
