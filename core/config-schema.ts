@@ -27,7 +27,7 @@ import {
 } from "./config-values";
 import { extraArgsShapeProblems } from "./extra-args";
 import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "./sglang-rules";
-import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "./serving-figures";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "./serving-figures";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
 
@@ -218,6 +218,39 @@ export const ReadinessSchema = z.strictObject({
             .min(0, { error: "must be a share between 0 and 1 (0.1 = 10%)" })
             .max(1, { error: "must be a share between 0 and 1 (0.1 = 10%; 1 accepts any figure)" }),
     ).default(DEFAULT_ACCEPT_LENGTH_DROP_LIMIT),
+    /**
+     * The serving-quality gate: after ready, the prompt set goes to /generate
+     * and its figures (accept length, output throughput; per bucket) are held
+     * to the floor and to the last good config's (core/serving-quality.ts).
+     * Off: only the accept length /server_info reports is held to the last good one.
+     */
+    servingCheck: fromBooleanString(z.boolean()).default(true),
+    /** Replaces the shipped prompt set (core/serving-prompts.ts). */
+    servingPrompts: z
+        .array(
+            z.strictObject({
+                bucket: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, { error: "must be a short lowercase name such as code, prose or long-context" }),
+                text: z.string().min(1, { error: "must be the prompt's text" }),
+                maxNewTokens: fromNumericString(
+                    z.int().min(16, { error: "must be at least 16 tokens: SGLang's figures need a few verify steps" }).max(4096),
+                ).default(128),
+            }),
+        )
+        .min(1, { error: "must hold at least one prompt (or set readiness.servingCheck: false)" })
+        .optional(),
+    /** The lowest accept length a speculative change may serve with; unset: a default per algorithm and step count (core/serving-quality.ts). */
+    acceptLengthFloor: fromNumericString(
+        z
+            .number({ error: "must be an accept length such as 2.5 (tokens per verify step)" })
+            .min(1, { error: "must be at least 1 (one token per step: no drafter at all)" }),
+    ).optional(),
+    /** A change is kept only if its output throughput over the prompt set is at most this share below the last good config's. Default 0.1. */
+    throughputDropLimit: fromNumericString(
+        z
+            .number({ error: "must be a share between 0 and 1 (0.1 = 10%)" })
+            .min(0, { error: "must be a share between 0 and 1 (0.1 = 10%)" })
+            .max(1, { error: "must be a share between 0 and 1 (0.1 = 10%; 1 accepts any figure)" }),
+    ).default(DEFAULT_THROUGHPUT_DROP_LIMIT),
 });
 
 export const StackConfigSchema = z.strictObject({

@@ -23,6 +23,7 @@ import { deepEqual } from "./diff";
 import { maskSecretAssignments, SECRET_MASK } from "./redact";
 import { API_KEY_ENV } from "./sglang-rules";
 import { isRecord } from "./is-record";
+import { describeFigures, type ServingFigures } from "./serving-figures";
 
 // ---------------------------------------------------------------------------
 // The report
@@ -44,6 +45,8 @@ export interface DriftReport {
     stack: string;
     drift: boolean;
     changes: DriftChange[];
+    /** Each server's last good figures as its last verified rollout recorded them (core/serving-figures.ts), drift or not. */
+    servingFigures: { resource: string; figures: ServingFigures }[];
 }
 
 /** Field name for a resource that the refresh found gone from the box. */
@@ -251,7 +254,22 @@ export function driftReport(stack: string, events: readonly EngineEvent[]): Drif
             actual: `changed${counts ? ` (${counts})` : ""}: the engine output names no resource`,
         });
     }
-    return { stack, drift, changes };
+    return { stack, drift, changes, servingFigures: recordedFigures(events) };
+}
+
+/** The servers' recorded figures, as the refresh read them back with the state. */
+function recordedFigures(events: readonly EngineEvent[]): DriftReport["servingFigures"] {
+    return refreshedResources(events)
+        .flatMap((r) => {
+            const figures: unknown = (r.new?.outputs ?? r.old?.outputs)?.servingFigures;
+            return isRecord(figures) ? [{ resource: resourceNameOf(r.urn), figures: figures as ServingFigures }] : [];
+        })
+        .sort((a, b) => a.resource.localeCompare(b.resource));
+}
+
+/** "Last good serving figures: qwen-unit avg accept length ...", one line per server; nothing when none is recorded. */
+function figuresLines(report: DriftReport): string[] {
+    return report.servingFigures.map((f) => `Last good serving figures of ${f.resource}: ${describeFigures(f.figures)}`);
 }
 
 /**
@@ -311,7 +329,7 @@ export function formatDriftTable(report: DriftReport, opts: { partial?: boolean 
     if (opts.partial) {
         if (report.changes.length === 0) return "";
     } else if (!report.drift) {
-        return `No drift on stack ${report.stack}: the boxes match what the last deployment recorded.\n`;
+        return [`No drift on stack ${report.stack}: the boxes match what the last deployment recorded.`, ...figuresLines(report), ""].join("\n");
     }
     const resources = new Set(report.changes.map((c) => c.resource)).size;
     const header = ["RESOURCE", "FIELD", "DECLARED", "ACTUAL"];
@@ -336,6 +354,7 @@ export function formatDriftTable(report: DriftReport, opts: { partial?: boolean 
         "",
         ...table,
         "",
+        ...(figuresLines(report).length ? [...figuresLines(report), ""] : []),
         `Put the box back: npm run pulumi -- up --refresh --stack ${report.stack}`,
         `Or accept it: change Pulumi.${report.stack}.yaml (or the code) to match, then preview and up.`,
         "",

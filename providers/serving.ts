@@ -4,7 +4,9 @@
 // remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
-import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, type ServingFigures } from "../core/serving-figures";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT, type ServingFigures } from "../core/serving-figures";
+import { SHIPPED_SERVING_PROMPTS } from "../core/serving-prompts";
+import type { ServingQualitySettings } from "../remote/checks/post-ready-check";
 import { checkSpeculativeActive } from "../core/chat-check";
 import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
@@ -23,7 +25,7 @@ export interface ServedServer {
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
-    /** A new config's start: the last good config's figures, which it must serve at least as well as (remote/checks/accept-length.ts). */
+    /** A new config's start: the last good config's figures, which it must serve at least as well as (remote/checks/serving-quality.ts). */
     lastGood?: ServingFigures;
 }
 
@@ -51,12 +53,23 @@ export function waitServing(
         since,
         onProgress: (message) => say(redact(message, [server.apiKey])),
         expectedSpeculative: server.speculativeAlgorithm,
-        ...(server.lastGood
-            ? { lastGood: { figures: server.lastGood, dropLimit: server.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } }
-            : {}),
+        quality: qualitySettings(server.readiness),
+        ...(server.lastGood ? { lastGood: server.lastGood } : {}),
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,
     });
+}
+
+/** The serving-quality gate's settings from the readiness section; a state written before them: the prompt set off, the default limits. */
+export function qualitySettings(readiness: Partial<ReadinessConfig>): ServingQualitySettings {
+    return {
+        prompts: readiness.servingCheck === true ? (readiness.servingPrompts ?? SHIPPED_SERVING_PROMPTS) : null,
+        limits: {
+            ...(readiness.acceptLengthFloor !== undefined ? { acceptLengthFloor: readiness.acceptLengthFloor } : {}),
+            acceptLengthDropLimit: readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT,
+            throughputDropLimit: readiness.throughputDropLimit ?? DEFAULT_THROUGHPUT_DROP_LIMIT,
+        },
+    };
 }
 
 /** readiness.minHealthySeconds of a state written before the healthy window existed: none. */

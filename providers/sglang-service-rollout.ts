@@ -207,8 +207,14 @@ async function runStep(
             const server = step.config === "new" ? inputs : { ...previous, apiKey: await apiKeyOnBox(remote, unit) };
             const attempt = { attempt: step.attempt, attempts: step.attempts };
             const readiness = await startAndWait(remote, server, attempt);
-            if (step.config === "new" && readiness.ok && inputs.speculativeAlgorithm && readiness.acceptLength !== null) {
-                measured({ algorithm: inputs.speculativeAlgorithm, acceptLength: readiness.acceptLength });
+            if (step.config === "new" && readiness.ok) {
+                // The prompt set's figures; without it, the accept length /server_info reported.
+                const figures =
+                    readiness.servingFigures ??
+                    (inputs.speculativeAlgorithm && readiness.acceptLength !== null
+                        ? { algorithm: inputs.speculativeAlgorithm, acceptLength: readiness.acceptLength }
+                        : undefined);
+                if (figures) measured(figures);
             }
             return {
                 kind: "started",

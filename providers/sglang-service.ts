@@ -5,7 +5,8 @@
  * restarts and why; diff: what changed or drifted).
  */
 import { decideWrite, parseOwner } from "../core/ownership";
-import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving-figures";
+import { describeFigures, percent } from "../core/serving-figures";
+import { qualitySettings } from "./serving";
 import { boxFactsForCheck, boxFailures } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
@@ -88,10 +89,14 @@ function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string 
     return `yes: ${what.length ? what.join(", ") : "unit file"} changed${heldTo(recorded, news)}`;
 }
 
-/** What a restart of a speculative server is held to: the last good config's figures (remote/checks/accept-length.ts). */
+/** What a restart is held to: the last good config's figures (remote/checks/serving-quality.ts), shown beside the change. */
 function heldTo(recorded: Partial<ServiceOutputs>, news: ServiceProps): string {
     const figures = recorded.servingFigures;
-    if (!figures || !news.speculativeAlgorithm) return "";
-    const limit = news.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT;
-    return `; held to the last good avg accept length ${figures.acceptLength.toFixed(2)} (${figures.algorithm}), at most ${Math.round(limit * 1000) / 10}% below`;
+    if (!figures) return "";
+    const { limits } = qualitySettings(news.readiness);
+    const held = [
+        ...(figures.acceptLength !== undefined && news.speculativeAlgorithm ? [`accept length at most ${percent(limits.acceptLengthDropLimit)} below`] : []),
+        ...(figures.throughput !== undefined ? [`throughput at most ${percent(limits.throughputDropLimit)} below`] : []),
+    ];
+    return held.length ? `; held to the last good ${describeFigures(figures)}: ${held.join(", ")}` : "";
 }

@@ -10,6 +10,7 @@ import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
 import { healthyWindowCondition, openHealthyWindow } from "../core/healthy-window";
 import { AttemptContext, FailureCause, HealthObservation, PhaseEntry, readinessCondition, UnitStatus } from "../core/readiness";
 import { Observe, pollUntil, PollUntilOptions } from "./await/poll-until";
+import type { ServingFigures } from "../core/serving-figures";
 import { CheckContext, CheckedServer, PostReadyCheck, runPostReadyChecks } from "./checks/post-ready-check";
 import { POST_READY_CHECKS } from "./checks/registry";
 import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, ProbeOptions } from "./probe";
@@ -65,6 +66,8 @@ export type ReadinessResult =
           chatText: string | null;
           /** Lowest avg_spec_accept_length reported, when speculation is checked and reported. */
           acceptLength: number | null;
+          /** What the serving-quality gate measured, when it ran. */
+          servingFigures: ServingFigures | null;
       }
     | {
           ok: false;
@@ -249,22 +252,20 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<Readines
 
     let serverInfo: ReturnType<CheckContext["serverInfo"]> | null = null;
     const withKey: ProbeOptions = { timeoutMs: o.probeTimeoutMs, ...(o.apiKey ? { bearer: o.apiKey } : {}) };
-    const checks = await runPostReadyChecks(
-        o.checks ?? POST_READY_CHECKS,
-        {
-            endpoint: o.endpoint,
-            ...(o.apiKey ? { apiKey: o.apiKey } : {}),
-            servedModelName: o.servedModelName,
-            chatCheck: o.chatCheck,
-            ...(o.expectedSpeculative ? { expectedSpeculative: o.expectedSpeculative } : {}),
-            ...(o.lastGood ? { lastGood: o.lastGood } : {}),
-            probeTimeoutMs: o.probeTimeoutMs,
-            http,
-            withKey,
-            serverInfo: () => (serverInfo ??= getServerInfo(o.endpoint, withKey, http.get)),
-        },
+    const checks = await runPostReadyChecks(o.checks ?? POST_READY_CHECKS, {
+        endpoint: o.endpoint,
+        ...(o.apiKey ? { apiKey: o.apiKey } : {}),
+        servedModelName: o.servedModelName,
+        chatCheck: o.chatCheck,
+        ...(o.expectedSpeculative ? { expectedSpeculative: o.expectedSpeculative } : {}),
+        ...(o.quality ? { quality: o.quality } : {}),
+        ...(o.lastGood ? { lastGood: o.lastGood } : {}),
+        probeTimeoutMs: o.probeTimeoutMs,
+        http,
+        withKey,
+        serverInfo: () => (serverInfo ??= getServerInfo(o.endpoint, withKey, http.get)),
         say,
-    );
+    });
     // A check's failure is told as the readiness machine tells any failure (phase, elapsed, attempt).
     if (!checks.ok) return fail(checks.cause, readiness.failureMessage(checks.cause, elapsed()));
     const info = await (serverInfo ??= getServerInfo(o.endpoint, withKey, http.get));
@@ -291,5 +292,6 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<Readines
         serverInfo: "error" in info ? null : info.body,
         chatText: checks.findings.chatText ?? null,
         acceptLength: checks.findings.acceptLength ?? null,
+        servingFigures: checks.findings.servingFigures ?? null,
     };
 }

@@ -72,7 +72,7 @@ function pulumiIn(bin: string): Promise<PulumiCommand> {
 
 /** Checks one stack for drift with the real engine. Never throws for engine failures: they come back as code 1. */
 export async function runDrift(opts: DriftOptions): Promise<DriftResult> {
-    const empty: DriftReport = { stack: opts.stack, drift: false, changes: [] };
+    const empty: DriftReport = { stack: opts.stack, drift: false, changes: [], servingFigures: [] };
     if (!STACK_NAME.test(opts.stack)) {
         return { code: EXIT_USAGE, report: empty, error: `not a stack name: ${JSON.stringify(opts.stack)}` };
     }

@@ -19,6 +19,10 @@ export interface Faults {
      * `seconds`: a drafter whose acceptance collapses on the live traffic.
      */
     acceptLengthAfterReady?: { seconds: number; acceptLength: number };
+    /** A repetition loop: every draft token is accepted, so the accept length sits at its maximum on every prompt (lab/sglang/speculation.ts). */
+    acceptPinnedAtMax?: boolean;
+    /** The decode speed times this: a throughput regression (0.8: 20% slower). */
+    throughputFactor?: number;
     /** Chat/generate return degenerate text (one token repeated). */
     degenerateOutput?: boolean;
     /** Seconds until the GPU memory of a stopped server shows as free. */
@@ -46,6 +50,8 @@ export const FAULT_KEYS: Array<keyof Faults> = [
     "dieAfterReadySeconds",
     "schedulerDeathAfterReadySeconds",
     "acceptLengthAfterReady",
+    "acceptPinnedAtMax",
+    "throughputFactor",
     "degenerateOutput",
     "gpuReleaseDelaySeconds",
     "healthCheckTimeoutSeconds",

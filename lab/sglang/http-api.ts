@@ -5,6 +5,7 @@
 // running scheduler knows filled in.
 import * as http from "http";
 import { randomBytes } from "crypto";
+import { acceptLengthFor, type Drafting, requestFigures, type SpeedFaults } from "./speculation";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 /** The release's resolved ServerArgs (dataclasses.asdict). */
@@ -25,7 +26,14 @@ export interface ApiState {
     maxTotalTokens: number;
     /** Scheduler.get_internal_state's memory_usage (GB per GPU, tokens). */
     memoryUsage: Record<string, number>;
-    specAcceptLength: number | null;
+    /** Speculative decoding (lab/sglang/speculation.ts); null without. */
+    drafting: Drafting | null;
+    /** The faults that shape acceptance and speed; the collapse fault sets collapsedTo once due. */
+    speedFaults: SpeedFaults;
+    /** Scheduler.spec_total_num_accepted_tokens / _forward_ct: what every request's decoding added. */
+    specTotals: { acceptedTokens: number; verifySteps: number };
+    /** The last request's decode speed (Scheduler.last_gen_throughput); 0 before any. */
+    lastGenThroughput: number;
     counters: { prompt: number; generation: number; requests: number };
     accessLog: (line: string) => void;
 }
@@ -74,6 +82,27 @@ export function cannedAnswer(prompt: string, served: string, degenerate: boolean
 
 const countTokens = (s: string) => Math.max(1, Math.ceil(s.length / 4));
 
+/** SGLang's --decode-log-interval default: the scheduler folds its accept counts into the totals every this many decode steps. */
+const DECODE_LOG_INTERVAL = 40;
+
+/**
+ * /server_info's avg_spec_accept_length: the running average over what the
+ * server decoded, once a decode log interval's worth of verify steps has
+ * been counted (SGLang reports none before that; the lab reports the prose
+ * figure, as if the warmup had counted); the collapsed figure once the
+ * collapse fault is due.
+ */
+export function avgSpecAcceptLength(state: ApiState): number | null {
+    if (!state.drafting) return null;
+    if (state.speedFaults.collapsedTo !== undefined) return state.speedFaults.collapsedTo;
+    const { acceptedTokens, verifySteps } = state.specTotals;
+    return verifySteps >= DECODE_LOG_INTERVAL
+        ? Math.round((acceptedTokens / verifySteps) * 1000) / 1000
+        : acceptLengthFor(state.drafting, "prose", state.speedFaults);
+}
+
+/** Filler for a long answer: the lab writes up to max_new_tokens for a prompt that asks for more than a short reply. */
+const FILLER = "and the lab goes on to write the rest of a long answer one simulated token at a time".split(" ");
 /**
  * The release's /server_info body with the running scheduler's numbers:
  * token capacity, the input limit (Scheduler: min(context_len - 1,
@@ -90,10 +119,10 @@ export function serverInfo(state: ApiState): Record<string, JsonValue> {
         max_req_input_len: Math.min(state.contextLen - 1, state.maxTotalTokens - 1),
         internal_states: ranks.map((r) => ({
             ...(r && typeof r === "object" && !Array.isArray(r) ? r : {}),
-            last_gen_throughput: state.counters.generation > 0 ? 41.7 : 0.0,
+            last_gen_throughput: state.lastGenThroughput,
             memory_usage: state.memoryUsage,
             effective_max_running_requests_per_dp: Math.floor(Number(state.args.max_running_requests ?? 4096) / dp),
-            ...(state.specAcceptLength !== null ? { avg_spec_accept_length: state.specAcceptLength } : {}),
+            ...(avgSpecAcceptLength(state) !== null ? { avg_spec_accept_length: avgSpecAcceptLength(state) } : {}),
         })),
     };
 }
@@ -179,10 +208,10 @@ export function createApi(state: ApiState): http.Server {
                         `sglang:token_usage${labels} 0.0`,
                         "# HELP sglang:gen_throughput The generation throughput (token/s).",
                         "# TYPE sglang:gen_throughput gauge",
-                        `sglang:gen_throughput${labels} ${state.counters.generation > 0 ? "41.7" : "0.0"}`,
+                        `sglang:gen_throughput${labels} ${state.lastGenThroughput.toFixed(1)}`,
                         "# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.",
                         "# TYPE sglang:spec_accept_length gauge",
-                        `sglang:spec_accept_length${labels} ${state.specAcceptLength ?? 0.0}`,
+                        `sglang:spec_accept_length${labels} ${avgSpecAcceptLength(state) ?? 0.0}`,
                         "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.",
                         "# TYPE sglang:prompt_tokens_total counter",
                         `sglang:prompt_tokens_total${labels} ${state.counters.prompt}.0`,
@@ -221,7 +250,12 @@ export function createApi(state: ApiState): http.Server {
                     const maxTokens = Number(
                         req0.max_tokens ?? req0.max_completion_tokens ?? (req0.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens ?? 256,
                     );
-                    let words = cannedAnswer(prompt, served(), state.degenerate, state.release).split(" ");
+                    const canned = cannedAnswer(prompt, served(), state.degenerate, state.release);
+                    let words = canned.split(" ");
+                    // /generate of a prompt that asks for more than a short reply: an answer as long as allowed.
+                    if (p === "/generate" && canned === cannedAnswer("", served(), state.degenerate, state.release)) {
+                        for (let i = 0; words.length < maxTokens; i++) words.push(FILLER[i % FILLER.length]!);
+                    }
                     const truncated = words.length > maxTokens;
                     if (truncated) words = words.slice(0, maxTokens);
                     const answer = words.join(" ");
@@ -234,6 +268,12 @@ export function createApi(state: ApiState): http.Server {
                     state.counters.prompt += usage.prompt_tokens;
                     state.counters.generation += usage.completion_tokens;
                     state.counters.requests++;
+                    const figures = requestFigures(state.drafting, prompt, usage.prompt_tokens, usage.completion_tokens, state.speedFaults);
+                    state.lastGenThroughput = Math.round(figures.decodeTokensPerSecond * 100) / 100;
+                    if (figures.spec) {
+                        state.specTotals.acceptedTokens += usage.completion_tokens;
+                        state.specTotals.verifySteps += figures.spec.verifyCount;
+                    }
                     const id = randomBytes(16).toString("hex");
                     const finish = truncated ? "length" : "stop";
                     const now = Math.floor(Date.now() / 1000);
@@ -246,7 +286,17 @@ export function createApi(state: ApiState): http.Server {
                                 prompt_tokens: usage.prompt_tokens,
                                 completion_tokens: usage.completion_tokens,
                                 cached_tokens: 0,
-                                e2e_latency: 0.12,
+                                e2e_latency: figures.e2eLatency,
+                                // tokenizer_manager._calculate_spec_decoding_metrics
+                                ...(figures.spec
+                                    ? {
+                                          spec_accept_rate: figures.spec.acceptRate,
+                                          spec_accept_length: figures.spec.acceptLength,
+                                          spec_accepted_drafts: figures.spec.acceptedDrafts,
+                                          spec_proposed_drafts: figures.spec.proposedDrafts,
+                                          spec_verify_ct: figures.spec.verifyCount,
+                                      }
+                                    : {}),
                             },
                         });
                     }

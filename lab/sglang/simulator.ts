@@ -15,26 +15,7 @@ import { appendEvent } from "./events";
 import { Faults, faultsForArgv, faultsForThisStart, readFaults } from "./faults";
 import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
 import { schedulerException } from "./scheduler-errors";
-
-/**
- * The lab's speculative accept length (SGLang's avg_spec_accept_length): what
- * the drafter folder's `sglang-lab.json` says (`{"acceptLength": 3.1}`: how
- * good the lab's stand-in drafter is), else 1 + 0.7 per draft token after the
- * first. A simulation: the real figure depends on the drafter, the prompts and
- * the step count.
- */
-function specAcceptLength(a: ServerArgs, draftTokens: number): number {
-    const drafter = a.speculative_draft_model_path;
-    if (typeof drafter === "string" && drafter !== a.model_path) {
-        try {
-            const said = (JSON.parse(fs.readFileSync(path.join(drafter, "sglang-lab.json"), "utf8")) as { acceptLength?: unknown }).acceptLength;
-            if (typeof said === "number" && said > 0) return said;
-        } catch {
-            // No such file: the formula.
-        }
-    }
-    return Math.round((1 + 0.7 * Math.max(1, draftTokens - 1)) * 100) / 100;
-}
+import { draftingOf } from "./speculation";
 
 /** What sglang_lab_venv.py hands over at the launcher boundary. */
 export interface Handoff {
@@ -290,7 +271,6 @@ class Simulator {
 
         // uvicorn.
         await this.phase("uvicorn");
-        const draftTokens = Number(a.speculative_num_draft_tokens ?? 0);
         this.api = {
             ready: false,
             schedulerAlive: true,
@@ -308,7 +288,13 @@ class Simulator {
                 token_capacity: tokens,
                 graph: a.disable_cuda_graph ? 0 : 0.4,
             },
-            specAcceptLength: a.speculative_algorithm ? specAcceptLength(a, draftTokens) : null,
+            drafting: draftingOf(a),
+            speedFaults: {
+                ...(this.faults.acceptPinnedAtMax ? { acceptPinnedAtMax: true } : {}),
+                ...(this.faults.throughputFactor !== undefined ? { throughputFactor: this.faults.throughputFactor } : {}),
+            },
+            specTotals: { acceptedTokens: 0, verifySteps: 0 },
+            lastGenThroughput: 0,
             counters: { prompt: 0, generation: 0, requests: 0 },
             accessLog: (l) => this.main(l),
         };
@@ -339,9 +325,9 @@ class Simulator {
         this.main("The server is fired up and ready to roll!");
         appendEvent(this.info.eventsFile, { event: "ready", host, port });
         const collapse = this.faults.acceptLengthAfterReady;
-        if (collapse !== undefined && this.api.specAcceptLength !== null) {
+        if (collapse !== undefined && this.api.drafting !== null) {
             setTimeout(() => {
-                if (this.api) this.api.specAcceptLength = collapse.acceptLength;
+                if (this.api) this.api.speedFaults.collapsedTo = collapse.acceptLength;
             }, collapse.seconds * 1000);
         }
         if (this.faults.dieAfterReadySeconds !== undefined) {

@@ -9,6 +9,8 @@
 
 import type { FailureCause } from "../../core/readiness";
 import type { ServingFigures } from "../../core/serving-figures";
+import type { ServingPrompt } from "../../core/serving-prompts";
+import type { QualityLimits } from "../../core/serving-quality";
 import type { HttpResult, ProbeOptions } from "../probe";
 
 /** The server under check, as the readiness wait was told about it. */
@@ -24,8 +26,16 @@ export interface CheckedServer {
     expectedSpeculative?: string;
     /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
     probeTimeoutMs: number;
-    /** A new config's start: the last good config's figures and how far below them it may serve (accept-length.ts). */
-    lastGood?: { figures: ServingFigures; dropLimit: number };
+    /** The serving-quality gate's settings (serving-quality.ts); absent: no prompt set, the default limits. */
+    quality?: ServingQualitySettings;
+    /** A new config's start: the last good config's figures, which it must serve at least as well as (serving-quality.ts). */
+    lastGood?: ServingFigures;
+}
+
+export interface ServingQualitySettings {
+    /** The prompt set to measure (readiness.servingCheck); null: none, the accept length from /server_info only. */
+    prompts: readonly ServingPrompt[] | null;
+    limits: QualityLimits;
 }
 
 export interface CheckContext extends CheckedServer {
@@ -37,6 +47,8 @@ export interface CheckContext extends CheckedServer {
     withKey: ProbeOptions;
     /** GET /server_info with the key: read once per readiness wait, shared by the checks and the wait's result. */
     serverInfo: () => Promise<{ body: Record<string, unknown> } | { error: string }>;
+    /** A progress line while a check runs long (the prompt set). */
+    say: (message: string) => void;
 }
 
 /** What checks found that the readiness wait reports (ReadinessResult). */
@@ -45,6 +57,8 @@ export interface CheckFindings {
     chatText?: string;
     /** Lowest avg_spec_accept_length reported, when speculation is checked and reported. */
     acceptLength?: number | null;
+    /** What the serving-quality gate measured. */
+    servingFigures?: ServingFigures;
 }
 
 export type CheckOutcome = { ok: true; said: string; findings?: CheckFindings } | { ok: false; cause: FailureCause };
@@ -67,14 +81,13 @@ export function checkFailed(check: string, reason: string, opts: { retry: boolea
 export async function runPostReadyChecks(
     checks: readonly PostReadyCheck[],
     ctx: CheckContext,
-    say: (message: string) => void,
 ): Promise<{ ok: true; findings: CheckFindings } | { ok: false; cause: FailureCause }> {
     let findings: CheckFindings = {};
     for (const check of checks) {
         if (!check.appliesTo(ctx)) continue;
         const outcome = await check.run(ctx);
         if (!outcome.ok) return outcome;
-        say(`[readiness] ${outcome.said}`);
+        ctx.say(`[readiness] ${outcome.said}`);
         findings = { ...findings, ...outcome.findings };
     }
     return { ok: true, findings };

@@ -148,7 +148,7 @@ describe("drift report: rows from a refresh", () => {
     });
 
     it("reports no drift for a clean refresh", () => {
-        assert.deepEqual(driftReport("kpro5", CLEAN_EVENTS), { stack: "kpro5", drift: false, changes: [] });
+        assert.deepEqual(driftReport("kpro5", CLEAN_EVENTS), { stack: "kpro5", drift: false, changes: [], servingFigures: [] });
     });
 
     it("judges drift from the change summary as --expect-no-changes does: any op but same and read", () => {
@@ -190,10 +190,10 @@ describe("drift report: rows from a refresh", () => {
         assert.deepEqual(driftChanges(events), [{ resource: "x", type: "t:index:T", field: "settings.cores", declared: 32, actual: 16 }]);
     });
 
-    it("has exactly the JSON shape { stack, drift, changes: [{ resource, type, field, declared, actual }] }", () => {
+    it("has exactly the JSON shape { stack, drift, changes: [{ resource, type, field, declared, actual }], servingFigures: [{ resource, figures }] }", () => {
         const report = driftReport("kpro5", FLAG_AND_CORES_EVENTS);
         const doc = JSON.parse(JSON.stringify(report)) as Record<string, unknown>;
-        assert.deepEqual(Object.keys(doc), ["stack", "drift", "changes"]);
+        assert.deepEqual(Object.keys(doc), ["stack", "drift", "changes", "servingFigures"]);
         for (const change of report.changes) assert.deepEqual(Object.keys(change), ["resource", "type", "field", "declared", "actual"]);
     });
 });
@@ -270,9 +270,26 @@ describe("drift report: engine errors", () => {
 describe("drift report: text", () => {
     it("says so in one line when there is no drift", () => {
         assert.equal(
-            formatDriftTable({ stack: "kpro5", drift: false, changes: [] }),
+            formatDriftTable({ stack: "kpro5", drift: false, changes: [], servingFigures: [] }),
             "No drift on stack kpro5: the boxes match what the last deployment recorded.\n",
         );
+    });
+
+    it("carries each server's last good figures, drift or not, as the refresh read them back", () => {
+        const urn = "urn:pulumi:kpro5::sglang-serve::sglang-serve:index:SglangService$pulumi-nodejs:dynamic/sglang-serve:SglangService::qwen-unit";
+        const figures = { algorithm: "NEXTN", acceptLength: 3.1, throughput: 41.5, buckets: { prose: { acceptLength: 3, throughput: 40 } } };
+        const events = [
+            outputsEvent({ op: "same", urn, old: state({ outputs: { servingFigures: figures } }), new: state({ outputs: { servingFigures: figures } }) }),
+        ];
+        const report = driftReport("kpro5", events);
+        assert.deepEqual(report.servingFigures, [{ resource: "qwen-unit", figures }]);
+        assert.equal(
+            formatDriftTable(report),
+            "No drift on stack kpro5: the boxes match what the last deployment recorded.\n" +
+                "Last good serving figures of qwen-unit: avg accept length 3.10 (NEXTN), 41.5 tok/s (prose 3.00 / 40.0 tok/s)\n",
+        );
+        const drifted = formatDriftTable({ ...driftReport("kpro5", FLAG_AND_CORES_EVENTS), servingFigures: report.servingFigures });
+        assert.match(drifted, /\nLast good serving figures of qwen-unit: avg accept length 3\.10 \(NEXTN\)/);
     });
 
     it("prints aligned columns and both ways out", () => {
@@ -293,7 +310,7 @@ describe("drift report: text", () => {
         const text = formatDriftTable(report, { partial: true });
         assert.match(text, /could not be checked completely/);
         assert.doesNotMatch(text, /up --refresh/);
-        assert.equal(formatDriftTable({ stack: "kpro5", drift: false, changes: [] }, { partial: true }), "");
+        assert.equal(formatDriftTable({ stack: "kpro5", drift: false, changes: [], servingFigures: [] }, { partial: true }), "");
     });
 
     it("shows cells as text: lines joined, none for null, long values cut", () => {
@@ -392,7 +409,7 @@ if (args[0] === "version") {
     it("runs refresh --preview-only on the stack in the project directory, through the given CLI, with the environment", async () => {
         const engineBin = fakeCli("clean", { code: 0, events: CLEAN_EVENTS });
         const result = await runDrift({ stack: "kpro5", projectDir: project, engineBin, env: { DRIFT_TEST_MARK: "passed" } });
-        assert.deepEqual(result, { code: 0, report: { stack: "kpro5", drift: false, changes: [] } });
+        assert.deepEqual(result, { code: 0, report: { stack: "kpro5", drift: false, changes: [], servingFigures: [] } });
         const refresh = callsOf("clean").find((c) => c.args[0] === "refresh")!;
         assert.deepEqual(refresh.args.slice(0, 2), ["refresh", "--preview-only"]);
         assert.ok(!refresh.args.includes("--yes") && !refresh.args.includes("--skip-preview"), refresh.args.join(" "));
@@ -428,14 +445,18 @@ if (args[0] === "version") {
     it("exits 1 for a stack the backend does not have, with the CLI's message", async () => {
         const engineBin = fakeCli("nostack", { code: 0, noStack: true });
         const result = await runDrift({ stack: "nosuch", projectDir: project, engineBin });
-        assert.deepEqual(result, { code: 1, report: { stack: "nosuch", drift: false, changes: [] }, error: "error: no stack named 'nosuch' found" });
+        assert.deepEqual(result, {
+            code: 1,
+            report: { stack: "nosuch", drift: false, changes: [], servingFigures: [] },
+            error: "error: no stack named 'nosuch' found",
+        });
         assert.ok(!callsOf("nostack").some((c) => c.args[0] === "refresh"));
     });
 
     it("exits 1 for any other engine exit code, with its stderr", async () => {
         const engineBin = fakeCli("passphrase", { code: 255, stderr: "error: incorrect passphrase\n" });
         const result = await runDrift({ stack: "kpro5", projectDir: project, engineBin });
-        assert.deepEqual(result, { code: 1, report: { stack: "kpro5", drift: false, changes: [] }, error: "error: incorrect passphrase" });
+        assert.deepEqual(result, { code: 1, report: { stack: "kpro5", drift: false, changes: [], servingFigures: [] }, error: "error: incorrect passphrase" });
     });
 
     it("refuses a stack name that is not one, without running the engine", async () => {

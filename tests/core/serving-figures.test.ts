@@ -1,19 +1,35 @@
 import * as assert from "node:assert/strict";
-import { acceptLengthDrift, judgeAcceptLength } from "../../core/serving-figures";
+import { acceptLengthDrift, describeFigures, figuresOf } from "../../core/serving-figures";
 
 const NEXTN = { algorithm: "NEXTN", acceptLength: 1.7 };
 
 describe("the last good config's figures (core/serving-figures.ts)", () => {
-    describe("a rollout's new config against them (judgeAcceptLength)", () => {
-        it("keeps a config within the drop limit, and refuses one below it naming both figures and the way out", () => {
-            assert.equal(judgeAcceptLength({ algorithm: "DFLASH", acceptLength: 1.6 }, NEXTN, 0.1).ok, true);
-            const worse = judgeAcceptLength({ algorithm: "DFLASH", acceptLength: 1.3 }, NEXTN, 0.1);
-            assert.ok(!worse.ok);
-            assert.equal(
-                worse.reason,
-                "avg accept length 1.30 (DFLASH) is 23.5% below the last good config's 1.70 (NEXTN), more than readiness.acceptLengthDropLimit (10%): " +
-                    "the change serves worse and is not kept (raise readiness.acceptLengthDropLimit to accept it anyway)",
-            );
+    describe("the prompt set's figures (figuresOf)", () => {
+        const m = (bucket: string, completionTokens: number, e2eLatencySeconds: number, verifyCount?: number) => ({
+            bucket,
+            completionTokens,
+            e2eLatencySeconds,
+            ...(verifyCount !== undefined ? { verifyCount } : {}),
+        });
+
+        it("sums tokens over verify steps and over SGLang's latency, per bucket and in total", () => {
+            const f = figuresOf([m("code", 120, 2, 30), m("code", 80, 2, 20), m("prose", 100, 4, 50)], "NEXTN", null);
+            assert.deepEqual(f, {
+                algorithm: "NEXTN",
+                acceptLength: 3,
+                throughput: 37.5,
+                buckets: { code: { acceptLength: 4, throughput: 50 }, prose: { acceptLength: 2, throughput: 25 } },
+            });
+            assert.equal(describeFigures(f), "avg accept length 3.00 (NEXTN), 37.5 tok/s (code 4.00 / 50.0 tok/s, prose 2.00 / 25.0 tok/s)");
+        });
+
+        it("takes /server_info's figure when a request reported no verify steps, and has no accept length without speculation", () => {
+            const partial = figuresOf([m("code", 100, 2, 25), m("prose", 100, 2)], "EAGLE3", 2.2);
+            assert.equal(partial.acceptLength, 2.2);
+            assert.deepEqual(partial.buckets, { code: { acceptLength: 4, throughput: 50 }, prose: { throughput: 50 } });
+            const plain = figuresOf([m("prose", 90, 3)], undefined, null);
+            assert.deepEqual(plain, { throughput: 30, buckets: { prose: { throughput: 30 } } });
+            assert.equal(describeFigures(plain), "30.0 tok/s (prose 30.0 tok/s)");
         });
     });
 

@@ -588,6 +588,12 @@ export class FakeSglang {
                         object: "chat.completion",
                         choices: [{ index: 0, message: { role: "assistant", content: this.behaviour.chat }, finish_reason: "stop" }],
                     });
+                case "/generate": {
+                    // The serving-quality gate's prompts: meta_info as SGLang's tokenizer manager reports it, 64 tokens in 1.6 s,
+                    // with speculation 35 verify steps (an accept length of 1.83, as /server_info says).
+                    const speculative = flag(proc.words, "--speculative-algorithm") !== undefined;
+                    return send(200, { text: "...", meta_info: { completion_tokens: 64, e2e_latency: 1.6, ...(speculative ? { spec_verify_ct: 35 } : {}) } });
+                }
                 case "/server_info":
                     if (this.behaviour.info === "not-json") return send(200, "<html>502 Bad Gateway</html>");
                     if (this.behaviour.info === "wrong-shape") return send(200, { tp_size: "two", port: "thirty thousand" });

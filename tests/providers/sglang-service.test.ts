@@ -92,11 +92,20 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(inputs.restart, "yes: --mem-fraction-static, NCCL_P2P_DISABLE changed");
         });
 
-        it("says what a restart of a speculative server is held to: the last good config's accept length and the drop limit", async () => {
+        it("says what a restart of a speculative server is held to: the last good config's figures and the drop limits", async () => {
             const news = declared((raw) => (raw.memFractionStatic = 0.85));
             const recorded = { ...declared(), servingFigures: { algorithm: "NEXTN", acceptLength: 1.7 } };
             const { inputs } = await check(recorded, news);
-            assert.equal(inputs.restart, "yes: --mem-fraction-static changed; held to the last good avg accept length 1.70 (NEXTN), at most 10% below");
+            assert.equal(
+                inputs.restart,
+                "yes: --mem-fraction-static changed; held to the last good avg accept length 1.70 (NEXTN): accept length at most 10% below",
+            );
+            const withThroughput = { ...recorded, servingFigures: { algorithm: "NEXTN", acceptLength: 1.7, throughput: 42 } };
+            const limits = declared((raw) => (raw.memFractionStatic = 0.85), { readiness: readinessSettings({ throughputDropLimit: 0.05 }) });
+            assert.equal(
+                (await check(withThroughput, limits)).inputs.restart,
+                "yes: --mem-fraction-static changed; held to the last good avg accept length 1.70 (NEXTN), 42.0 tok/s: accept length at most 10% below, throughput at most 5% below",
+            );
             const unchanged = await check(recorded, declared());
             assert.equal(unchanged.inputs.restart, "no");
         });
@@ -681,7 +690,10 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(fell.inputs!.acceptLengthDrift, fell.props!.acceptLengthDrift, "read back with the record, for check to carry");
             assert.deepEqual(await provider.diff!(ID, fell.props!, declared()), { changes: true, replaces: [] });
             const { inputs } = await provider.check!(fell.inputs!, declared());
-            assert.equal(inputs!.restart, `yes: ${fell.props!.acceptLengthDrift}; held to the last good avg accept length 2.50 (NEXTN), at most 10% below`);
+            assert.equal(
+                inputs!.restart,
+                `yes: ${fell.props!.acceptLengthDrift}; held to the last good avg accept length 2.50 (NEXTN): accept length at most 10% below`,
+            );
         });
 
         it("reads the accept length afresh at every refresh: a server serving as recorded again is no drift", async () => {
@@ -794,7 +806,8 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(figures.algorithm, "NEXTN");
             assert.equal(
                 (await provider.check!(read.inputs!, shaped())).inputs!.restart,
-                `yes: --cuda-graph-bs changed; held to the last good avg accept length ${figures.acceptLength.toFixed(2)} (NEXTN), at most 10% below`,
+                `yes: --cuda-graph-bs changed; held to the last good avg accept length 1.83 (NEXTN), 40.0 tok/s (code 1.83 / 40.0 tok/s, long-context 1.83 / 40.0 tok/s, prose 1.83 / 40.0 tok/s): ` +
+                    "accept length at most 10% below, throughput at most 10% below",
             );
         });
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { CheckContext, checkFailed, PostReadyCheck, runPostReadyChecks } from "../../remote/checks/post-ready-check";
-import { acceptLengthCheck } from "../../remote/checks/accept-length";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
+import { servingQualityCheck } from "../../remote/checks/serving-quality";
+import type { ServingPrompt } from "../../core/serving-prompts";
 
 // The runner of the post-ready checks and the registered list. What each
 // registered check judges is tested through the readiness wait (readiness-wait.test.ts).
@@ -17,6 +18,7 @@ const context = (over: Partial<CheckContext> = {}): CheckContext => ({
     },
     withKey: { timeoutMs: 1_000 },
     serverInfo: async () => ({ error: "not reached" }),
+    say: () => undefined,
     ...over,
 });
 
@@ -33,10 +35,10 @@ function probe(name: string, outcome: Awaited<ReturnType<PostReadyCheck["run"]>>
 }
 
 describe("post-ready checks", () => {
-    it("registers the API key check first, then the chat check, then speculation, then the accept length, each under its own name", () => {
+    it("registers the API key check first, then the chat check, then speculation, then the serving quality, each under its own name", () => {
         assert.deepEqual(
             POST_READY_CHECKS.map((c) => c.name),
-            ["api-key-refused", "chat", "speculative", "accept-length"],
+            ["api-key-refused", "chat", "speculative", "serving-quality"],
         );
     });
 
@@ -44,9 +46,11 @@ describe("post-ready checks", () => {
         const names = (server: Partial<CheckContext>) => POST_READY_CHECKS.filter((c) => c.appliesTo(context(server))).map((c) => c.name);
         assert.deepEqual(names({ chatCheck: false }), []);
         assert.deepEqual(names({ apiKey: "sk-0123456789abcdef", chatCheck: true, expectedSpeculative: "NEXTN" }), ["api-key-refused", "chat", "speculative"]);
-        const lastGood = { figures: { algorithm: "NEXTN", acceptLength: 1.7 }, dropLimit: 0.1 };
-        assert.deepEqual(names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood }), ["speculative", "accept-length"]);
-        assert.deepEqual(names({ chatCheck: false, lastGood }), [], "no speculation, no accept length to hold");
+        const lastGood = { algorithm: "NEXTN", acceptLength: 1.7 };
+        assert.deepEqual(names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood }), ["speculative", "serving-quality"]);
+        assert.deepEqual(names({ chatCheck: false, lastGood }), [], "no speculation and no prompt set: nothing to hold");
+        const prompts = { prompts: [{ bucket: "prose", text: "Hello", maxNewTokens: 32 }], limits: { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 } };
+        assert.deepEqual(names({ chatCheck: false, quality: prompts }), ["serving-quality"], "the prompt set measures throughput without speculation too");
     });
 
     it("runs the checks in order, says each pass and gathers what they found", async () => {
@@ -58,8 +62,7 @@ describe("post-ready checks", () => {
                 probe("skipped", { ok: true, said: "never" }, ran, false),
                 probe("two", { ok: true, said: "two passed", findings: { acceptLength: 1.7 } }, ran),
             ],
-            context(),
-            (m) => said.push(m),
+            context({ say: (m) => said.push(m) }),
         );
         assert.deepEqual(r, { ok: true, findings: { chatText: "Paris.", acceptLength: 1.7 } });
         assert.deepEqual(ran, ["one", "two"]);
@@ -72,15 +75,14 @@ describe("post-ready checks", () => {
         const r = await runPostReadyChecks(
             [probe("one", { ok: true, said: "one passed" }, ran), probe("two", failed, ran), probe("three", { ok: true, said: "x" }, ran)],
             context(),
-            () => undefined,
         );
         assert.deepEqual(r, { ok: false, cause: { kind: "post-ready-check", check: "two", reason: "not listed", retry: false } });
         assert.deepEqual(ran, ["one", "two"]);
     });
 });
 
-describe("the accept-length check: a change serves at least as well as the last good config", () => {
-    const lastGood = { figures: { algorithm: "NEXTN", acceptLength: 1.7 }, dropLimit: 0.1 };
+describe("the serving-quality check without the prompt set: /server_info's accept length against the last good config's", () => {
+    const lastGood = { algorithm: "NEXTN", acceptLength: 1.7 };
     const withLength = (acceptLength: number | null) =>
         context({
             chatCheck: false,
@@ -92,18 +94,24 @@ describe("the accept-length check: a change serves at least as well as the last 
         });
 
     it("passes within the drop limit and says both figures", async () => {
-        const r = await acceptLengthCheck.run(withLength(1.55));
-        assert.deepEqual(r, { ok: true, said: "avg accept length 1.55 (DFLASH) against the last good config's 1.70 (NEXTN): within 10%" });
-        assert.equal((await acceptLengthCheck.run(withLength(11.5))).ok, true);
+        const r = await servingQualityCheck.run(withLength(1.55));
+        assert.deepEqual(r, {
+            ok: true,
+            said:
+                "serving figures avg accept length 1.55 (DFLASH) against the last good config's avg accept length 1.70 (NEXTN): " +
+                "within 10% (accept length) and 10% (throughput)",
+            findings: { servingFigures: { algorithm: "DFLASH", acceptLength: 1.55 } },
+        });
+        assert.equal((await servingQualityCheck.run(withLength(11.5))).ok, true);
     });
 
     it("fails below it, naming both figures and the limit, and a new start would not pass it", async () => {
-        const r = await acceptLengthCheck.run(withLength(1.3));
+        const r = await servingQualityCheck.run(withLength(1.3));
         assert.deepEqual(r, {
             ok: false,
             cause: {
                 kind: "post-ready-check",
-                check: "accept-length",
+                check: "serving-quality",
                 reason:
                     "avg accept length 1.30 (DFLASH) is 23.5% below the last good config's 1.70 (NEXTN), more than readiness.acceptLengthDropLimit (10%): " +
                     "the change serves worse and is not kept (raise readiness.acceptLengthDropLimit to accept it anyway)",
@@ -113,7 +121,111 @@ describe("the accept-length check: a change serves at least as well as the last 
     });
 
     it("holds nothing against the last good figure before SGLang reports one", async () => {
-        const r = await acceptLengthCheck.run(withLength(null));
+        const r = await servingQualityCheck.run(withLength(null));
         assert.equal(r.ok, true);
+        assert.equal("findings" in r ? r.findings : undefined, undefined, "nothing measured, nothing to record");
+    });
+});
+
+describe("the serving-quality check with the prompt set", () => {
+    const PROMPTS: ServingPrompt[] = [
+        { bucket: "code", text: "def f(", maxNewTokens: 100 },
+        { bucket: "prose", text: "Once upon a time", maxNewTokens: 100 },
+        { bucket: "long-context", text: "x".repeat(9_000), maxNewTokens: 100 },
+    ];
+    /** SGLang's /generate answer: meta_info as tokenizer_manager builds it; `verify` per bucket (undefined: the release reports none). */
+    const server = (verify: Record<string, number | undefined>, opts: { latency?: number; inputLimit?: number; avgAfter?: number } = {}) => {
+        const posted: { url: string; payload: unknown }[] = [];
+        const ctx = context({
+            chatCheck: false,
+            expectedSpeculative: "NEXTN",
+            quality: { prompts: PROMPTS, limits: { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 } },
+            serverInfo: async () => ({
+                body: {
+                    speculative_algorithm: "EAGLE",
+                    speculative_num_steps: 3,
+                    speculative_eagle_topk: 1,
+                    speculative_num_draft_tokens: 4,
+                    max_req_input_len: opts.inputLimit ?? 262_143,
+                    internal_states: [{ avg_spec_accept_length: 3.0 }],
+                },
+            }),
+            http: {
+                get: async () => ({
+                    status: 200,
+                    text: "",
+                    body: { speculative_algorithm: "EAGLE", internal_states: [{ avg_spec_accept_length: opts.avgAfter ?? 2.5 }] },
+                }),
+                post: async (url, payload) => {
+                    posted.push({ url, payload });
+                    const p = payload as { text: string };
+                    const bucket = PROMPTS.find((x) => x.text === p.text)!.bucket;
+                    const v = verify[bucket];
+                    const meta = { completion_tokens: 100, e2e_latency: opts.latency ?? 2, ...(v !== undefined ? { spec_verify_ct: v } : {}) };
+                    return { status: 200, text: "", body: { text: "...", meta_info: meta } };
+                },
+            },
+        });
+        return { ctx, posted };
+    };
+
+    it("sends each prompt to /generate at temperature 0, one at a time, and records the figures per bucket and in total", async () => {
+        const { ctx, posted } = server({ code: 25, prose: 40, "long-context": 50 });
+        const r = await servingQualityCheck.run(ctx);
+        assert.deepEqual(
+            posted.map((x) => x.url),
+            ["http://127.0.0.1:30000/generate", "http://127.0.0.1:30000/generate", "http://127.0.0.1:30000/generate"],
+        );
+        assert.deepEqual(posted[0]!.payload, { text: "def f(", sampling_params: { temperature: 0, max_new_tokens: 100 } });
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.deepEqual(r.findings?.servingFigures, {
+            algorithm: "NEXTN",
+            acceptLength: 2.609,
+            throughput: 50,
+            buckets: {
+                code: { acceptLength: 4, throughput: 50 },
+                prose: { acceptLength: 2.5, throughput: 50 },
+                "long-context": { acceptLength: 2, throughput: 50 },
+            },
+        });
+    });
+
+    it("fails a collapsed bucket, a repetition loop at the maximum, and a throughput below the last good one, each naming the figures", async () => {
+        const collapsed = await servingQualityCheck.run(server({ code: 25, prose: 95, "long-context": 50 }).ctx);
+        assert.ok(!collapsed.ok);
+        assert.match(
+            "reason" in collapsed.cause ? collapsed.cause.reason : "",
+            /^speculative acceptance collapsed: avg accept length 1\.05 on prose \(about one token per step/,
+        );
+        const pinned = await servingQualityCheck.run(server({ code: 25, prose: 25, "long-context": 25 }).ctx);
+        assert.ok(!pinned.ok);
+        assert.match("reason" in pinned.cause ? pinned.cause.reason : "", /sits at its maximum 4\.00 on every bucket .*repetition loop/);
+        const slow = server({ code: 25, prose: 40, "long-context": 50 }, { latency: 2.5 });
+        const r = await servingQualityCheck.run({ ...slow.ctx, lastGood: { algorithm: "NEXTN", acceptLength: 2.6, throughput: 50 } });
+        assert.ok(!r.ok);
+        assert.match(
+            "reason" in r.cause ? r.cause.reason : "",
+            /^output throughput 40\.0 tok\/s is 20% below the last good config's 50\.0 tok\/s, more than readiness\.throughputDropLimit \(10%\)/,
+        );
+    });
+
+    it("leaves out a prompt longer than the server's input limit and says so", async () => {
+        const { ctx, posted } = server({ code: 25, prose: 40, "long-context": 50 }, { inputLimit: 3_000 });
+        const said: string[] = [];
+        const r = await servingQualityCheck.run({ ...ctx, say: (m) => said.push(m) });
+        assert.ok(r.ok);
+        assert.equal(posted.length, 2);
+        assert.ok(
+            said.some((l) => /1 of 3 serving prompts left out: longer than the server's input limit \(max_req_input_len 3000\)/.test(l)),
+            said.join("\n"),
+        );
+        assert.deepEqual(Object.keys(r.findings?.servingFigures?.buckets ?? {}), ["code", "prose"]);
+    });
+
+    it("takes /server_info's accept length after the set when the release reports no verify steps per request", async () => {
+        const r = await servingQualityCheck.run(server({}, { avgAfter: 2.75 }).ctx);
+        assert.ok(r.ok);
+        assert.equal(r.findings?.servingFigures?.acceptLength, 2.75);
+        assert.deepEqual(r.findings?.servingFigures?.buckets?.code, { throughput: 50 });
     });
 });
