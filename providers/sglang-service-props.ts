@@ -52,13 +52,14 @@ export interface ServiceProps {
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
     boxFacts?: BoxFactsRead;
     /**
-     * What the last rollout verified serving measured (its speculative accept
-     * length): the last good config's figures, which the next rollout's
-     * accept-length check holds the new config to. A record, not a setting:
+     * What the last rollout verified serving measured (the prompt set's accept
+     * length and throughput, or /server_info's accept length without it): the
+     * last good config's figures, which the next rollout's serving-quality
+     * check holds the new config to. A record, not a setting:
      * the refresh reads it back with the inputs and check carries it into the
      * new inputs (so the preview can say what a restart is held to), an update
      * that changes nothing and a rollout that puts the previous config back
-     * keep it, a verified rollout replaces it; absent without speculation.
+     * keep it, a verified rollout replaces it; absent when nothing was measured.
      */
     servingFigures?: ServingFigures;
     /**
