@@ -7,6 +7,7 @@
 import { decideWrite, parseOwner } from "../core/ownership";
 import { describeFigures, percent } from "../core/serving-figures";
 import { qualitySettings } from "./serving";
+import { say } from "./say";
 import { boxFactsForCheck, boxFailures } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
@@ -40,6 +41,8 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
+        // Every preview shows the record beside what it previews, change or not.
+        if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
         return { inputs: { ...news, ...carried, restart: restartReason(olds, news) } };
     },
     async diff(_id, olds, news) {

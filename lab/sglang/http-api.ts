@@ -36,6 +36,8 @@ export interface ApiState {
     lastGenThroughput: number;
     counters: { prompt: number; generation: number; requests: number };
     accessLog: (line: string) => void;
+    /** The scheduler's (TP rank 0) log line: the decode statistics. */
+    schedulerLog: (line: string) => void;
 }
 
 const REASONS: Record<number, string> = {
@@ -99,6 +101,20 @@ export function avgSpecAcceptLength(state: ApiState): number | null {
     return verifySteps >= DECODE_LOG_INTERVAL
         ? Math.round((acceptedTokens / verifySteps) * 1000) / 1000
         : acceptLengthFor(state.drafting, "prose", state.speedFaults);
+}
+
+/**
+ * The scheduler's decode statistics for a request, as 0.5.11's
+ * log_decode_stats words them for a hybrid (Mamba) model with CUDA graphs
+ * (one line per request: SGLang logs one every --decode-log-interval steps).
+ */
+function decodeLine(state: ApiState, tokens: number, figures: ReturnType<typeof requestFigures>): string {
+    const spec = figures.spec ? `accept len: ${figures.spec.acceptLength.toFixed(2)}, accept rate: ${figures.spec.acceptRate.toFixed(2)}, ` : "";
+    const usage = (tokens / Math.max(1, state.maxTotalTokens)).toFixed(2);
+    return (
+        `Decode batch, #running-req: 1, #full token: ${tokens}, full token usage: ${usage}, mamba num: 2, mamba usage: 0.00, ` +
+        `${spec}cuda graph: ${state.args.disable_cuda_graph ? "False" : "True"}, gen throughput (token/s): ${figures.decodeTokensPerSecond.toFixed(2)}, #queue-req: 0`
+    );
 }
 
 /** Filler for a long answer: the lab writes up to max_new_tokens for a prompt that asks for more than a short reply. */
@@ -274,6 +290,7 @@ export function createApi(state: ApiState): http.Server {
                         state.specTotals.acceptedTokens += usage.completion_tokens;
                         state.specTotals.verifySteps += figures.spec.verifyCount;
                     }
+                    state.schedulerLog(decodeLine(state, usage.prompt_tokens + usage.completion_tokens, figures));
                     const id = randomBytes(16).toString("hex");
                     const finish = truncated ? "length" : "stop";
                     const now = Math.floor(Date.now() / 1000);

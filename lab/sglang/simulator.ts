@@ -297,6 +297,7 @@ class Simulator {
             lastGenThroughput: 0,
             counters: { prompt: 0, generation: 0, requests: 0 },
             accessLog: (l) => this.main(l),
+            schedulerLog: (l) => this.rank(0, l),
         };
         const server = createApi(this.api);
         const host = String(a.host);

@@ -7,30 +7,18 @@ import { onBox, serverInfoOnBox, startLab } from "./lab-box";
 
 const API_KEY = "e2e-drafter-api-key-0123456789abcd";
 
+/** Recorded serving figures: [accept length, throughput] in total and for code, prose and long context, in that order. */
+function recorded(algorithm: string, ...[total, code, prose, long]: [number, number][]) {
+    const figures = ([acceptLength, throughput]: [number, number]) => ({ acceptLength, throughput });
+    return { algorithm, ...figures(total!), buckets: { code: figures(code!), prose: figures(prose!), "long-context": figures(long!) } };
+}
+
 /**
  * What the serving-quality gate measures on the lab box over the shipped prompt set (lab/sglang/speculation.ts):
  * the checkpoint's MTP head with one step, and the lab's DFlash drafter with a 16-token block.
  */
-const NEXTN_FIGURES = {
-    algorithm: "NEXTN",
-    acceptLength: 1.72,
-    throughput: 45.17,
-    buckets: {
-        code: { acceptLength: 1.803, throughput: 51.17 },
-        prose: { acceptLength: 1.707, throughput: 48.44 },
-        "long-context": { acceptLength: 1.6, throughput: 32.98 },
-    },
-};
-const DFLASH_FIGURES = {
-    algorithm: "DFLASH",
-    acceptLength: 3.536,
-    throughput: 85.86,
-    buckets: {
-        code: { acceptLength: 4.923, throughput: 136.97 },
-        prose: { acceptLength: 3.282, throughput: 94.4 },
-        "long-context": { acceptLength: 2.51, throughput: 44.55 },
-    },
-};
+const NEXTN_FIGURES = recorded("NEXTN", [1.72, 45.17], [1.803, 51.17], [1.707, 48.44], [1.6, 32.98]);
+const DFLASH_FIGURES = recorded("DFLASH", [3.536, 85.86], [4.923, 136.97], [3.282, 94.4], [2.51, 44.55]);
 
 function service(config: StackConfigFile): Record<string, unknown> {
     return config["sglang-serve:service"]!;
@@ -108,7 +96,9 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             assert.equal(live.speculative_num_draft_tokens, 16);
             assert.deepEqual(await servingFigures(d), DFLASH_FIGURES);
             assert.deepEqual((await d.outputs()).servingFigures, DFLASH_FIGURES, "the stack output");
-            expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the DFLASH deploy");
+            const after = await d.run(["preview", "--refresh", "--expect-no-changes"]);
+            expectExit(after, 0, "no drift after the DFLASH deploy");
+            assert.match(after.output, /\[sglang-qwen\.service\] last good serving figures: avg accept length 3\.54 \(DFLASH\), 85\.9 tok\/s \(code 4\.92 /);
 
             // A change that decodes 20% slower with the same acceptance (the lab's throughput knob, for the new config only; prefill as before): not kept.
             setFaults({ throughputFactor: 0.8, whenArgs: ["--max-running-requests", "32"] }, labDir);
