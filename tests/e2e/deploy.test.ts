@@ -123,7 +123,7 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         assert.ok(
             // The restart says what the new server is held to: the figures the first up recorded (issue 21).
             changed.some((l) =>
-                /restart\s*:\s*"no" => "yes: --mem-fraction-static changed; held to the last good avg accept length 1\.70 \(NEXTN\), at most 10% below"/.test(
+                /restart\s*:\s*"no" => "yes: --mem-fraction-static changed; held to the last good avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s \(code 1\.80 \/ 51\.2 tok\/s, .*\): accept length at most 10% below, throughput at most 10% below"/.test(
                     l,
                 ),
             ),

@@ -3,6 +3,7 @@ import * as os from "os";
 import * as path from "path";
 import { labExec, labUp, readLabInfo } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
+import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
 
@@ -55,3 +56,26 @@ export async function serverInfoOnBox(labDir: string, info: LabInfo, apiKey: str
     );
     return JSON.parse(body) as Record<string, unknown>;
 }
+
+/** The stack config's service block, to edit. */
+export function service(config: StackConfigFile): Record<string, unknown> {
+    return config["sglang-serve:service"]!;
+}
+
+/** The SglangService's servingFigures output in the state (`pulumi stack export`): the last good config's figures. */
+export async function servingFiguresInState(d: Deployment): Promise<unknown> {
+    const r = await d.run(["stack", "export"]);
+    expectExit(r, 0, "stack export");
+    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { servingFigures?: unknown } }> } }).deployment
+        .resources;
+    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.servingFigures;
+}
+
+/** Serving figures as recorded: [accept length, throughput] in total, then for code, prose and long context. */
+export function labFigures(algorithm: string, ...[total, code, prose, long]: [number, number][]) {
+    const figures = ([acceptLength, throughput]: [number, number]) => ({ acceptLength, throughput });
+    return { algorithm, ...figures(total!), buckets: { code: figures(code!), prose: figures(prose!), "long-context": figures(long!) } };
+}
+
+/** What the serving-quality gate measures on the lab box (lab/sglang/speculation.ts) for the field config: the MTP head, one step, over the shipped prompt set. */
+export const NEXTN_LAB_FIGURES = labFigures("NEXTN", [1.72, 45.17], [1.803, 51.17], [1.707, 48.44], [1.6, 32.98]);
