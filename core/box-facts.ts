@@ -249,6 +249,8 @@ export interface BoxExpectations {
     contextLength?: { value: number; index: number; shown: string; allowLonger: boolean };
     /** The tensor-parallel size the attention heads are split over; absent with --enable-dp-attention (heads split over tp / dp). */
     attentionTpSize?: number;
+    /** service.speculative.draftModelDigest: the drafter folder's digest the server must load. */
+    drafterDigest?: string;
 }
 
 /** What the declared service expects of the box. */
@@ -257,6 +259,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
     const context = extraFlagInteger(service.extraArgs, "--context-length");
     const overridden = extraFlagValues(service.extraArgs, "--json-model-override-args") !== undefined;
     const allowLonger = parseSglangBool(service.environment[ALLOW_LONGER_CONTEXT_ENV] ?? "") === true;
+    const { draftModelDigest, ...speculative } = service.speculative ?? { algorithm: "" };
     return {
         python: service.python,
         sglangVersion: service.sglangVersion,
@@ -264,7 +267,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
         ...(service.model.architecture !== undefined ? { architecture: service.model.architecture } : {}),
         ...(service.model.weightsGB !== undefined ? { weightsGB: service.model.weightsGB } : {}),
         serverArgs: {
-            ...(service.speculative ? { speculative: service.speculative } : {}),
+            ...(service.speculative ? { speculative } : {}),
             ...(service.mambaSchedulerStrategy ? { mambaSchedulerStrategy: service.mambaSchedulerStrategy } : {}),
             disableRadixCache: service.disableRadixCache,
             ...(service.maxRunningRequests !== undefined ? { maxRunningRequests: service.maxRunningRequests } : {}),
@@ -278,6 +281,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
             placement: weightsPlacement(service),
         },
         ...(parallelLayout(service).dpAttention ? {} : { attentionTpSize: service.tensorParallelSize }),
+        ...(draftModelDigest !== undefined ? { drafterDigest: draftModelDigest } : {}),
         ...(context && !overridden
             ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
             : {}),
@@ -288,6 +292,36 @@ export interface BoxContradiction {
     /** The config key, as the preview names it. */
     property: string;
     reason: string;
+}
+
+/** The drafter folder a declared server loads besides the model (a separate draft model path), if any. */
+export function drafterPath(expect: BoxExpectations | undefined): string | undefined {
+    const path = expect?.serverArgs.speculative?.draftModelPath;
+    return path !== undefined && path !== expect?.modelPath ? path : undefined;
+}
+
+/**
+ * The declared drafter digest (service.speculative.draftModelDigest) against
+ * the drafter folder's facts read on the box (absent: not read, or an error:
+ * unreadable): undefined when none is declared or they agree, else why the
+ * drafter is refused, naming both digests and the fix.
+ */
+export function drafterDigestRefusal(expect: BoxExpectations | undefined, drafter: BoxFacts | { error: string } | undefined): BoxContradiction | undefined {
+    const declared = expect?.drafterDigest;
+    const path = drafterPath(expect);
+    if (declared === undefined || path === undefined) return undefined;
+    const property = "service.speculative.draftModelDigest";
+    if (drafter === undefined || "error" in drafter) {
+        return { property, reason: `${property} pins ${path}, which cannot be read on the box${drafter ? `: ${drafter.error}` : ""}` };
+    }
+    if (drafter.folderDigest === declared) return undefined;
+    const now = drafter.folderDigest ?? "(none)";
+    return {
+        property,
+        reason:
+            `${property} is ${declared}, but the drafter folder ${path} on the box has digest ${now}: it holds another drafter than the one pinned. ` +
+            `Copy the pinned drafter back, or declare ${now} to serve what is there.`,
+    };
 }
 
 /** Declared weights within this share of the box's size agree (the field's 52 GB against 53.8e9 bytes). */

@@ -87,14 +87,29 @@ export const ContainerSchema = z.strictObject({
     gpus: z.array(fromNumericString(z.int().min(0).max(63))).min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
 });
 
-export const SpeculativeSchema = z.strictObject({
-    /** Checked against the SGLang version by the rules (case-sensitive, like argparse). */
-    algorithm: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, { error: "must be an algorithm name such as NEXTN or EAGLE3" }),
-    draftModelPath: absolutePath().optional(),
-    numSteps: fromNumericString(z.int().min(1).max(64)).optional(),
-    eagleTopk: fromNumericString(z.int().min(1).max(64)).optional(),
-    numDraftTokens: fromNumericString(z.int().min(1).max(1024)).optional(),
-});
+export const SpeculativeSchema = z
+    .strictObject({
+        /** Checked against the SGLang version by the rules (case-sensitive, like argparse). */
+        algorithm: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, { error: "must be an algorithm name such as NEXTN or EAGLE3" }),
+        draftModelPath: absolutePath().optional(),
+        /**
+         * Pins the drafter: the folder's digest as the stack reads it (config.json
+         * and the weights' names, sizes and times; core/box-facts.ts folderDigest),
+         * which the preview prints. A folder that holds another is refused at
+         * preview and before a rollout stops anything.
+         */
+        draftModelDigest: z
+            .string()
+            .regex(/^[0-9a-f]{32}$/, { error: "must be the drafter folder's digest as the preview prints it (32 lowercase hex digits)" })
+            .optional(),
+        numSteps: fromNumericString(z.int().min(1).max(64)).optional(),
+        eagleTopk: fromNumericString(z.int().min(1).max(64)).optional(),
+        numDraftTokens: fromNumericString(z.int().min(1).max(1024)).optional(),
+    })
+    .refine((s) => s.draftModelDigest === undefined || s.draftModelPath !== undefined, {
+        error: "pins the folder at draftModelPath, which is not set: set draftModelPath or remove draftModelDigest",
+        path: ["draftModelDigest"],
+    });
 
 export const ModelSchema = z.strictObject({
     path: absolutePath(),

@@ -1,4 +1,4 @@
-import { BoxContradiction, boxContradictions, BoxExpectations, BoxFacts, boxFactsCommand, parseBoxFacts } from "../core/box-facts";
+import { BoxContradiction, boxContradictions, BoxExpectations, BoxFacts, boxFactsCommand, drafterPath, parseBoxFacts } from "../core/box-facts";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
@@ -17,22 +17,21 @@ export async function readBoxFacts(remote: RemoteHost, expect: BoxExpectations):
     }
 }
 
-/** The drafter folder a declared server loads besides the model (a separate draft model path), if any. */
-export function drafterPath(expect: BoxExpectations | undefined): string | undefined {
-    const path = expect?.serverArgs.speculative?.draftModelPath;
-    return path !== undefined && path !== expect?.modelPath ? path : undefined;
+/** The drafter folder's facts (its config.json, its digest): the same read as the model's, on the drafter's folder. Undefined without a drafter. */
+export async function readDrafterFacts(remote: RemoteHost, expect: BoxExpectations | undefined): Promise<BoxFactsRead | undefined> {
+    const path = drafterPath(expect);
+    if (!expect || path === undefined) return undefined;
+    return readBoxFacts(remote, { ...expect, modelPath: path });
 }
 
 /**
- * The drafter folder's digest now (core/box-facts.ts folderDigest): the same
- * read as the model's, on the drafter's folder. Undefined without a drafter,
- * or when the folder cannot be read (the rollout's own checks say why).
+ * The drafter folder's digest now (core/box-facts.ts folderDigest). Undefined
+ * without a drafter, or when the folder cannot be read (the rollout's own
+ * checks say why).
  */
 export async function readDrafterDigest(remote: RemoteHost, expect: BoxExpectations | undefined): Promise<string | undefined> {
-    const path = drafterPath(expect);
-    if (!expect || path === undefined) return undefined;
-    const facts = await readBoxFacts(remote, { ...expect, modelPath: path });
-    return "error" in facts ? undefined : facts.folderDigest;
+    const facts = await readDrafterFacts(remote, expect);
+    return facts === undefined || "error" in facts ? undefined : facts.folderDigest;
 }
 
 /**

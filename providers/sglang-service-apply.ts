@@ -10,7 +10,8 @@ import { redact } from "../core/redact";
 import { unitOwner } from "../core/systemd-unit";
 import { journalPosition } from "../remote/readiness-wait";
 import type { RemoteHost } from "../remote/remote-host";
-import { assertBoxServes } from "./box-facts";
+import { drafterDigestRefusal } from "../core/box-facts";
+import { assertBoxServes, readDrafterFacts } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./serving";
@@ -47,8 +48,10 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
     const facts = await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
-    // SGLang's own verdict, kept from the preview when it ran there (a first deploy judges here), before anything stops.
-    const refused = await previewVerdict(run, inputs, facts, { notices: false });
+    // The pinned drafter, then SGLang's own verdict (kept from the preview when it ran there; a first deploy judges here), before anything stops.
+    const drafter = await readDrafterFacts(remote, inputs.expectBox);
+    const pinned = drafterDigestRefusal(inputs.expectBox, drafter);
+    const refused = [...(pinned ? [pinned] : []), ...(await previewVerdict(inputs, facts, drafter, { notices: false }))];
     if (refused.length > 0) {
         throw new Error(
             `[${inputs.unitName}] the declared server is refused; nothing on the box was changed:\n` + refused.map((f) => `  - ${f.reason}`).join("\n"),

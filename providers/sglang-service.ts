@@ -8,7 +8,8 @@ import { decideWrite, parseOwner } from "../core/ownership";
 import { describeFigures, percent } from "../core/serving-figures";
 import { qualitySettings } from "./serving";
 import { say } from "./say";
-import { boxFactsForCheck, boxFailures } from "./box-facts";
+import { drafterDigestRefusal, drafterPath } from "../core/box-facts";
+import { boxFactsForCheck, boxFailures, readDrafterFacts } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
@@ -36,8 +37,17 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
         const facts = await boxFactsForCheck(run, olds, news);
         failures.push(...boxFailures(news.expectBox, facts));
+        // The drafter folder (its config.json, its digest), read when the box was: pinned or shown.
+        const drafter = facts && !("error" in facts) ? await readDrafterFacts(run.remoteFor(news.connection, "server"), news.expectBox) : undefined;
+        const pinned = drafter && !("error" in drafter) ? drafterDigestRefusal(news.expectBox, drafter) : undefined;
+        if (pinned) failures.push(pinned);
+        else if (drafter && !("error" in drafter) && news.expectBox?.drafterDigest === undefined && drafter.folderDigest) {
+            say(
+                `[${news.unitName}] the drafter folder ${drafterPath(news.expectBox)} has digest ${drafter.folderDigest} (service.speculative.draftModelDigest pins it)`,
+            );
+        }
         // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
-        if (failures.length === 0) failures.push(...(await previewVerdict(run, news, facts)));
+        if (failures.length === 0) failures.push(...(await previewVerdict(news, facts, drafter)));
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));

@@ -25,8 +25,7 @@ import { withoutDeploySecrets } from "../core/deploy-secrets";
 import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
-import { BoxFactsRead, drafterPath, readBoxFacts } from "./box-facts";
-import type { ProviderRun } from "./provider-run";
+import type { BoxFactsRead } from "./box-facts";
 import { say } from "./say";
 import type { ServiceProps } from "./sglang-service-props";
 
@@ -137,9 +136,9 @@ export async function releaseVerdict(request: VerdictRequest, label: string): Pr
  * own rules stand alone.
  */
 export async function previewVerdict(
-    run: ProviderRun,
     news: ServiceProps,
     facts: BoxFactsRead | undefined,
+    drafter: BoxFactsRead | undefined,
     opts: { notices: boolean } = { notices: true },
 ): Promise<VerdictFailure[]> {
     const notice = (text: string) => opts.notices && say(text);
@@ -150,12 +149,7 @@ export async function previewVerdict(
         notice(`${label} SGLang ${expect.sglangVersion}'s own verdict comes at the rollout, which reads the box's config.json before anything changes`);
         return [];
     }
-    const drafter = drafterPath(expect);
-    let drafterConfigJson: string | undefined;
-    if (drafter !== undefined) {
-        const read = await readBoxFacts(run.remoteFor(news.connection, "server"), { ...expect, modelPath: drafter });
-        if (!("error" in read)) drafterConfigJson = read.configJson;
-    }
+    const drafterConfigJson = drafter === undefined || "error" in drafter ? undefined : drafter.configJson;
     const request = verdictRequest({
         version: expect.sglangVersion,
         unitText: news.unitText,

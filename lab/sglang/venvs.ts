@@ -100,10 +100,13 @@ export function ensureVenvs(optDir: string, rootfsImage: string, releases: strin
                     rootfsImage,
                     venv,
                 ],
-                { encoding: "utf8", timeout: 60_000 },
+                // Well under a second alone; minutes when ten test files bring up their labs at once on two cores.
+                { encoding: "utf8", timeout: 240_000 },
             );
             if (r.status !== 0)
-                throw new Error(`lab: python3 -m venv ${venv} in the container's image failed (exit ${r.status}): ${r.stderr}${r.error?.message ?? ""}`);
+                throw new Error(
+                    `lab: python3 -m venv ${venv} in the container's image failed (${r.signal ? `killed by ${r.signal}${r.error ? `: ${r.error.message}` : ""}` : `exit ${r.status}`}): ${r.stderr}`,
+                );
         }
         const lib = path.join(dir, "lib");
         const py = fs.readdirSync(lib).find((d) => /^python3\.\d+$/.test(d));

@@ -2,9 +2,9 @@ import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, parseBoxFacts } from "../../core/box-facts";
+import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, drafterDigestRefusal, parseBoxFacts } from "../../core/box-facts";
 import { validateStackConfig } from "../../core/config";
-import { fieldConfig } from "./fixtures";
+import { fieldConfig, withField } from "./fixtures";
 
 const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "fixtures", "qwen3.6-27b", "config.json");
 
@@ -114,6 +114,60 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         const empty = path.join(dir, "empty");
         fs.mkdirSync(empty);
         assert.equal(run(empty).model, "no-config");
+    });
+});
+
+describe("box facts: the pinned drafter (service.speculative.draftModelDigest)", () => {
+    const PINNED = "0123456789abcdef0123456789abcdef";
+    const withDrafter = (digest?: string): BoxExpectations => {
+        const field = fieldExpectations();
+        return {
+            ...field,
+            serverArgs: {
+                ...field.serverArgs,
+                speculative: { algorithm: "DFLASH", draftModelPath: "/models/dflash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 },
+            },
+            ...(digest ? { drafterDigest: digest } : {}),
+        };
+    };
+    const folder = (folderDigest: string): BoxFacts => ({ ...fieldFacts(), folderDigest });
+
+    it("takes the digest out of the settings SGLang judges, to the expectations", () => {
+        const result = validateStackConfig(
+            withField((r) => {
+                r.service.speculative = {
+                    algorithm: "DFLASH",
+                    draftModelPath: "/models/dflash",
+                    numSteps: 1,
+                    eagleTopk: 1,
+                    numDraftTokens: 16,
+                    draftModelDigest: PINNED,
+                } as typeof r.service.speculative;
+            }),
+        );
+        assert.ok(result.ok);
+        const expect = boxExpectations(result.config.service);
+        assert.equal(expect.drafterDigest, PINNED);
+        assert.equal((expect.serverArgs.speculative as Record<string, unknown>).draftModelDigest, undefined);
+    });
+
+    it("accepts the pinned folder, and anything when nothing is pinned", () => {
+        assert.equal(drafterDigestRefusal(withDrafter(PINNED), folder(PINNED)), undefined);
+        assert.equal(drafterDigestRefusal(withDrafter(), folder("f".repeat(32))), undefined);
+    });
+
+    it("refuses another folder naming both digests and both ways out, and a folder it cannot read", () => {
+        const other = "f".repeat(32);
+        assert.deepEqual(drafterDigestRefusal(withDrafter(PINNED), folder(other)), {
+            property: "service.speculative.draftModelDigest",
+            reason:
+                `service.speculative.draftModelDigest is ${PINNED}, but the drafter folder /models/dflash on the box has digest ${other}: it holds another drafter than the one pinned. ` +
+                `Copy the pinned drafter back, or declare ${other} to serve what is there.`,
+        });
+        assert.match(
+            drafterDigestRefusal(withDrafter(PINNED), { error: "no such folder" })!.reason,
+            /pins \/models\/dflash, which cannot be read on the box: no such folder$/,
+        );
     });
 });
 

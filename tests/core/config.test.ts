@@ -364,6 +364,22 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
         );
     });
 
+    it("pins the drafter by its digest, and refuses a digest without the folder it pins or in another form", () => {
+        const dflash = (spec: Record<string, unknown>) =>
+            withField((r) => {
+                r.service.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, ...spec } as typeof r.service.speculative;
+            });
+        accepted(dflash({ draftModelPath: "/models/dflash-drafter", draftModelDigest: "0123456789abcdef0123456789abcdef" }));
+        assert.match(
+            issueAt(dflash({ draftModelDigest: "0123456789abcdef0123456789abcdef" }), "service.speculative.draftModelDigest").message,
+            /pins the folder at draftModelPath, which is not set: set draftModelPath or remove draftModelDigest/,
+        );
+        assert.match(
+            issueAt(dflash({ draftModelPath: "/models/dflash-drafter", draftModelDigest: "sha256:abc" }), "service.speculative.draftModelDigest").message,
+            /must be the drafter folder's digest as the preview prints it \(32 lowercase hex digits\)/,
+        );
+    });
+
     it("rejects DFLASH without a drafter (ValueError)", () => {
         const issue = issueAt(
             withField((r) => (r.service.speculative = { algorithm: "DFLASH" } as typeof r.service.speculative)),

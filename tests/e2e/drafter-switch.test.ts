@@ -3,7 +3,16 @@ import { labDown } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
-import { labFigures, NEXTN_LAB_FIGURES as NEXTN_FIGURES, onBox, serverInfoOnBox, service, servingFiguresInState as servingFigures, startLab } from "./lab-box";
+import {
+    labFigures,
+    mainPid,
+    NEXTN_LAB_FIGURES as NEXTN_FIGURES,
+    onBox,
+    serverInfoOnBox,
+    service,
+    servingFiguresInState as servingFigures,
+    startLab,
+} from "./lab-box";
 
 const API_KEY = "e2e-drafter-api-key-0123456789abcd";
 
@@ -26,7 +35,7 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
         delete process.env.SGLANG_LAB_DIR;
     });
 
-    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift that up rolls out again", async () => {
+    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift; pinned by its digest, up refuses it until the new digest is declared, then rolls it out again", async () => {
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
@@ -62,8 +71,25 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
                 preview.output,
                 /held to the last good avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s \(code 1\.80 \/ 51\.2 tok\/s, long-context 1\.60 \/ 33\.0 tok\/s, prose 1\.71 \/ 48\.4 tok\/s\): accept length at most 10% below, throughput at most 10% below/,
             );
+            // The preview says the drafter folder's digest; pinned to another, the drafter is refused naming both.
+            const shown = /the drafter folder \/models\/Qwen3\.6-27B-DFlash has digest ([0-9a-f]{32}) \(service\.speculative\.draftModelDigest pins it\)/.exec(
+                preview.output,
+            );
+            assert.ok(shown, preview.output);
+            const pin = (digest: string) => {
+                service(config).speculative = { ...dflash("/models/Qwen3.6-27B-DFlash"), draftModelDigest: digest };
+                d.writeConfig(config);
+            };
+            pin("0".repeat(32));
+            const wrong = await d.preview();
+            assert.notEqual(wrong.code, 0, wrong.output);
+            assert.match(
+                wrong.output,
+                new RegExp(`draftModelDigest is 0{32}, but the drafter folder /models/Qwen3\\.6-27B-DFlash on the box has digest ${shown[1]}`),
+            );
+            pin(shown[1]!);
             const good = await d.up();
-            expectExit(good, 0, "up with the lab's DFlash drafter");
+            expectExit(good, 0, "up with the lab's DFlash drafter, pinned");
             assert.match(
                 good.output,
                 /serving figures avg accept length 3\.54 \(DFLASH\), 85\.9 tok\/s \(code 4\.92 \/ 137\.0 tok\/s, .*\) against the last good config's avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s: within 10% \(accept length\) and 10% \(throughput\)/,
@@ -86,8 +112,18 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
                 changes.some((c) => c.field === "drafterDigestOnBox"),
                 JSON.stringify(changes),
             );
+            // Pinned: up refuses the changed folder before anything stops, naming both digests; declaring the new one rolls it out.
+            const pid = await mainPid(labDir);
+            const refused = await d.up();
+            assert.notEqual(refused.code, 0, refused.output);
+            const changed = new RegExp(
+                `draftModelDigest is ${shown[1]}, but the drafter folder /models/Qwen3\\.6-27B-DFlash on the box has digest ([0-9a-f]{32})`,
+            ).exec(refused.output);
+            assert.ok(changed, refused.output);
+            assert.equal(await mainPid(labDir), pid, "the server was not touched");
+            pin(changed[1]!);
             const again = await d.up();
-            expectExit(again, 0, "up after the drafter changed in place");
+            expectExit(again, 0, "up after the drafter changed in place, its new digest declared");
             assert.match(again.output, /rollout: the drafter folder \/models\/Qwen3\.6-27B-DFlash changed in place since the server loaded it/);
             expectExit(await d.npmScript("drift", ["--stack", "lab", "--json"]), 0, "no drift once the server loaded the drafter as it is");
         } finally {

@@ -8,7 +8,6 @@ import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
 import { ServiceSchema } from "../../core/config-schema";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { boxExpectations } from "../../core/box-facts";
-import type { ProviderRun } from "../../providers/provider-run";
 import type { ServiceProps } from "../../providers/sglang-service-props";
 import { previewVerdict, releaseVerdict, verdictFile, VerdictUnavailable } from "../../providers/sglang-verdict";
 import { ensureInstalled } from "../../sglang-release/oracle";
@@ -174,7 +173,7 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         const log = console.log;
         console.log = (line: string) => said.push(line);
         try {
-            assert.deepEqual(await previewVerdict({} as ProviderRun, props, facts), []);
+            assert.deepEqual(await previewVerdict(props, facts, undefined), []);
         } finally {
             console.log = log;
         }
