@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, drafterDigestRefusal, parseBoxFacts } from "../../core/box-facts";
 import { validateStackConfig } from "../../core/config";
-import { fieldConfig, withField } from "./fixtures";
+import { DFLASH_BLOCK, fieldConfig, withField } from "./fixtures";
 
 const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "fixtures", "qwen3.6-27b", "config.json");
 
@@ -125,7 +125,7 @@ describe("box facts: the pinned drafter (service.speculative.draftModelDigest)",
             ...field,
             serverArgs: {
                 ...field.serverArgs,
-                speculative: { algorithm: "DFLASH", draftModelPath: "/models/dflash", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 },
+                speculative: DFLASH_BLOCK,
             },
             ...(digest ? { drafterDigest: digest } : {}),
         };
@@ -134,16 +134,7 @@ describe("box facts: the pinned drafter (service.speculative.draftModelDigest)",
 
     it("takes the digest out of the settings SGLang judges, to the expectations", () => {
         const result = validateStackConfig(
-            withField((r) => {
-                r.service.speculative = {
-                    algorithm: "DFLASH",
-                    draftModelPath: "/models/dflash",
-                    numSteps: 1,
-                    eagleTopk: 1,
-                    numDraftTokens: 16,
-                    draftModelDigest: PINNED,
-                } as typeof r.service.speculative;
-            }),
+            withField((r) => (r.service.speculative = { ...DFLASH_BLOCK, draftModelDigest: PINNED } as typeof r.service.speculative)),
         );
         assert.ok(result.ok);
         const expect = boxExpectations(result.config.service);
@@ -161,12 +152,12 @@ describe("box facts: the pinned drafter (service.speculative.draftModelDigest)",
         assert.deepEqual(drafterDigestRefusal(withDrafter(PINNED), folder(other)), {
             property: "service.speculative.draftModelDigest",
             reason:
-                `service.speculative.draftModelDigest is ${PINNED}, but the drafter folder /models/dflash on the box has digest ${other}: it holds another drafter than the one pinned. ` +
+                `service.speculative.draftModelDigest is ${PINNED}, but the drafter folder /models/dflash-drafter on the box has digest ${other}: it holds another drafter than the one pinned. ` +
                 `Copy the pinned drafter back, or declare ${other} to serve what is there.`,
         });
         assert.match(
             drafterDigestRefusal(withDrafter(PINNED), { error: "no such folder" })!.reason,
-            /pins \/models\/dflash, which cannot be read on the box: no such folder$/,
+            /pins \/models\/dflash-drafter, which cannot be read on the box: no such folder$/,
         );
     });
 });

@@ -6,7 +6,7 @@ import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
 import { STATIC_POOL_RESERVE_GIB } from "../../core/config-rules";
 import { hostKeyProblem } from "../../core/config-values";
 import { radixSpeculativeError } from "../../core/sglang-rules";
-import { fieldConfig, FieldRaw, withField } from "./fixtures";
+import { DFLASH_BLOCK, fieldConfig, FieldRaw, withField } from "./fixtures";
 import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
 import { rawStackConfig } from "../../core/stack-config-source";
 
@@ -347,17 +347,7 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
     });
 
     it("accepts DFLASH with a drafter on 0.5.11: steps 1, topk 1, draft tokens the drafter's block size", () => {
-        const result = accepted(
-            withField((r) => {
-                r.service.speculative = {
-                    algorithm: "DFLASH",
-                    draftModelPath: "/models/dflash-drafter",
-                    numSteps: 1,
-                    eagleTopk: 1,
-                    numDraftTokens: 16,
-                } as typeof r.service.speculative;
-            }),
-        );
+        const result = accepted(withField((r) => (r.service.speculative = { ...DFLASH_BLOCK } as typeof r.service.speculative)));
         assert.deepEqual(
             result.warnings.filter((w) => /numSteps|eagleTopk|numDraftTokens/.test(w)),
             [],
@@ -366,16 +356,15 @@ describe("stack config: speculative algorithm and drafter (SGLang's own rules pe
 
     it("pins the drafter by its digest, and refuses a digest without the folder it pins or in another form", () => {
         const dflash = (spec: Record<string, unknown>) =>
-            withField((r) => {
-                r.service.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, ...spec } as typeof r.service.speculative;
-            });
-        accepted(dflash({ draftModelPath: "/models/dflash-drafter", draftModelDigest: "0123456789abcdef0123456789abcdef" }));
+            withField((r) => (r.service.speculative = { ...DFLASH_BLOCK, ...spec } as typeof r.service.speculative));
+        accepted(dflash({ draftModelDigest: "0123456789abcdef0123456789abcdef" }));
         assert.match(
-            issueAt(dflash({ draftModelDigest: "0123456789abcdef0123456789abcdef" }), "service.speculative.draftModelDigest").message,
+            issueAt(dflash({ draftModelPath: undefined, draftModelDigest: "0123456789abcdef0123456789abcdef" }), "service.speculative.draftModelDigest")
+                .message,
             /pins the folder at draftModelPath, which is not set: set draftModelPath or remove draftModelDigest/,
         );
         assert.match(
-            issueAt(dflash({ draftModelPath: "/models/dflash-drafter", draftModelDigest: "sha256:abc" }), "service.speculative.draftModelDigest").message,
+            issueAt(dflash({ draftModelDigest: "sha256:abc" }), "service.speculative.draftModelDigest").message,
             /must be the drafter folder's digest as the preview prints it \(32 lowercase hex digits\)/,
         );
     });

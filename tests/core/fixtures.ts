@@ -234,3 +234,6 @@ export class SystemdRoot {
         fs.rmSync(this.dir, { recursive: true, force: true });
     }
 }
+
+/** A DFlash drafter's speculative block as SGLang 0.5.11 runs it: one step, topk 1, its block of 16 draft tokens. */
+export const DFLASH_BLOCK = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };

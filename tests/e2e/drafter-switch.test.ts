@@ -1,6 +1,4 @@
 import * as assert from "node:assert/strict";
-import { labDown } from "../../lab/control";
-import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
 import {
@@ -11,7 +9,7 @@ import {
     serverInfoOnBox,
     service,
     servingFiguresInState as servingFigures,
-    startLab,
+    useLab,
 } from "./lab-box";
 
 const API_KEY = "e2e-drafter-api-key-0123456789abcd";
@@ -24,18 +22,10 @@ const DFLASH_FIGURES = labFigures("DFLASH", [3.536, 85.86], [4.923, 136.97], [3.
 // good config. A lab of its own (127.0.127.x), beside tests/e2e/sglang-box.test.ts.
 describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the last good figures", function () {
     this.timeout(900_000);
-    let labDir: string;
-    let info: LabInfo;
-
-    before(async () => {
-        ({ labDir, info } = await startLab("drafter", 127));
-    });
-    after(async () => {
-        if (labDir) await labDown(labDir);
-        delete process.env.SGLANG_LAB_DIR;
-    });
+    const lab = useLab("drafter", 127);
 
     it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift; pinned by its digest, up refuses it until the new digest is declared, then rolls it out again", async () => {
+        const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });

@@ -1,7 +1,7 @@
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { labExec, labUp, readLabInfo } from "../../lab/control";
+import { labDown, labExec, labUp, readLabInfo } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
@@ -15,6 +15,20 @@ export async function startLab(prefix: string, net: number): Promise<{ labDir: s
     process.env.SGLANG_LAB_DIR = labDir;
     await labUp({ labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
     return { labDir, info: readLabInfo(labDir) };
+}
+
+/**
+ * A lab of its own for the enclosing describe (call it there): up before its
+ * tests, down after them. Its fields are set once the before hook ran.
+ */
+export function useLab(prefix: string, net: number): { readonly labDir: string; readonly info: LabInfo } {
+    const lab = {} as { labDir: string; info: LabInfo };
+    before(async () => Object.assign(lab, await startLab(prefix, net)));
+    after(async () => {
+        if (lab.labDir) await labDown(lab.labDir);
+        delete process.env.SGLANG_LAB_DIR;
+    });
+    return lab;
 }
 
 /** Runs a command on a lab machine that must succeed; its trimmed stdout. */

@@ -1,9 +1,8 @@
 import * as assert from "node:assert/strict";
-import { clearFaults, labDown, setFaults } from "../../lab/control";
-import type { LabInfo } from "../../lab/control";
+import { clearFaults, setFaults } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
-import { mainPid, NEXTN_LAB_FIGURES, serverInfoOnBox, service, servingFiguresInState, startLab } from "./lab-box";
+import { mainPid, NEXTN_LAB_FIGURES, serverInfoOnBox, service, servingFiguresInState, useLab } from "./lab-box";
 
 const API_KEY = "e2e-quality-api-key-0123456789abcd";
 
@@ -13,18 +12,10 @@ const API_KEY = "e2e-quality-api-key-0123456789abcd";
 // previous server serves again, the record stays. A lab of its own (127.0.130.x).
 describe("the serving-quality gate on the lab box: throughput and a repetition loop", function () {
     this.timeout(900_000);
-    let labDir: string;
-    let info: LabInfo;
-
-    before(async () => {
-        ({ labDir, info } = await startLab("quality", 130));
-    });
-    after(async () => {
-        if (labDir) await labDown(labDir);
-        delete process.env.SGLANG_LAB_DIR;
-    });
+    const lab = useLab("quality", 130);
 
     it("fails a change that decodes 20% slower naming both throughputs, and one pinned at the maximum accept length on every bucket; NEXTN serves on, its figures stay", async () => {
+        const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         try {
