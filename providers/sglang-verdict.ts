@@ -52,13 +52,40 @@ function judgeDigest(): string {
     return sha256(parts.map((f) => `${path.relative(root, f)}\0${fs.readFileSync(f, "utf8")}`).join("\0"));
 }
 
+/** A kept verdict, marked as used now (its mtime) so pruning keeps it. */
 function cached(file: string): ReleaseVerdict | undefined {
     try {
         const v = JSON.parse(fs.readFileSync(file, "utf8")) as ReleaseVerdict;
-        return v.status === "ok" || v.status === "refused" ? v : undefined;
+        if (v.status !== "ok" && v.status !== "refused") return undefined;
+        const now = new Date();
+        fs.utimesSync(file, now, now);
+        return v;
     } catch {
         return undefined;
     }
+}
+
+/** Verdicts kept (a few KB each): a new one beyond this removes the least recently used. */
+export const VERDICTS_KEPT = 500;
+
+/** Removes the least recently used verdict files of `dir` beyond `keep` (by mtime, which a use renews); how many it removed. */
+export function pruneVerdicts(dir: string, keep: number): number {
+    const files = fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith(".json"))
+        .map((f) => {
+            const full = path.join(dir, f);
+            try {
+                return { full, used: fs.statSync(full).mtimeMs };
+            } catch {
+                return undefined;
+            }
+        })
+        .filter((f): f is { full: string; used: number } => f !== undefined)
+        .sort((a, b) => b.used - a.used);
+    const gone = files.slice(keep);
+    for (const f of gone) fs.rmSync(f.full, { force: true });
+    return gone.length;
 }
 
 /** The release's code in the cache, installed first when missing. */
@@ -121,6 +148,7 @@ export async function releaseVerdict(request: VerdictRequest, label: string): Pr
         const tmp = `${file}.${process.pid}.tmp`;
         fs.writeFileSync(tmp, JSON.stringify(verdict));
         fs.renameSync(tmp, file);
+        pruneVerdicts(path.dirname(file), VERDICTS_KEPT);
         return verdict;
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,7 @@ import { ServiceSchema } from "../../core/config-schema";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { boxExpectations } from "../../core/box-facts";
 import type { ServiceProps } from "../../providers/sglang-service-props";
-import { previewVerdict, releaseVerdict, verdictFile, VerdictUnavailable } from "../../providers/sglang-verdict";
+import { previewVerdict, pruneVerdicts, releaseVerdict, verdictFile, VERDICTS_KEPT, VerdictUnavailable } from "../../providers/sglang-verdict";
 import { ensureInstalled } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
@@ -125,6 +125,33 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         assert.equal(again.kept, true);
         const other = request(service((raw) => (raw.memFractionStatic = 0.85)));
         assert.notEqual(verdictFile(other), file);
+    });
+
+    it("keeps at most VERDICTS_KEPT verdicts: a new one removes the least recently used, and reading one renews it", async function () {
+        const req = request(service((raw) => (raw.memFractionStatic = 0.83)));
+        const file = verdictFile(req);
+        const dir = path.dirname(file);
+        fs.mkdirSync(dir, { recursive: true });
+        const old = new Date("2026-01-01T00:00:00Z");
+        const stale = Array.from({ length: VERDICTS_KEPT + 3 }, (_, i) => path.join(dir, `stale-${i}.json`));
+        for (const f of stale) {
+            fs.writeFileSync(f, "{}");
+            fs.utimesSync(f, old, old);
+        }
+        fs.utimesSync(stale[0]!, new Date("2026-06-01T00:00:00Z"), new Date("2026-06-01T00:00:00Z"));
+        const first = await releaseVerdict(req, "[test]");
+        assert.equal(first.kept, undefined, "run, not read back");
+        const left = fs.readdirSync(dir).filter((f) => f.endsWith(".json"));
+        assert.equal(left.length, VERDICTS_KEPT);
+        assert.ok(left.includes(path.basename(file)), "the new verdict stays");
+        assert.ok(left.includes("stale-0.json"), "the most recently used of the old ones stays");
+        // A read renews it: pruned down to one, the folder keeps the verdict just read.
+        await releaseVerdict(req, "[test]");
+        assert.equal(pruneVerdicts(dir, 1), VERDICTS_KEPT - 1);
+        assert.deepEqual(
+            fs.readdirSync(dir).filter((f) => f.endsWith(".json")),
+            [path.basename(file)],
+        );
     });
 
     it("a release not cached and not installable fails saying how to fill the cache", async function () {
