@@ -57,8 +57,12 @@ function cached(file: string): ReleaseVerdict | undefined {
     try {
         const v = JSON.parse(fs.readFileSync(file, "utf8")) as ReleaseVerdict;
         if (v.status !== "ok" && v.status !== "refused") return undefined;
-        const now = new Date();
-        fs.utimesSync(file, now, now);
+        try {
+            const now = new Date();
+            fs.utimesSync(file, now, now);
+        } catch {
+            // A cache this user may read but not write: the verdict still stands.
+        }
         return v;
     } catch {
         return undefined;
