@@ -25,8 +25,14 @@ export interface ServedServer {
     servedModelName: string;
     speculativeAlgorithm?: string;
     readiness: ReadinessConfig;
-    /** A new config's start: the last good config's figures, which it must serve at least as well as (remote/checks/serving-quality.ts). */
-    lastGood?: ServingFigures;
+    /**
+     * A rollout's new config: only it goes through the serving-quality gate
+     * (remote/checks/serving-quality.ts), held to the last good config's
+     * figures when there are any. A rollback to the previous config, and a
+     * wait for a server that runs the declared config already, judge its
+     * serving only (health, chat, speculation): the previous config served.
+     */
+    newConfig?: { lastGood?: ServingFigures };
 }
 
 /**
@@ -53,8 +59,9 @@ export function waitServing(
         since,
         onProgress: (message) => say(redact(message, [server.apiKey])),
         expectedSpeculative: server.speculativeAlgorithm,
-        quality: qualitySettings(server.readiness),
-        ...(server.lastGood ? { lastGood: server.lastGood } : {}),
+        ...(server.newConfig
+            ? { quality: qualitySettings(server.readiness), ...(server.newConfig.lastGood ? { lastGood: server.newConfig.lastGood } : {}) }
+            : {}),
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,
     });

@@ -55,7 +55,7 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
     const previous = previousServer(inputs, live);
     // The new config is held to the last good config's figures, and what it measures becomes the record.
     const lastGood = inputs.servingFigures ?? recorded?.servingFigures;
-    const newServer: ServiceProps & ServedServer = { ...inputs, ...(lastGood ? { lastGood } : {}) };
+    const newServer: ServiceProps & ServedServer = { ...inputs, newConfig: lastGood ? { lastGood } : {} };
     let measured: ServingFigures | undefined;
     for (;;) {
         for (const line of lines) say(secret(line));

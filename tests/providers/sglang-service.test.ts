@@ -5,6 +5,7 @@ import { ENVIRONMENT_DIFFERS } from "../../core/unit-read";
 import { assertBoxServes } from "../../providers/box-facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
 import { SECRETS_AS_DECLARED } from "../../providers/service-secrets";
+import { SHIPPED_SERVING_PROMPTS } from "../../core/serving-prompts";
 import { sglangServiceProvider } from "../../providers/sglang-service";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
@@ -424,7 +425,10 @@ describe("SglangService provider against the fake box", function () {
             const news = declared((raw) => {
                 raw.memFractionStatic = 0.85;
             });
+            box.server.requests.length = 0;
             const outs = await update(olds, news);
+            const generated = box.server.requests.filter((r) => r.path === "/generate").length;
+            assert.equal(generated, SHIPPED_SERVING_PROMPTS.length, "the new config measured over the prompt set");
             assert.equal(box.read("etc/sglang/qwen.service.previous"), olds.unitText);
             assert.equal(box.read("etc/sglang/qwen.env.previous"), declared().environmentFile);
             assert.equal(box.read(UNIT), news.unitText);
@@ -484,6 +488,7 @@ describe("SglangService provider against the fake box", function () {
             const olds = await deployed();
             const news = declared((raw) => (raw.memFractionStatic = 0.85));
             box.startsAs("crash");
+            box.server.requests.length = 0;
             await assert.rejects(update(olds, news), (e: PartialFailure) => {
                 assert.match(e.message, /^rollout of sglang-qwen\.service failed: .*ValueError.*; the previous unit was put back and is ready again\./s);
                 assert.match(e.message, /Last journal lines:\n.*ValueError: Speculative decoding/s);
@@ -498,6 +503,11 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(box.read(UNIT), olds.unitText);
             assert.equal(box.unit("sglang-qwen.service")!.active, "active");
             assert.equal(box.process()!.unit, olds.unitText, "the running process runs the previous unit");
+            assert.deepEqual(
+                box.server.requests.filter((r) => r.path === "/generate"),
+                [],
+                "the previous config served before: its restart is not put through the serving-quality gate",
+            );
         });
 
         it("does not retry a start that SGLang's ServerArgs refused: the same config fails the same way", async () => {
