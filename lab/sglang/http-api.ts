@@ -119,6 +119,7 @@ function decodeLine(state: ApiState, tokens: number, figures: ReturnType<typeof 
 
 /** Filler for a long answer: the lab writes up to max_new_tokens for a prompt that asks for more than a short reply. */
 const FILLER = "and the lab goes on to write the rest of a long answer one simulated token at a time".split(" ");
+
 /**
  * The release's /server_info body with the running scheduler's numbers:
  * token capacity, the input limit (Scheduler: min(context_len - 1,
