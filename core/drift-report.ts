@@ -326,10 +326,11 @@ export function formatCell(value: unknown): string {
  * `partial`: the check failed part way, the rows are what it could read.
  */
 export function formatDriftTable(report: DriftReport, opts: { partial?: boolean } = {}): string {
+    const figures = figuresLines(report);
     if (opts.partial) {
         if (report.changes.length === 0) return "";
     } else if (!report.drift) {
-        return [`No drift on stack ${report.stack}: the boxes match what the last deployment recorded.`, ...figuresLines(report), ""].join("\n");
+        return [`No drift on stack ${report.stack}: the boxes match what the last deployment recorded.`, ...figures, ""].join("\n");
     }
     const resources = new Set(report.changes.map((c) => c.resource)).size;
     const header = ["RESOURCE", "FIELD", "DECLARED", "ACTUAL"];
@@ -354,7 +355,7 @@ export function formatDriftTable(report: DriftReport, opts: { partial?: boolean 
         "",
         ...table,
         "",
-        ...(figuresLines(report).length ? [...figuresLines(report), ""] : []),
+        ...(figures.length ? [...figures, ""] : []),
         `Put the box back: npm run pulumi -- up --refresh --stack ${report.stack}`,
         `Or accept it: change Pulumi.${report.stack}.yaml (or the code) to match, then preview and up.`,
         "",

@@ -130,6 +130,7 @@ export function serverInfo(state: ApiState): Record<string, JsonValue> {
     const info = state.serverInfo;
     const dp = Math.max(1, Number(state.args.dp_size ?? 1));
     const ranks = Array.isArray(info.internal_states) ? info.internal_states : [];
+    const acceptLength = avgSpecAcceptLength(state);
     return {
         ...info,
         max_total_num_tokens: state.maxTotalTokens,
@@ -139,7 +140,7 @@ export function serverInfo(state: ApiState): Record<string, JsonValue> {
             last_gen_throughput: state.lastGenThroughput,
             memory_usage: state.memoryUsage,
             effective_max_running_requests_per_dp: Math.floor(Number(state.args.max_running_requests ?? 4096) / dp),
-            ...(avgSpecAcceptLength(state) !== null ? { avg_spec_accept_length: avgSpecAcceptLength(state) } : {}),
+            ...(acceptLength !== null ? { avg_spec_accept_length: acceptLength } : {}),
         })),
     };
 }

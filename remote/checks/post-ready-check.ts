@@ -26,7 +26,7 @@ export interface CheckedServer {
     expectedSpeculative?: string;
     /** Per HTTP probe; >= SGLang's 20 s health-check timeout plus a margin. */
     probeTimeoutMs: number;
-    /** The serving-quality gate's settings (serving-quality.ts); absent: no prompt set, the default limits. */
+    /** The serving-quality gate's settings (serving-quality.ts): present for a rollout's new config only, which the gate judges. */
     quality?: ServingQualitySettings;
     /** A new config's start: the last good config's figures, which it must serve at least as well as (serving-quality.ts). */
     lastGood?: ServingFigures;

@@ -10,25 +10,13 @@
 
 import { checkSpeculativeActive } from "../../core/chat-check";
 import { isRecord } from "../../core/is-record";
-import {
-    DEFAULT_ACCEPT_LENGTH_DROP_LIMIT,
-    DEFAULT_THROUGHPUT_DROP_LIMIT,
-    figuresOf,
-    type PromptMeasurement,
-    type ServingFigures,
-} from "../../core/serving-figures";
+import { figuresOf, type PromptMeasurement, type ServingFigures } from "../../core/serving-figures";
 import type { ServingPrompt } from "../../core/serving-prompts";
 import { draftShapeOf, judgeServing } from "../../core/serving-quality";
 import { endpointUrl, getServerInfo } from "../probe";
-import { checkFailed, type CheckContext, type CheckOutcome, type PostReadyCheck, type ServingQualitySettings } from "./post-ready-check";
+import { checkFailed, type CheckContext, type CheckOutcome, type PostReadyCheck } from "./post-ready-check";
 
 const NAME = "serving-quality";
-
-/** A server checked without quality settings: no prompt set, the default limits. */
-const WITHOUT_PROMPTS: ServingQualitySettings = {
-    prompts: null,
-    limits: { acceptLengthDropLimit: DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, throughputDropLimit: DEFAULT_THROUGHPUT_DROP_LIMIT },
-};
 
 /** A prompt this long (at 3 characters a token, a generous estimate) cannot fit the server's input limit: it is left out, and said. */
 const estimatedTokens = (text: string) => Math.ceil(text.length / 3);
@@ -90,10 +78,11 @@ async function measurePromptSet(
 
 export const servingQualityCheck: PostReadyCheck = {
     name: NAME,
-    appliesTo: (server) => (server.quality?.prompts ?? null) !== null || Boolean(server.expectedSpeculative && server.lastGood),
+    // A rollout's new config (the one the gate's settings come with): measured by the prompt set, or held by /server_info's figure alone.
+    appliesTo: ({ quality, expectedSpeculative, lastGood }) => quality !== undefined && (quality.prompts !== null || Boolean(expectedSpeculative && lastGood)),
     async run(ctx) {
-        const { expectedSpeculative: algorithm, lastGood } = ctx;
-        const quality = ctx.quality ?? WITHOUT_PROMPTS;
+        const { expectedSpeculative: algorithm, lastGood, quality } = ctx;
+        if (!quality) throw new Error("the serving-quality check runs only with the gate's settings (appliesTo)");
         const info = await ctx.serverInfo();
         if ("error" in info) return checkFailed(this.name, info.error, { retry: true });
         let figures: ServingFigures;

@@ -47,8 +47,14 @@ describe("post-ready checks", () => {
         assert.deepEqual(names({ chatCheck: false }), []);
         assert.deepEqual(names({ apiKey: "sk-0123456789abcdef", chatCheck: true, expectedSpeculative: "NEXTN" }), ["api-key-refused", "chat", "speculative"]);
         const lastGood = { algorithm: "NEXTN", acceptLength: 1.7 };
-        assert.deepEqual(names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood }), ["speculative", "serving-quality"]);
-        assert.deepEqual(names({ chatCheck: false, lastGood }), [], "no speculation and no prompt set: nothing to hold");
+        const withoutPrompts = { prompts: null, limits: { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 } };
+        assert.deepEqual(names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood, quality: withoutPrompts }), ["speculative", "serving-quality"]);
+        assert.deepEqual(names({ chatCheck: false, lastGood, quality: withoutPrompts }), [], "no speculation and no prompt set: nothing to hold");
+        assert.deepEqual(
+            names({ chatCheck: false, expectedSpeculative: "DFLASH", lastGood }),
+            ["speculative"],
+            "not a rollout's new config: the gate does not judge it",
+        );
         const prompts = { prompts: [{ bucket: "prose", text: "Hello", maxNewTokens: 32 }], limits: { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 } };
         assert.deepEqual(names({ chatCheck: false, quality: prompts }), ["serving-quality"], "the prompt set measures throughput without speculation too");
     });
@@ -88,6 +94,7 @@ describe("the serving-quality check without the prompt set: /server_info's accep
             chatCheck: false,
             expectedSpeculative: "DFLASH",
             lastGood,
+            quality: { prompts: null, limits: { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 } },
             serverInfo: async () => ({
                 body: { speculative_algorithm: "DFLASH", internal_states: acceptLength === null ? [{}] : [{ avg_spec_accept_length: acceptLength }] },
             }),
