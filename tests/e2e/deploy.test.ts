@@ -6,7 +6,7 @@ import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { healthStatus, mainPid, managedLabConfig, onBox, startLab, UNIT } from "./lab-box";
+import { healthStatus, mainPid, managedLabConfig, onBox, service, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
 
@@ -14,10 +14,6 @@ async function liveServerInfo(info: LabInfo): Promise<Record<string, unknown>> {
     const r = await httpGetJson(`http://${info.container.address}:30000/server_info`, { timeoutMs: 10_000, bearer: API_KEY });
     assert.ok("status" in r && r.status === 200, `server_info: ${JSON.stringify(r).slice(0, 300)}`);
     return r.body as Record<string, unknown>;
-}
-
-function service(config: StackConfigFile): Record<string, unknown> {
-    return config["sglang-serve:service"];
 }
 
 /** The property lines of a preview that change something (`~`, `+`, `-` with `=>`), for "exactly that flag" checks. */

@@ -1,16 +1,7 @@
 import * as assert from "node:assert/strict";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
-import {
-    labFigures,
-    mainPid,
-    NEXTN_LAB_FIGURES as NEXTN_FIGURES,
-    onBox,
-    serverInfoOnBox,
-    service,
-    servingFiguresInState as servingFigures,
-    useLab,
-} from "./lab-box";
+import { labFigures, mainPid, NEXTN_LAB_FIGURES, onBox, serverInfoOnBox, service, servingFiguresInState, useLab } from "./lab-box";
 
 const API_KEY = "e2e-drafter-api-key-0123456789abcd";
 
@@ -32,7 +23,7 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
         try {
             d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up of the field config (NEXTN, one step)");
-            assert.deepEqual(await servingFigures(d), NEXTN_FIGURES);
+            assert.deepEqual(await servingFiguresInState(d), NEXTN_LAB_FIGURES);
 
             // The lab's drafter stand-in says how well it drafts (lab/sglang/speculation.ts): this one accepts 3 of 10 draft tokens.
             await onBox(
@@ -50,7 +41,7 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             );
             assert.match(weak.output, /previous unit was put back and is ready again/);
             assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
-            assert.deepEqual(await servingFigures(d), NEXTN_FIGURES, "the last good figures stay");
+            assert.deepEqual(await servingFiguresInState(d), NEXTN_LAB_FIGURES, "the last good figures stay");
             assert.notEqual((await d.run(["preview", "--refresh", "--expect-no-changes"])).code, 0, "the change stays pending");
 
             service(config).speculative = dflash("/models/Qwen3.6-27B-DFlash");
@@ -87,7 +78,7 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             const live = await serverInfoOnBox(labDir, info, API_KEY);
             assert.equal(live.speculative_algorithm, "DFLASH");
             assert.equal(live.speculative_num_draft_tokens, 16);
-            assert.deepEqual(await servingFigures(d), DFLASH_FIGURES);
+            assert.deepEqual(await servingFiguresInState(d), DFLASH_FIGURES);
             assert.deepEqual((await d.outputs()).servingFigures, DFLASH_FIGURES, "the stack output");
             const after = await d.run(["preview", "--refresh", "--expect-no-changes"]);
             expectExit(after, 0, "no drift after the DFLASH deploy");

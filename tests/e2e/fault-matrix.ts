@@ -13,7 +13,7 @@ import type { Faults, LabInfo } from "../../lab/control";
 import { labPaths } from "../../lab/lab-info";
 import { httpGetJson } from "../../remote/probe";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
-import { onBox, startLab, UNIT } from "./lab-box";
+import { onBox, serviceOutputsInState, startLab, UNIT } from "./lab-box";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 
 export const API_KEY = "e2e-faults-api-key-0123456789abcdef";
@@ -97,12 +97,8 @@ export class FaultMatrix {
 
     /** The --mem-fraction-static the state's service record holds (`pulumi stack export`). */
     async recordedFlag(flag: string): Promise<string | undefined> {
-        const r = await this.d.run(["stack", "export"]);
-        expectExit(r, 0, "stack export");
-        const resources =
-            (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { flags?: Record<string, string> } }> } }).deployment
-                .resources ?? [];
-        return resources.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.flags?.[flag];
+        const flags = (await serviceOutputsInState(this.d))?.flags as Record<string, string> | undefined;
+        return flags?.[flag];
     }
 }
 

@@ -76,13 +76,17 @@ export function service(config: StackConfigFile): Record<string, unknown> {
     return config["sglang-serve:service"]!;
 }
 
-/** The SglangService's servingFigures output in the state (`pulumi stack export`): the last good config's figures. */
-export async function servingFiguresInState(d: Deployment): Promise<unknown> {
+/** The SglangService's outputs in the state (`pulumi stack export`): what the last `up` recorded of the server. */
+export async function serviceOutputsInState(d: Deployment): Promise<Record<string, unknown> | undefined> {
     const r = await d.run(["stack", "export"]);
     expectExit(r, 0, "stack export");
-    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: { servingFigures?: unknown } }> } }).deployment
-        .resources;
-    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs?.servingFigures;
+    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: Record<string, unknown> }> } }).deployment.resources;
+    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs;
+}
+
+/** The SglangService's servingFigures output in the state: the last good config's figures. */
+export async function servingFiguresInState(d: Deployment): Promise<unknown> {
+    return (await serviceOutputsInState(d))?.servingFigures;
 }
 
 /** Serving figures as recorded: [accept length, throughput] in total, then for code, prose and long context. */

@@ -2,14 +2,10 @@ import * as assert from "node:assert/strict";
 import { labDown } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
-import { labStackConfig, StackConfigFile } from "../../lab/stack";
-import { mainPid, onBox, serverInfoOnBox, startLab, UNIT } from "./lab-box";
+import { labStackConfig } from "../../lab/stack";
+import { mainPid, onBox, serverInfoOnBox, service, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-sglang-box-api-key-0123456789ab";
-
-function service(config: StackConfigFile): Record<string, unknown> {
-    return config["sglang-serve:service"]!;
-}
 
 // Issue 12's acceptance in the lab, whose container runs the real SGLang
 // releases' config layer: an auto strategy that is not drift, extraArgs of
