@@ -7,6 +7,7 @@ import type { DeclaredSecrets } from "../core/deploy-secrets";
 import type { ServingFigures } from "../core/serving-figures";
 import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
+import { venvPlanOf } from "../core/venv-layout";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
@@ -92,6 +93,7 @@ export class SglangService extends pulumi.ComponentResource {
                 owner: formatOwner(owner),
                 takeOverFrom: service.takeOverFrom,
                 expectBox: boxExpectations(service, args.gpuMemoryMiB),
+                venv: venvPlanOf(service, argv),
                 revision: undefined,
                 servingVerified: undefined,
                 activeState: undefined,

@@ -13,10 +13,17 @@ import { extraFlagInteger, extraFlagValues, shownExtraFlag } from "./extra-args"
 import { ALLOW_LONGER_CONTEXT_ENV, parseSglangBool } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
 import { sglangRelease } from "./sglang-releases";
+import { releaseVenvDir, servicePython, STAGING_MARKER } from "./venv-layout";
 
 export interface BoxFacts {
     /** The installed distribution's version (importlib.metadata); null when sglang is not installed for that python. */
     sglangVersion: string | null;
+    /**
+     * `missing`: the configured python does not exist (the rest was read by
+     * the box's python3); `staging`: it is a venv whose staging by the stack
+     * did not finish (core/venv-layout.ts STAGING_MARKER). Absent: it ran.
+     */
+    python?: "missing" | "staging";
     model: "present" | "missing" | "no-config" | "unreadable-config";
     architecture?: string;
     layerTypes?: string[];
@@ -59,10 +66,16 @@ export const BOX_FACTS_SCRIPT = `import glob, hashlib, json, os, stat, sys
 import importlib.metadata as md
 path, dist = sys.argv[1], sys.argv[2]
 out = {}
-try:
-    out["sglangVersion"] = md.version(dist)
-except md.PackageNotFoundError:
+if sys.argv[3:] == ["missing"]:
     out["sglangVersion"] = None
+    out["python"] = "missing"
+else:
+    try:
+        out["sglangVersion"] = md.version(dist)
+    except md.PackageNotFoundError:
+        out["sglangVersion"] = None
+    if os.path.exists(os.path.join(sys.prefix, "${STAGING_MARKER}")):
+        out["python"] = "staging"
 config = os.path.join(path, "config.json")
 if not os.path.isdir(path):
     out["model"] = "missing"
@@ -144,7 +157,9 @@ export const BOX_FACTS_UNTRUSTED_EXIT = 3;
  * runs (issue 19: a python reached through a writable directory, or a venv
  * whose .pth files anyone may write, would run as root). A component that
  * does not exist ends the walk: its parent is root's alone, so only root can
- * make it. Then it runs `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`.
+ * make it. Then it runs `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`;
+ * when that python does not exist, it runs the script itself with `missing`
+ * (the model's facts still count; a venv the rollout stages is not there yet).
  */
 export const BOX_FACTS_LAUNCHER = `import os, stat, sys
 python, model, dist = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -188,6 +203,8 @@ trusted(python)
 trusted(model)
 try:
     os.execv(python, [python, "-I", "-c", FACTS, model, dist])
+except FileNotFoundError:
+    os.execv(sys.executable, [sys.executable, "-I", "-c", FACTS, model, dist, "missing"])
 except OSError as e:
     sys.stderr.write("box-facts: cannot run %s: %s\\n" % (quoted(python), e.strerror))
     sys.exit(127)
@@ -214,6 +231,7 @@ export function parseBoxFacts(stdout: string): BoxFacts {
     }
     return {
         sglangVersion: typeof v.sglangVersion === "string" ? v.sglangVersion : null,
+        ...(v.python === "missing" || v.python === "staging" ? { python: v.python } : {}),
         model: v.model as BoxFacts["model"],
         ...(typeof v.architecture === "string" ? { architecture: v.architecture } : {}),
         ...(Array.isArray(v.layerTypes) ? { layerTypes: v.layerTypes.map(String) } : {}),
@@ -251,6 +269,8 @@ export interface BoxExpectations {
     attentionTpSize?: number;
     /** service.speculative.draftModelDigest: the drafter folder's digest the server must load. */
     drafterDigest?: string;
+    /** The venv the rollout stages when it is missing (service.venv, not adopted): `python` is its interpreter. */
+    stagedVenv?: string;
 }
 
 /** What the declared service expects of the box. */
@@ -261,7 +281,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
     const allowLonger = parseSglangBool(service.environment[ALLOW_LONGER_CONTEXT_ENV] ?? "") === true;
     const { draftModelDigest, ...speculative } = service.speculative ?? { algorithm: "" };
     return {
-        python: service.python,
+        python: servicePython(service),
         sglangVersion: service.sglangVersion,
         modelPath: service.model.path,
         ...(service.model.architecture !== undefined ? { architecture: service.model.architecture } : {}),
@@ -282,6 +302,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
         },
         ...(parallelLayout(service).dpAttention ? {} : { attentionTpSize: service.tensorParallelSize }),
         ...(draftModelDigest !== undefined ? { drafterDigest: draftModelDigest } : {}),
+        ...(service.venv && service.venv.adopt[service.sglangVersion] === undefined ? { stagedVenv: releaseVenvDir(service.venv, service.sglangVersion) } : {}),
         ...(context && !overridden
             ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
             : {}),
@@ -333,7 +354,21 @@ const WEIGHTS_TOLERANCE = 0.1;
  */
 export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): BoxContradiction[] {
     const found: BoxContradiction[] = [];
-    if (facts.sglangVersion === null) {
+    if (facts.python !== undefined) {
+        // Not there yet, or its staging was cut short: the rollout stages it (before anything stops); else nothing can start.
+        if (expect.stagedVenv === undefined) {
+            found.push({
+                property: "service.python",
+                reason: `${expect.python} ${facts.python === "missing" ? "does not exist on the box" : "is a venv whose staging did not finish"}: point service.python at the venv that has SGLang ${expect.sglangVersion}, or let the stack install it (service.venv).`,
+            });
+        }
+    } else if (expect.stagedVenv !== undefined && facts.sglangVersion !== expect.sglangVersion) {
+        // The stack's path for the release holds a venv it did not stage: never overwritten.
+        found.push({
+            property: "service.venv",
+            reason: `${expect.stagedVenv} exists but has ${facts.sglangVersion === null ? "no sglang" : `SGLang ${facts.sglangVersion}`}, not the declared ${expect.sglangVersion}, and the stack did not stage it: remove it (the rollout then installs ${expect.sglangVersion} there), or name the venv that has it in service.venv.adopt.`,
+        });
+    } else if (facts.sglangVersion === null) {
         found.push({
             property: "service.python",
             reason: `${expect.python} has no sglang installed (no package metadata for the distribution sglang): point service.python at the venv that has SGLang ${expect.sglangVersion}.`,

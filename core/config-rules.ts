@@ -61,6 +61,7 @@ export function applyRules(input: RuleInput, f: Findings): void {
     sshKeyRule(input, f);
     const { service, readiness } = input;
     if (service) {
+        pythonRule(service, f);
         versionRule(service, f);
         environmentRule(service, f);
         secretEnvironmentRule(service, f);
@@ -121,6 +122,28 @@ function sshKeyRule(input: RuleInput, f: Findings): void {
             `${pulumiKey("host.hostKey")} is the placeholder key: preview works, but \`pulumi up\` will refuse to connect to ${host.address}. ` +
                 `Replace it with \`ssh-keyscan -t ed25519 ${host.address}\` output (without the host name), verified out of band.`,
         );
+    }
+}
+
+/** The unit's python comes from exactly one place: service.python, or the venvs the stack stages (service.venv). */
+function pythonRule(service: ServiceConfig, f: Findings): void {
+    if (service.python !== undefined && service.venv !== undefined) {
+        f.issue(
+            "service.python",
+            service.python,
+            `${pulumiKey("service.python")} and ${pulumiKey("service.venv")} are both set: keep one. With service.venv the stack installs each release into ${service.venv.root}/venv-<version>; ` +
+                `to keep the venv you have, remove service.python and adopt it (service.venv.adopt: {"${service.sglangVersion}": ${service.python.replace(/\/bin\/[^/]+$/, "")}}).`,
+        );
+    } else if (service.python === undefined && service.venv === undefined) {
+        f.issue(
+            "service.python",
+            undefined,
+            `${pulumiKey("service.python")} is not set: set it to the python of the venv that has SGLang ${service.sglangVersion} (e.g. /opt/sglang/venv/bin/python3), or set service.venv (root: /opt/sglang) to let the stack install each release.`,
+        );
+    }
+    const adopted = service.venv?.adopt[service.sglangVersion];
+    if (service.venv && adopted === undefined && service.venv.root.replace(/\/+$/, "") === "") {
+        f.issue("service.venv.root", service.venv.root, `${pulumiKey("service.venv.root")} must be a directory other than /: e.g. /opt/sglang.`);
     }
 }
 

@@ -126,12 +126,61 @@ export const ModelSchema = z.strictObject({
     servedName: z.string().regex(SERVED_NAME, { error: "must be letters, digits and ._:/+- (starting with a letter or digit)" }),
 });
 
+/** A pip index, as pip takes it; credentials never (they would be on the box's command line): pip.conf or ~/.netrc on the box holds them. */
+const indexUrl = () =>
+    z.string().regex(/^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~/%+-]*)?$/, {
+        error: "must be an http(s) URL of letters, digits and ._~/%+- without credentials (put them in pip.conf or ~/.netrc on the box), e.g. https://pypi.org/simple",
+    });
+
+/**
+ * The venvs the stack owns on the box, one per release (core/venv-layout.ts):
+ * `<root>/venv-<version>`, or an existing venv adopted as it is. Declaring a
+ * new sglangVersion installs its venv with pip while the running server
+ * serves, before anything stops.
+ */
+export const VenvSchema = z.strictObject({
+    root: absolutePath(),
+    /** Existing venvs taken as they are, by release (`"0.5.11": /opt/sglang/venv`): never reinstalled, never removed. */
+    adopt: z.record(z.string().regex(VERSION, { error: "must be a release as major.minor.patch (e.g. 0.5.11)" }), absolutePath()).default({}),
+    /** The interpreter that makes a venv (`<basePython> -m venv`); Debian's needs the python3-venv package. */
+    basePython: absolutePath().default("/usr/bin/python3"),
+    /** The venv sees the box's system site-packages (`python3 -m venv --system-site-packages`), e.g. a torch the box's image installed. */
+    systemSitePackages: fromBooleanString(z.boolean()).default(false),
+    /** pip's --index-url; unset: the box's pip configuration (PyPI by default). */
+    indexUrl: indexUrl().optional(),
+    /** pip's --extra-index-url, e.g. the PyTorch index for a CUDA build of torch. */
+    extraIndexUrls: z.array(indexUrl()).default([]),
+    /** pip's --find-links: wheelhouse folders on the box (or URLs of them). */
+    findLinks: z.array(z.union([absolutePath(), indexUrl()])).default([]),
+    /** Requirements installed with the release, `name==version` (e.g. torch==2.9.1, flashinfer-python==0.5.3): the heavy dependencies pinned. */
+    pins: z
+        .array(
+            z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!-]+$/, {
+                error: "must be a pinned requirement as name==version (e.g. torch==2.9.1)",
+            }),
+        )
+        .default([]),
+    /** Further pip install options, e.g. --no-deps where the dependencies come from the system site-packages. */
+    pipArgs: z
+        .array(
+            z.string().regex(/^--[a-z][a-z0-9-]*(=[A-Za-z0-9._:/@+,=-]+)?$/, {
+                error: "must be a pip option as --name or --name=value (letters, digits and ._:/@+,=-)",
+            }),
+        )
+        .default([]),
+    /** Venvs this stack installed, beyond the serving one and any a unit on the box still runs, kept after a successful rollout (newest first). */
+    keepPrevious: fromNumericString(z.int().min(0).max(20)).default(1),
+    /** The install's budget (pip downloads and unpacks the release and its pins). */
+    installTimeoutSeconds: fromNumericString(z.int().min(60).max(86400)).default(1800),
+});
+
 export const ServiceSchema = z.strictObject({
     /** Unit sglang-<name>.service, environment file /etc/sglang/<name>.env. */
     name: z.string().regex(SERVICE_NAME, { error: "must be a lowercase name (letters, digits, '-'), at most 40 characters; it names sglang-<name>.service" }),
     sglangVersion: z.string().regex(VERSION, { error: "must be an installed SGLang release as major.minor.patch (e.g. 0.5.11)" }),
-    /** The venv's python; `sglang` is taken from beside it. */
-    python: absolutePath(),
+    /** The venv's python; `sglang` is taken from beside it. Or `venv`: the stack stages one per release. */
+    python: absolutePath().optional(),
+    venv: VenvSchema.optional(),
     launcher: z.enum(["auto", "serve", "launch_server"]).default("auto"),
     model: ModelSchema,
     tensorParallelSize: fromNumericString(z.int().min(1).max(64)).default(1),
@@ -281,6 +330,7 @@ export type HostConfig = z.output<typeof HostSchema>;
 export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;
 export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
+export type VenvConfig = z.output<typeof VenvSchema>;
 /** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness.ts). */
 export type ReadinessConfig = z.output<typeof ReadinessSchema>;
 export type Topology = HostConfig["topology"];

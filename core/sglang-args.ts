@@ -15,6 +15,7 @@
  */
 import { z } from "zod";
 import type { ServiceConfig } from "./config-schema";
+import { servicePython } from "./venv-layout";
 import { diffFields, FieldDiff } from "./diff";
 import { MAMBA_RADIX_CACHE_STRATEGY_FLAG, MAMBA_SCHEDULER_STRATEGY_FLAG, mambaStrategyFlag, SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
 
@@ -86,7 +87,7 @@ export function argvFieldsOf(service: ServiceConfig, opts: RenderArgvOptions = {
     const spec = service.speculative;
     return compact<ArgvFields>({
         launcher,
-        executable: launcher === "serve" ? serveExecutable(service.python) : service.python,
+        executable: launcher === "serve" ? serveExecutable(servicePython(service)) : servicePython(service),
         modelPath: service.model.path,
         servedName: service.model.servedName,
         tensorParallelSize: service.tensorParallelSize,

@@ -38,7 +38,7 @@ import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
 import { ensureInstalled, releaseCacheRoot, releaseDir } from "../sglang-release/oracle";
-import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, ensureVenvs } from "./sglang/venvs";
+import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, CT_SYSTEM_SITE, ensureVenvs, ensureWheelhouse, systemSitePthText } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 import { readStackConfig, writeStackFile } from "./stack-file";
 
@@ -271,6 +271,12 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     copySglangReal(releaseDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
     fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
     ensureVenvs(mounts.container["/opt"]!, rootfsImage, releaseCacheRoot());
+    // What a venv the stack stages sees of the box: the stubs in the system site, the real wheels to install from.
+    const pythonLib = path.posix.join("/usr/lib", path.posix.basename(path.posix.dirname(CT_SYSTEM_SITE)));
+    if (!fs.existsSync(path.join(rootfsImage, pythonLib)))
+        throw new Error(`lab: the container's image has no ${pythonLib} (lab/sglang/venvs.ts CT_SYSTEM_SITE names bookworm's python3.11)`);
+    fs.writeFileSync(path.join(mounts.container[CT_SYSTEM_SITE]!, "sglang-lab.pth"), systemSitePthText());
+    ensureWheelhouse(releaseCacheRoot(), opts.log ?? ((line) => process.stderr.write(`${line}\n`)));
     fs.mkdirSync(path.join(mounts.host["/run"]!, "sshd"), { recursive: true, mode: 0o755 });
     fs.mkdirSync(L.gpu, { recursive: true });
     // The mountpoint of the node binary inside the read-only /usr/local/lib/sglang-lab.

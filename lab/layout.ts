@@ -6,7 +6,7 @@ import { LabInfo, labPaths, MachineName } from "./lab-info";
 import { BindMount, MachineSpec } from "./machine-ns";
 import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB } from "./rootfs";
-import { CT_RELEASES } from "./sglang/venvs";
+import { CT_RELEASES, CT_SYSTEM_SITE } from "./sglang/venvs";
 import { SshdSpec } from "./sshd";
 
 /** Where the host sees the cached rootfs (PVE's template cache directory). */
@@ -45,11 +45,12 @@ export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", 
         [CT_LAB.lib]: L.ctLib,
         [CT_LAB.share]: L.share,
         [CT_LAB.ssh]: path.join(dir, "ssh"),
+        [CT_SYSTEM_SITE]: path.join(dir, "system-site"),
         "/proc/devices": path.join(L.labDir, "proc-devices"),
     };
 }
 
-const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, "/proc/devices"]);
+const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ssh, CT_SYSTEM_SITE, "/proc/devices"]);
 
 /**
  * The container's bind mounts, in mount order, as lxc.mount.entry lines take

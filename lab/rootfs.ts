@@ -19,6 +19,8 @@ export const ROOTFS_PACKAGES = [
     "openssh-server",
     "procps",
     "python3",
+    // `python3 -m venv` with pip (ensurepip's wheels): the stack stages a release's venv with it (service.venv).
+    "python3-venv",
     // The host's node binary is bind-mounted into the container for the simulator and stand-ins; it links libstdc++.
     "libstdc++6",
 ];

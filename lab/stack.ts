@@ -1,6 +1,7 @@
 import * as path from "path";
 import { labStackConfig as labConfigFrom, LabMachines } from "./control";
 import { readStackConfig } from "./stack-file";
+import { CT_WHEELHOUSE, LAB_STAGED_RELEASE, releasePins } from "./sglang/venvs";
 
 export type { LabMachines };
 export type StackConfigFile = Record<string, Record<string, unknown>>;
@@ -22,4 +23,24 @@ export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"
     const config = labConfigFrom(lab, topology, kpro5Config());
     config["sglang-serve:readiness"] = { ...config["sglang-serve:readiness"], minHealthySeconds: LAB_MIN_HEALTHY_SECONDS };
     return config;
+}
+
+/**
+ * The lab box's service.venv: the stack stages releases under
+ * /opt/sglang/releases and adopts the field's 0.5.11 venv as it is. What pip
+ * installs is real (SGLang's wheel and its own pins, from the wheelhouse on
+ * the box: --find-links, --no-index); its other dependencies (torch, CUDA, the
+ * kernels, the config layer's packages) are the box's system site
+ * (systemSitePackages, --no-deps), where the lab keeps its stubs
+ * (lab/sglang/venvs.ts CT_SYSTEM_SITE).
+ */
+export function labStagedVenv(): Record<string, unknown> {
+    return {
+        root: "/opt/sglang/releases",
+        adopt: { "0.5.11": "/opt/sglang/venv" },
+        systemSitePackages: true,
+        findLinks: [CT_WHEELHOUSE],
+        pipArgs: ["--no-index", "--no-deps"],
+        pins: releasePins(LAB_STAGED_RELEASE),
+    };
 }

@@ -19,6 +19,7 @@ import { say } from "./say";
 import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./sglang-service-live";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
 import { rollout } from "./sglang-service-rollout";
+import { pruneVenvs, stageVenv } from "../remote/venv-staging";
 import { secretValuesOf } from "./service-secrets";
 import { previewVerdict } from "./sglang-verdict";
 import { previousPaths, unitPaths } from "./unit-view";
@@ -57,7 +58,15 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
             `[${inputs.unitName}] the declared server is refused; nothing on the box was changed:\n` + refused.map((f) => `  - ${f.reason}`).join("\n"),
         );
     }
-    return rollout(run, id, inputs, live, recorded);
+    // A release not on the box yet is installed beside the running one, and checked, before the rollout stops anything.
+    const owner = inputs.owner ?? inputs.unitName;
+    if (inputs.venv && facts && !("error" in facts) && facts.python !== undefined) {
+        await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
+        await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+    }
+    const outputs = await rollout(run, id, inputs, live, recorded);
+    if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);
+    return outputs;
 }
 
 /**

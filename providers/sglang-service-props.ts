@@ -8,6 +8,7 @@ import type { BoxExpectations } from "../core/box-facts";
 import type { ReadinessConfig } from "../core/config-schema";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
 import type { ServingFigures } from "../core/serving-figures";
+import type { VenvPlan } from "../core/venv-layout";
 import type { BoxFactsRead } from "./box-facts";
 
 export interface ServiceProps {
@@ -49,6 +50,8 @@ export interface ServiceProps {
     restart?: string;
     /** What the declared server needs of the box (core/box-facts.ts). */
     expectBox?: BoxExpectations;
+    /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv-layout.ts). */
+    venv?: VenvPlan;
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
     boxFacts?: BoxFactsRead;
     /**

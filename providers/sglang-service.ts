@@ -6,6 +6,7 @@
  */
 import { decideWrite, parseOwner } from "../core/ownership";
 import { describeFigures, percent } from "../core/serving-figures";
+import { describeSource, type VenvPlan } from "../core/venv-layout";
 import { qualitySettings } from "./serving";
 import { say } from "./say";
 import { drafterDigestRefusal, drafterPath } from "../core/box-facts";
@@ -53,13 +54,16 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
         // Every preview shows the record beside what it previews, change or not.
         if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
-        return { inputs: { ...news, ...carried, restart: restartReason(olds, news) } };
+        const stages = news.venv && facts && !("error" in facts) && facts.python !== undefined;
+        if (stages) say(`[${news.unitName}] SGLang ${news.venv!.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv!)}`);
+        const restart = restartReason(olds, news);
+        return { inputs: { ...news, ...carried, restart: stages ? `${restart}; SGLang ${news.venv!.release} staged in ${news.venv!.dir} first` : restart } };
     },
     async diff(_id, olds, news) {
         if (olds.unitName !== news.unitName) {
             return { changes: true, replaces: ["unitName"], deleteBeforeReplace: true };
         }
-        const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness"]);
+        const changed = changedKeys(olds, news, ["providerVersion", "connection", ...PROCESS_FIELDS, "endpoint", "readiness", "venv"]);
         const drift =
             olds.activeState !== "active" ||
             olds.enabled !== true ||
@@ -88,6 +92,11 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
 
 /** What the provider module stored in state calls (components/dynamic-provider.ts). */
 export const provider = servedByThisProcess(sglangServiceProvider);
+
+/** What staging a venv does, in the preview's words (remote/venv-staging.ts does it). */
+function stagingPlan(plan: VenvPlan): string {
+    return `in ${plan.dir} while the running server serves (${describeSource(plan)}), then checks it with the release's own parser, before anything stops`;
+}
 
 /** Shown by the preview: whether the server restarts, and for which changed flags, environment or secrets. */
 function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string {

@@ -37,6 +37,7 @@ import {
 } from "../core/read-gate-install";
 import { rawConfigFromStackYaml } from "./render";
 import { isRecord } from "../core/is-record";
+import { servicePython } from "../core/venv-layout";
 
 const repo = path.resolve(__dirname, "..");
 export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");
@@ -137,17 +138,32 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
     return { vmids: [vmid], ...stackPins };
 }
 
-/** service.python, service.model.path and service.speculative.draftModelPath of a stack file. */
+/**
+ * The python (service.python, or the declared release's venv under
+ * service.venv), service.model.path and service.speculative.draftModelPath of
+ * a stack file. A venv stack's pin follows its sglangVersion: install the gate
+ * again after an upgrade.
+ */
 function pinsOf(service: unknown, file: string): { pythons: string[]; models: string[] } {
     const s = isRecord(service) ? service : {};
     const model = isRecord(s.model) ? s.model.path : undefined;
     const drafter = isRecord(s.speculative) ? s.speculative.draftModelPath : undefined;
-    if (typeof s.python !== "string" || typeof model !== "string") {
+    const venv = isRecord(s.venv) && typeof s.venv.root === "string" && typeof s.sglangVersion === "string" ? s.venv : undefined;
+    const python =
+        typeof s.python === "string"
+            ? s.python
+            : venv
+              ? servicePython({
+                    sglangVersion: String(s.sglangVersion),
+                    venv: { root: String(venv.root), adopt: isRecord(venv.adopt) ? (venv.adopt as Record<string, string>) : {} },
+                })
+              : undefined;
+    if (python === undefined || typeof model !== "string") {
         throw new ReadGateOptionError(
-            `${file} has no service.python and service.model.path (the gate pins them); set them, or give --vmid/--direct with --python and --model`,
+            `${file} has no service.python (or service.venv) and service.model.path (the gate pins them); set them, or give --vmid/--direct with --python and --model`,
         );
     }
-    return { pythons: [s.python], models: typeof drafter === "string" ? [model, drafter] : [model] };
+    return { pythons: [python], models: typeof drafter === "string" ? [model, drafter] : [model] };
 }
 
 function readPublicKey(o: Options): string {

@@ -37,6 +37,67 @@ export function copySglangReal(releaseDir: string, dest: string): void {
     fs.cpSync(path.join(releaseDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
 }
 
+/**
+ * The container python's own site dir for the lab's stubs: a venv the stack
+ * stages with `systemSitePackages` (and pip --no-deps) sees torch, CUDA and
+ * the kernels here as a box's image would provide them, and the shared
+ * config-layer deps; SGLang and its pins come from the wheelhouse. Bound
+ * read-only from the lab (Debian bookworm's python3.11: checked at lab up).
+ */
+export const CT_SYSTEM_SITE = "/usr/local/lib/python3.11/dist-packages";
+
+/** The real wheels the lab's stack stages from (pip --find-links, --no-index): SGLang's and its pins, in install.sh's cache. */
+export const CT_WHEELHOUSE = path.posix.join(CT_RELEASES, "wheelhouse");
+
+/** The release the lab's stacks stage with pip (the others have ready-made venvs): the newest in sglang-release/VERSIONS. */
+export const LAB_STAGED_RELEASE = "0.5.23";
+
+/** The system site's .pth: the stubs, the shared deps, the boot (no release site: pip installs the release into the venv). */
+export function systemSitePthText(): string {
+    return [
+        `${CT_SGLANG_REAL}/stubs`,
+        `${CT_RELEASES}/deps/site`,
+        CT_SGLANG_REAL,
+        `import sglang_lab_venv; sglang_lab_venv.boot(${JSON.stringify(CT_LAB.share)})`,
+        "",
+    ].join("\n");
+}
+
+/** sglang-release/DEPS's lines for one release: its own pins of what must match it (transformers, tokenizers, ...). */
+export function releasePins(version: string): string[] {
+    const deps = fs.readFileSync(path.join(repoDir(), "sglang-release", "DEPS"), "utf8");
+    return deps
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/))
+        .filter(([scope, req]) => scope === version && req !== undefined)
+        .map(([, req]) => req!);
+}
+
+/**
+ * Downloads the staged release's wheel and its pins from PyPI into
+ * `<releases>/wheelhouse` once (pip download --no-deps --only-binary): the
+ * real wheels the lab's box installs from, without a network in the lab.
+ */
+export function ensureWheelhouse(releases: string, log: (line: string) => void): void {
+    const requirements = [`sglang==${LAB_STAGED_RELEASE}`, ...releasePins(LAB_STAGED_RELEASE)];
+    const dir = path.join(releases, "wheelhouse");
+    const key = requirements.join("\n");
+    if (fs.existsSync(path.join(dir, ".requirements")) && fs.readFileSync(path.join(dir, ".requirements"), "utf8") === key) return;
+    log(`lab: downloading the wheels the lab's box stages from (${requirements.join(" ")})`);
+    const tmp = `${dir}.tmp.${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    const python = process.env.SGLANG_SERVE_PYTHON || "python3";
+    const r = spawnSync(
+        python,
+        ["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--dest", tmp, ...requirements],
+        { encoding: "utf8", timeout: 600_000 },
+    );
+    if (r.status !== 0) throw new Error(`lab: pip download ${requirements.join(" ")} failed (${r.signal ?? `exit ${r.status}`}): ${r.stderr}`);
+    fs.writeFileSync(path.join(tmp, ".requirements"), key);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(tmp, dir);
+}
+
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
 export function pthText(version: string): string {
     return [

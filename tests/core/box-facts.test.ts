@@ -68,6 +68,22 @@ describe("box facts: the script the stack runs on the box (real python3)", () =>
         assert.equal(run(path.join(dir, "nowhere")).sglangVersion, null);
     });
 
+    it("reads the model's facts with the box's python3 when the configured python does not exist, saying it is missing; and says a venv whose staging did not finish", () => {
+        const model = path.join(dir, "for-missing");
+        fs.mkdirSync(model);
+        fs.copyFileSync(QWEN, path.join(model, "config.json"));
+        const missing = run(model, path.join(dir, "releases", "venv-0.5.23", "bin", "python3"));
+        assert.equal(missing.python, "missing");
+        assert.equal(missing.sglangVersion, null);
+        assert.equal(missing.architecture, "Qwen3_5ForConditionalGeneration", "the model's facts still come");
+        const venv = path.join(dir, "half-staged");
+        const made = spawnSync("python3", ["-m", "venv", "--without-pip", venv], { encoding: "utf8" });
+        assert.equal(made.status, 0, made.stderr);
+        assert.equal(run(model, path.join(venv, "bin", "python3")).python, undefined);
+        fs.writeFileSync(path.join(venv, ".sglang-serve-staging"), "");
+        assert.equal(run(model, path.join(venv, "bin", "python3")).python, "staging");
+    });
+
     it("derives the context length as SGLang does: the text sub-config's first length key, times a rope scaling factor without original_max_position_embeddings", () => {
         const base = { architectures: ["LlamaForCausalLM"], max_position_embeddings: 40960 };
         const configs: Array<[string, Record<string, unknown>, number | undefined]> = [
@@ -275,5 +291,52 @@ describe("box facts: the box contradicting the declared server", () => {
         assert.equal(c?.property, "service.tensorParallelSize");
         assert.match(c!.reason, /53\.8 GB, from the box\) over tensorParallelSize 1/);
         assert.deepEqual(boxContradictions({ ...expect, memory: { ...expect.memory, tensorParallelSize: 2 } }, fieldFacts()), []);
+    });
+});
+
+describe("box facts against a venv the stack stages (service.venv)", () => {
+    const staged = (): BoxExpectations => {
+        const result = validateStackConfig(
+            withField((raw) => {
+                delete raw.service.python;
+                raw.service.sglangVersion = "0.5.23";
+                raw.service.venv = { root: "/opt/sglang/releases", adopt: { "0.5.11": "/opt/sglang/venv" } };
+            }),
+        );
+        assert.ok(result.ok, JSON.stringify(!result.ok && result.issues));
+        return boxExpectations(result.config.service, 49140);
+    };
+
+    it("expects the release's venv under the root, and a missing or half-staged one is no contradiction: the rollout stages it", () => {
+        const expect = staged();
+        assert.equal(expect.python, "/opt/sglang/releases/venv-0.5.23/bin/python3");
+        assert.equal(expect.stagedVenv, "/opt/sglang/releases/venv-0.5.23");
+        assert.deepEqual(boxContradictions(expect, { ...fieldFacts(), sglangVersion: null, python: "missing" }), []);
+        assert.deepEqual(boxContradictions(expect, { ...fieldFacts(), sglangVersion: null, python: "staging" }), []);
+        assert.deepEqual(boxContradictions(expect, { ...fieldFacts(), sglangVersion: "0.5.23" }), []);
+    });
+
+    it("refuses a venv at the release's path that the stack did not stage and that holds another release, naming the directory and both fixes", () => {
+        const [found] = boxContradictions(staged(), { ...fieldFacts(), sglangVersion: "0.5.10" });
+        assert.equal(found?.property, "service.venv");
+        assert.match(
+            found!.reason,
+            /^\/opt\/sglang\/releases\/venv-0\.5\.23 exists but has SGLang 0\.5\.10, not the declared 0\.5\.23, and the stack did not stage it: remove it .*or name the venv that has it in service\.venv\.adopt\.$/,
+        );
+    });
+
+    it("uses an adopted venv as it is: a missing one is a contradiction, not something to install", () => {
+        const result = validateStackConfig(
+            withField((raw) => {
+                delete raw.service.python;
+                raw.service.venv = { root: "/opt/sglang/releases", adopt: { "0.5.11": "/opt/sglang/venv" } };
+            }),
+        );
+        assert.ok(result.ok);
+        const expect = boxExpectations(result.config.service, 49140);
+        assert.equal(expect.python, "/opt/sglang/venv/bin/python3");
+        assert.equal(expect.stagedVenv, undefined);
+        const [found] = boxContradictions(expect, { ...fieldFacts(), sglangVersion: null, python: "missing" });
+        assert.match(found!.reason, /^\/opt\/sglang\/venv\/bin\/python3 does not exist on the box/);
     });
 });

@@ -42,7 +42,8 @@ export interface FieldRaw {
     service: {
         name: string;
         sglangVersion: string;
-        python: string;
+        python?: string;
+        venv?: Record<string, unknown>;
         launcher?: string;
         model: { path: string; architecture: string; weightsGB: number; servedName: string };
         tensorParallelSize: number;

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
 import { forbiddenCharacter } from "../../core/extra-args";
 import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
+import { servicePython } from "../../core/venv-layout";
 import {
     ENVIRONMENT_FILE_MODE,
     environmentFilePath,
@@ -53,7 +54,7 @@ function withExtra(extraArgs: readonly string[]): ServiceConfig {
 }
 
 function executableOf(service: ServiceConfig): string {
-    return resolveLauncher(service) === "serve" ? serveExecutable(service.python) : service.python;
+    return resolveLauncher(service) === "serve" ? serveExecutable(servicePython(service)) : servicePython(service);
 }
 
 /** Strings with everything systemd and shells treat specially, plus non-ASCII. NUL excluded: no argv can carry it. */

@@ -932,11 +932,11 @@ describe("SglangService provider against the fake box", function () {
             await assert.rejects(facts(), /\/opt\/sglang\/venv\/bin\/python3 has no sglang installed/);
         });
 
-        it("names service.python with the exit status when it cannot run on the box", async () => {
+        it("names service.python when it does not exist on the box", async () => {
             box.remove("opt/sglang/venv/bin/python3");
             await assert.rejects(
                 facts(),
-                /service\.python \/opt\/sglang\/venv\/bin\/python3 cannot run on the box: \/opt\/sglang\/venv\/bin\/python3 exited 127: box-facts: cannot run '\S+\/opt\/sglang\/venv\/bin\/python3': No such file or directory/,
+                /nothing on the box was changed:\n {2}- \/opt\/sglang\/venv\/bin\/python3 does not exist on the box: point service\.python at the venv that has SGLang 0\.5\.11, or let the stack install it \(service\.venv\)\.$/,
             );
         });
 

@@ -1,0 +1,133 @@
+import * as assert from "node:assert/strict";
+import { clearFaults, setFaults } from "../../lab/control";
+import type { LabInfo } from "../../lab/control";
+import { Deployment, expectExit } from "../../lab/deployment";
+import { labStackConfig, labStagedVenv } from "../../lab/stack";
+import { healthStatus, mainPid, onBox, serverInfoOnBox, service, UNIT, useLab } from "./lab-box";
+
+const API_KEY = "e2e-staging-api-key-0123456789abcd";
+const STAGED = "/opt/sglang/releases/venv-0.5.23";
+
+interface HealthPoll {
+    /** When the request ended (epoch seconds), and what it got. */
+    at: number;
+    status: number | string;
+}
+
+/** GET /health every 250 ms until stopped: what the old server answered while the release was staged. */
+function pollHealth(info: LabInfo): { stop: () => Promise<HealthPoll[]> } {
+    const polls: HealthPoll[] = [];
+    let running = true;
+    const loop = (async () => {
+        while (running) {
+            const status = await healthStatus(info);
+            polls.push({ at: Date.now() / 1000, status });
+            await new Promise((r) => setTimeout(r, 250));
+        }
+    })();
+    return {
+        stop: async () => {
+            running = false;
+            await loop;
+            return polls;
+        },
+    };
+}
+
+/** A file's modification time in the container (epoch seconds, sub-second). */
+async function mtimeOnBox(labDir: string, file: string): Promise<number> {
+    return Number(await onBox(labDir, "container", `python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime)' ${file}`));
+}
+
+// Issue 21 item 1 on the lab box (a lab of its own, 127.0.131.x): the stack owns
+// one venv per release; a new sglangVersion is installed for real by pip (the
+// real 0.5.23 wheel and its pins, from the box's wheelhouse) while the old
+// server serves, checked with the release's own parser, and only then stopped.
+describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up", function () {
+    this.timeout(900_000);
+    const lab = useLab("staging", 131);
+
+    it("adopts the field's venv without a restart; stages 0.5.23 with pip while the old server answers /health 200 throughout, then a 0.5.23 start that fails puts 0.5.11's unit and venv back; the next up reuses the staged venv and 0.5.23 serves", async () => {
+        const { labDir, info } = lab;
+        const config = labStackConfig(info, "pct-exec");
+        const d = await Deployment.create("lab", config);
+        try {
+            d.giveApiKey(API_KEY);
+            expectExit(await d.up(), 0, "up of the field config (0.5.11 in /opt/sglang/venv)");
+            const first = await mainPid(labDir);
+
+            // The field's venv, adopted as it is: the unit does not change, the server is not restarted.
+            delete service(config).python;
+            service(config).venv = labStagedVenv();
+            d.writeConfig(config);
+            const adopt = await d.up();
+            expectExit(adopt, 0, "up adopting /opt/sglang/venv for 0.5.11");
+            assert.match(adopt.output, /already runs the declared config; not restarted/);
+            assert.equal(await mainPid(labDir), first);
+
+            service(config).sglangVersion = "0.5.23";
+            d.writeConfig(config);
+            const preview = await d.preview("--refresh");
+            expectExit(preview, 0, "preview of the upgrade");
+            assert.match(
+                preview.output,
+                /SGLang 0\.5\.23 is not on the box: `up` stages it first, in \/opt\/sglang\/releases\/venv-0\.5\.23 while the running server serves \(pip install sglang==0\.5\.23 transformers==5\.19\.0 .*--find-links=\/usr\/local\/lib\/sglang-lab\/releases\/wheelhouse --no-index --no-deps\)/,
+            );
+            assert.match(preview.output, /SGLang 0\.5\.23's own code accepts this server/);
+            assert.equal(await onBox(labDir, "container", `test -e ${STAGED} && echo there || echo absent`), "absent", "the preview installs nothing");
+
+            // 0.5.23's start fails (the lab's server crashes a second after launch, only from the staged venv).
+            setFaults({ crashAfterSeconds: 1, whenArgs: [`${STAGED}/bin/sglang`] }, labDir);
+            const health = pollHealth(info);
+            const failed = await d.up();
+            const polls = await health.stop();
+            assert.notEqual(failed.code, 0, failed.output);
+            assert.match(failed.output, /staging SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 while the running server serves/);
+            assert.match(failed.output, /pip: Successfully installed .*sglang-0\.5\.23/);
+            assert.match(failed.output, /staged SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 in \d+ s; its own parser takes the server's flags/);
+            assert.ok(failed.output.indexOf("staged SGLang 0.5.23") < failed.output.indexOf("] rollout: "), "staged before the rollout began");
+            assert.match(failed.output, /previous unit was put back and is ready again/);
+
+            // Measured: from the venv's creation to the old server's stop, every /health answered 200.
+            const stagingBegan = await mtimeOnBox(labDir, `${STAGED}/pyvenv.cfg`);
+            const staged = await mtimeOnBox(labDir, `${STAGED}/.sglang-serve-venv`);
+            const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
+            const stopped = stops
+                .split("\n")
+                .map(Number)
+                .find((t) => t > staged);
+            assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
+            const whileStaging = polls.filter((p) => p.at >= stagingBegan && p.at <= staged);
+            assert.ok(whileStaging.length >= 10, `only ${whileStaging.length} /health polls while the release was staged`);
+            const beforeStop = polls.filter((p) => p.at < stopped!);
+            assert.deepEqual(
+                beforeStop.filter((p) => p.status !== 200),
+                [],
+                "the old server answered /health 200 until the rollout stopped it",
+            );
+
+            // 0.5.11's unit and venv are back and serve; the staged venv stays for the next up.
+            const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
+            assert.match(unit, /^ExecStart=\/opt\/sglang\/venv\/bin\/sglang serve /m);
+            assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).version, "0.5.11");
+            assert.match(await onBox(labDir, "container", `cat ${STAGED}/.sglang-serve-venv`), /"release":"0\.5\.23","stagedBy":"sglang-serve\/lab"/);
+
+            clearFaults(labDir);
+            const good = await d.up();
+            expectExit(good, 0, "up with 0.5.23 staged");
+            assert.doesNotMatch(good.output, /staging SGLang/, "the staged venv is used as it is");
+            assert.match(
+                await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`),
+                /^ExecStart=\/opt\/sglang\/releases\/venv-0\.5\.23\/bin\/sglang serve /m,
+            );
+            assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).version, "0.5.23");
+            assert.equal(await onBox(labDir, "container", "test -x /opt/sglang/venv/bin/python3 && echo kept"), "kept", "the adopted venv is never removed");
+            const pid = await mainPid(labDir);
+            expectExit(await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]), 0, "a second up changes nothing");
+            assert.equal(await mainPid(labDir), pid);
+        } finally {
+            clearFaults(labDir);
+            d.cleanup();
+        }
+    });
+});
