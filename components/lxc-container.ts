@@ -16,6 +16,8 @@ export interface LxcContainerArgs {
     container: ContainerConfig;
     /** Major numbers of the NVIDIA device nodes, read by the GpuHost. */
     deviceMajors: pulumi.Input<DeviceMajors>;
+    /** The host's Proxmox VE release, read by the GpuHost: how the GPUs are passed through. */
+    proxmoxVersion?: pulumi.Input<string>;
 }
 
 class LxcContainerResource extends DynamicResource<ContainerProps, ContainerOutputs> {
@@ -32,6 +34,7 @@ class LxcContainerResource extends DynamicResource<ContainerProps, ContainerOutp
                 connection: args.connection,
                 container: args.container,
                 deviceMajors: args.deviceMajors,
+                proxmoxVersion: args.proxmoxVersion,
                 vmid: args.container.vmid,
                 settings: undefined,
                 status: undefined,

@@ -50,6 +50,7 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
         connection: hostConnection,
         container,
         deviceMajors: gpuHost.deviceMajors,
+        proxmoxVersion: gpuHost.proxmoxVersion,
     });
     return {
         ...box,

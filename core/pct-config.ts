@@ -172,12 +172,45 @@ export function gpuPassthroughLines(gpus: readonly number[], majors: NvidiaMajor
 }
 
 export interface Passthrough {
-    /** GPU indices whose /dev/nvidiaN is bind-mounted. */
+    /** GPU indices whose /dev/nvidiaN is passed through (bind-mounted, or a devN entry). */
     gpus: number[];
     /** Character majors allowed with `c <major>:* rwm`. */
     allowedMajors: number[];
-    /** /dev/nvidia* device nodes bind-mounted, e.g. "nvidiactl". */
+    /** /dev/nvidia* device nodes bind-mounted by raw lines, e.g. "nvidiactl". */
     mountedDevices: string[];
+    /** /dev/nvidia* device nodes passed by pve-container's `devN:` entries (absent in states written before). */
+    devEntries?: string[];
+}
+
+/**
+ * pve-container's device passthrough (PVE 8.1+: `dev0` to `dev255`,
+ * src/PVE/LXC/Config.pm): at every start it stats the host node and writes
+ * the cgroup allow line for its major and minor itself, so a major that
+ * changes with a driver or kernel update (nvidia-uvm's) needs no edit.
+ */
+const DEV_KEY = /^dev(\d+)$/;
+const MAX_DEV_ENTRIES = 256;
+const NVIDIA_DEVICE_PATH = /^\/dev\/(nvidia[\w-]*)$/;
+
+/** The device path of a `devN` value (`/dev/nvidia0,mode=0666` or `path=/dev/nvidia0,...`: path is its default key). */
+export function devEntryPath(value: string): string | undefined {
+    for (const part of value.split(",")) {
+        const eq = part.indexOf("=");
+        if (eq < 0) return part.trim();
+        if (part.slice(0, eq).trim() === "path") return part.slice(eq + 1).trim();
+    }
+    return undefined;
+}
+
+/** The NVIDIA device a `devN` value passes (`nvidia0`, `nvidia-uvm`), if it passes one. */
+function devEntryNvidia(value: string): string | undefined {
+    return NVIDIA_DEVICE_PATH.exec(devEntryPath(value) ?? "")?.[1];
+}
+
+/** How a Proxmox release passes GPUs best: `devN` entries from PVE 8.2 (`pveversion`'s 8.2.x), raw `lxc.*` lines before it or when unknown. */
+export function passthroughForm(proxmoxVersion: string | undefined): "devN" | "raw" {
+    const m = /^(\d+)\.(\d+)/.exec(proxmoxVersion ?? "");
+    return m && (Number(m[1]) > 8 || (Number(m[1]) === 8 && Number(m[2]) >= 2)) ? "devN" : "raw";
 }
 
 export function passthroughFromConfig(conf: PctConfig): Passthrough {
@@ -193,20 +226,52 @@ export function passthroughFromConfig(conf: PctConfig): Passthrough {
         const m = /^\/dev\/(nvidia[\w-]*)\s/.exec(value.trim());
         if (m) mountedDevices.push(m[1]);
     }
-    const gpus = mountedDevices.flatMap((d) => (/^nvidia\d+$/.test(d) ? [Number(d.slice(6))] : [])).sort((a, b) => a - b);
-    return { gpus, allowedMajors, mountedDevices };
+    const devEntries: string[] = [];
+    for (const line of conf.main) {
+        if (line.kind !== "option" || !DEV_KEY.test(line.key)) continue;
+        const name = devEntryNvidia(line.value);
+        if (name !== undefined) devEntries.push(name);
+    }
+    const gpus = [...new Set([...mountedDevices, ...devEntries])].flatMap((d) => (/^nvidia\d+$/.test(d) ? [Number(d.slice(6))] : [])).sort((a, b) => a - b);
+    return { gpus, allowedMajors, mountedDevices, devEntries };
+}
+
+/** The NVIDIA device nodes the container needs for `gpus`: their /dev/nvidiaN and the control devices. */
+function wantedDevices(gpus: readonly number[]): string[] {
+    return [...[...gpus].sort((a, b) => a - b).map((i) => `nvidia${i}`), ...NVIDIA_CONTROL_DEVICES];
 }
 
 /**
- * Whether a passthrough read from the box is the one for `gpus`: exactly
- * their /dev/nvidiaN and the control devices bind-mounted, and both NVIDIA
- * majors allowed. A missing control device (nvidia-uvm-tools) is drift too,
- * not only a missing GPU.
+ * Whether a passthrough read from the box is the one for `gpus`, in either
+ * form: exactly their /dev/nvidiaN and the control devices passed, by `devN`
+ * entries or bind mounts, and the NVIDIA majors allowed for those bind-mounted
+ * by raw lines (a `devN` entry's allow line is pve-container's). A missing
+ * control device (nvidia-uvm-tools) is drift too, not only a missing GPU.
  */
 export function passthroughMatches(live: Passthrough, gpus: readonly number[], majors: NvidiaMajors): boolean {
-    const wanted = [...[...gpus].sort((a, b) => a - b).map((i) => `nvidia${i}`), ...NVIDIA_CONTROL_DEVICES].sort();
-    const mounted = [...new Set(live.mountedDevices)].sort();
-    return JSON.stringify(mounted) === JSON.stringify(wanted) && live.allowedMajors.includes(majors.nvidia) && live.allowedMajors.includes(majors.nvidiaUvm);
+    const byDev = live.devEntries ?? [];
+    const passed = [...new Set([...live.mountedDevices, ...byDev])].sort();
+    if (JSON.stringify(passed) !== JSON.stringify(wantedDevices(gpus).sort())) return false;
+    const rawOnly = live.mountedDevices.filter((d) => !byDev.includes(d));
+    const needs = [
+        ...(rawOnly.some((d) => !d.startsWith("nvidia-uvm")) ? [majors.nvidia] : []),
+        ...(rawOnly.some((d) => d.startsWith("nvidia-uvm")) ? [majors.nvidiaUvm] : []),
+    ];
+    return needs.every((m) => live.allowedMajors.includes(m));
+}
+
+/**
+ * Whether the config's passthrough must be edited for `gpus` in `form`: a
+ * passthrough that is not the declared one; a raw one whose lines are not
+ * exactly the stack's too (raw form only). A config that passes the declared
+ * GPUs in either form is kept as it is (adopted without a restart).
+ */
+export function passthroughNeedsEdit(conf: PctConfig, gpus: readonly number[], majors: NvidiaMajors, form: "devN" | "raw"): boolean {
+    const live = passthroughFromConfig(conf);
+    if (!passthroughMatches(live, gpus, majors)) return true;
+    if (form === "devN" || (live.devEntries ?? []).length > 0) return false;
+    const diff = passthroughDiff(conf, gpus, majors);
+    return diff.missing.length > 0 || diff.extra.length > 0;
 }
 
 /** An NVIDIA passthrough line: a cgroup allow for an NVIDIA major, or a bind mount of /dev/nvidia*. */
@@ -420,9 +485,16 @@ export interface PassthroughEdit {
  * passthrough line already there stays as written (even as `lxc.x = v`).
  * Throws PctLockedError for a config that has a `lock:` entry.
  */
-export function editPassthroughInPlace(text: string, vmid: number, gpus: readonly number[], majors: NvidiaMajors): PassthroughEdit {
+export function editPassthroughInPlace(
+    text: string,
+    vmid: number,
+    gpus: readonly number[],
+    majors: NvidiaMajors,
+    form: "devN" | "raw" = "raw",
+): PassthroughEdit {
     const lock = pctConfigLock(text);
     if (lock !== undefined) throw new PctLockedError(vmid, lock);
+    if (form === "devN") return editDevEntriesInPlace(text, gpus, majors);
     const { main, rest } = splitPctConfigText(text);
     const lines = linesWithEndings(main);
     const normalized = (key: string, value: string) => `${key}: ${value}`.replace(/\s+/g, " ").trim();
@@ -451,6 +523,70 @@ export function editPassthroughInPlace(text: string, vmid: number, gpus: readonl
         const eol = kept.find((l) => l.endsWith("\r\n")) ? "\r\n" : "\n";
         if (at > 0 && !/\n$/.test(kept[at - 1])) kept[at - 1] += eol;
         kept.splice(at, 0, ...added.map((l) => `${l}${eol}`));
+    }
+    return { text: kept.join("") + rest, removed, added };
+}
+
+/**
+ * The `devN` form of editPassthroughInPlace (PVE 8.2+): the NVIDIA raw lines
+ * (allow lines for their majors, bind mounts of /dev/nvidia*) and the `devN`
+ * entries of NVIDIA devices not declared are taken out, a declared device's
+ * entry already there stays as written, and the missing ones are added as
+ * `devK: /dev/<device>` with the lowest free K, where Proxmox's writer puts
+ * them (options in key order, raw `lxc.*` lines last). Every other byte is
+ * left as it is.
+ */
+function editDevEntriesInPlace(text: string, gpus: readonly number[], majors: NvidiaMajors): PassthroughEdit {
+    const { main, rest } = splitPctConfigText(text);
+    const wanted = wantedDevices(gpus);
+    const present = new Set<string>();
+    const used = new Set<number>();
+    const removed: string[] = [];
+    const kept = linesWithEndings(main).filter((line) => {
+        const bare = withoutEnding(line);
+        const raw = LXC_LINE.exec(bare);
+        if (raw) {
+            if (!isNvidiaLine({ kind: "option", key: raw[1], value: raw[2] }, majors)) return true;
+            removed.push(bare);
+            return false;
+        }
+        const option = OPTION_LINE.exec(bare);
+        const index = option ? DEV_KEY.exec(option[1]) : null;
+        if (!option || !index) return true;
+        const device = devEntryNvidia(option[2]);
+        if (device === undefined || (wanted.includes(device) && !present.has(device))) {
+            if (device !== undefined) present.add(device);
+            used.add(Number(index[1]));
+            return true;
+        }
+        removed.push(bare);
+        return false;
+    });
+    const missing = wanted.filter((d) => !present.has(d));
+    const added: string[] = [];
+    let next = 0;
+    for (const device of missing) {
+        while (used.has(next)) next++;
+        if (next >= MAX_DEV_ENTRIES) throw new PctConfigError(`no free devN entry (dev0 to dev${MAX_DEV_ENTRIES - 1}) for /dev/${device}`);
+        used.add(next);
+        added.push(`dev${next}: /dev/${device}`);
+    }
+    const eol = kept.find((l) => l.endsWith("\r\n")) ? "\r\n" : "\n";
+    for (const entry of added) {
+        // Where Proxmox's own writer (sorted keys, raw lxc.* lines last) would put it.
+        const key = entry.slice(0, entry.indexOf(":"));
+        let at = kept.findIndex((l) => {
+            const bare = withoutEnding(l);
+            if (LXC_LINE.test(bare)) return true;
+            const option = OPTION_LINE.exec(bare);
+            return option !== null && !bare.startsWith("#") && option[1] > key;
+        });
+        if (at < 0) {
+            at = kept.length;
+            while (at > 0 && withoutEnding(kept[at - 1]).trim() === "") at--;
+        }
+        if (at > 0 && !/\n$/.test(kept[at - 1])) kept[at - 1] += eol;
+        kept.splice(at, 0, `${entry}${eol}`);
     }
     return { text: kept.join("") + rest, removed, added };
 }

@@ -13,6 +13,8 @@ export interface ContainerProps {
     connection: Connection;
     container: ContainerConfig;
     deviceMajors: DeviceMajors;
+    /** The host's Proxmox VE release (the GpuHost's `pveversion`): 8.2 and later get `devN` passthrough entries (core/pct-config.ts passthroughForm). Absent in states written before. */
+    proxmoxVersion?: string;
     vmid: number;
     /** Shown by the preview: which declared changes need a container restart. Set by check. */
     restart?: string;

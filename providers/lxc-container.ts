@@ -7,9 +7,10 @@ import {
     editPassthroughInPlace,
     parsePctConfig,
     PctConfigError,
-    passthroughDiff,
+    passthroughForm,
     passthroughFromConfig,
     passthroughMatches,
+    passthroughNeedsEdit,
     PctConfig,
     PctLockedError,
     pctOption,
@@ -49,8 +50,9 @@ async function readContainer(remote: RemoteHost, vmid: number): Promise<LiveCont
 function restartNeeds(inputs: ContainerProps, live: PctConfig): string[] {
     const plan = pctSetArgs(inputs.container, live);
     const needs = plan.changes.filter((c) => c.needsRestart).map((c) => c.field);
-    const passthrough = passthroughDiff(live, inputs.container.gpus, inputs.deviceMajors);
-    if (passthrough.missing.length > 0 || passthrough.extra.length > 0) needs.push("container.gpus (passthrough lines)");
+    const form = passthroughForm(inputs.proxmoxVersion);
+    if (passthroughNeedsEdit(live, inputs.container.gpus, inputs.deviceMajors, form))
+        needs.push(form === "devN" ? "container.gpus (passthrough devN entries)" : "container.gpus (passthrough lines)");
     return needs;
 }
 
@@ -87,8 +89,8 @@ async function converge(run: ProviderRun, id: string, inputs: ContainerProps): P
     }
     const needs = restartNeeds(inputs, live.conf);
     const plan = pctSetArgs(inputs.container, live.conf);
-    const passthrough = passthroughDiff(live.conf, inputs.container.gpus, inputs.deviceMajors);
-    const passthroughChanges = passthrough.missing.length > 0 || passthrough.extra.length > 0;
+    const form = passthroughForm(inputs.proxmoxVersion);
+    const passthroughChanges = passthroughNeedsEdit(live.conf, inputs.container.gpus, inputs.deviceMajors, form);
     const lock = pctOption(live.conf, "lock");
     const stopped = live.status === "stopped";
     if (lock && (plan.argv || passthroughChanges || stopped)) throw new PctLockedError(vmid, lock);
@@ -97,17 +99,20 @@ async function converge(run: ProviderRun, id: string, inputs: ContainerProps): P
         await remote.runChecked(plan.argv);
     }
     if (passthroughChanges) {
-        // pct set cannot write raw lxc.* keys: edit exactly those lines of the file, under the config lock.
+        // pct set cannot write raw lxc.* keys, and a devN entry it writes into a running container stays pending
+        // (before pve-container 6.0.4): edit exactly those lines of the file, under the config lock.
         const paths = pctConfigPaths(vmid);
         try {
             const edited = await editPctConfigFile(remote, paths, (text) => {
-                const edit = editPassthroughInPlace(text, vmid, inputs.container.gpus, inputs.deviceMajors);
+                const edit = editPassthroughInPlace(text, vmid, inputs.container.gpus, inputs.deviceMajors, form);
                 for (const line of edit.removed) say(`[ct${vmid}] ${paths.config}: - ${line}`);
                 for (const line of edit.added) say(`[ct${vmid}] ${paths.config}: + ${line}`);
                 return edit.text;
             });
             if (edited.changed)
-                say(`[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} (other lines and sections kept)`);
+                say(
+                    `[ct${vmid}] GPU passthrough for GPUs ${inputs.container.gpus.join(", ")} written into ${paths.config} as ${form === "devN" ? `devN entries (Proxmox VE ${inputs.proxmoxVersion}: pve-container allows each device's major and minor at start)` : "raw lxc lines"} (other lines and sections kept)`,
+                );
         } catch (e) {
             if (!plan.argv) throw e;
             throw await partialFailure(id, remote, inputs, plan.argv, e as Error);

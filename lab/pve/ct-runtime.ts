@@ -146,6 +146,7 @@ export async function startContainer(info: LabInfo, vmid: number): Promise<void>
             cpus: os.cpus().map((_, i) => i),
             binds: containerBinds(info),
             logFile,
+            deviceNode,
         }),
     );
     prepareRootfs(info, dir, hostname);
@@ -195,4 +196,17 @@ export async function stopContainer(info: LabInfo, vmid: number, opts: StopOptio
     }
     releaseRootfs(dir);
     writeCtState(info, vmid, { status: "stopped" });
+}
+
+/** A host device node's type and numbers (Linux's dev_t: major in bits 8-19 and 32-63 of rdev, minor in 0-7 and 20-31). */
+function deviceNode(devicePath: string): { type: "c" | "b"; major: number; minor: number } | undefined {
+    let st: fs.Stats;
+    try {
+        st = fs.statSync(devicePath);
+    } catch {
+        return undefined;
+    }
+    if (!st.isCharacterDevice() && !st.isBlockDevice()) return undefined;
+    const rdev = st.rdev;
+    return { type: st.isBlockDevice() ? "b" : "c", major: (rdev >> 8) & 0xfff, minor: (rdev & 0xff) | ((rdev >> 12) & 0xfff00) };
 }

@@ -17,6 +17,43 @@ export interface LxcEnvironment {
     /** The lab's bind mounts into the container, in order. */
     binds: BindMount[];
     logFile: string;
+    /** stat of a host device node, as pve-container's get_device_mode_and_rdev: its type and numbers, undefined when it does not exist. */
+    deviceNode: (path: string) => { type: "c" | "b"; major: number; minor: number } | undefined;
+}
+
+/** A `devN` value's properties (pve-container's dev property string; `path` is its default key). */
+function devProperties(value: string): Map<string, string> {
+    return new Map(
+        value.split(",").map((part): [string, string] => {
+            const eq = part.indexOf("=");
+            return eq < 0 ? ["path", part.trim()] : [part.slice(0, eq).trim(), part.slice(eq + 1).trim()];
+        }),
+    );
+}
+
+/**
+ * The `dev0`..`dev255` entries, as update_lxc_config (foreach_passthrough_device)
+ * writes them: the host node stat'd at every start, a cgroup allow line for its
+ * type, major and minor (`rw`, `r` with deny-write), a deny line for writes with
+ * deny-write. A node that does not exist fails the start, as in pve-container.
+ */
+function passthroughDevices(conf: PctConf, env: LxcEnvironment): { allow: string[]; paths: string[] } {
+    const allow: string[] = [];
+    const paths: string[] = [];
+    for (let i = 0; i < 256; i++) {
+        const value = conf.options.get(`dev${i}`);
+        if (value === undefined) continue;
+        const props = devProperties(value);
+        const devicePath = props.get("path");
+        if (!devicePath) throw new Error(`Path is not defined for passthrough device dev${i}`);
+        const node = env.deviceNode(devicePath);
+        if (!node) throw new Error(`Device ${devicePath} does not exist`);
+        const denyWrite = props.get("deny-write") === "1";
+        allow.push(`lxc.cgroup2.devices.allow = ${node.type} ${node.major}:${node.minor} ${denyWrite ? "r" : "rw"}`);
+        if (denyWrite) allow.push(`lxc.cgroup2.devices.deny = ${node.type} ${node.major}:${node.minor} w`);
+        paths.push(devicePath);
+    }
+    return { allow, paths };
 }
 
 /** get_tty_count: `tty`, default 2. */
@@ -65,6 +102,8 @@ export function renderLxcConfig(conf: PctConf, env: LxcEnvironment): string {
     lines.push("lxc.apparmor.profile = unconfined");
     if (features.get("fuse") === "1") lines.push("lxc.mount.entry = /dev/fuse dev/fuse none bind,create=file 0 0");
     if (unprivileged && features.get("force_rw_sys") !== "1") lines.push("lxc.mount.auto = sys:mixed");
+    const devices = passthroughDevices(conf, env);
+    lines.push(...devices.allow);
     lines.push("lxc.monitor.unshare = 1");
     if (!hasDevConsole(conf)) lines.push("lxc.console.path = none", "lxc.cgroup2.devices.deny = c 5:1 rwm");
     lines.push(`lxc.tty.max = ${ttyCount(conf)}`, "lxc.environment = TERM=linux", `lxc.uts.name = ${o.get("hostname") ?? `CT${vmid}`}`);
@@ -110,6 +149,9 @@ export function renderLxcConfig(conf: PctConf, env: LxcEnvironment): string {
     }
     lines.push("# the lab: the container's disk (directories of the lab bound in) and the host's node binary");
     for (const b of env.binds) lines.push(mountEntry(b));
+    // pve-container makes each devN node in a tmpfs (/var/lib/lxc/<vmid>/passthrough, the prestart hook: its mode, uid
+    // and gid) and its autodev hook binds it at /dev/<name>; the lab binds the host's node there instead (its own mode).
+    for (const p of devices.paths) lines.push(`lxc.mount.entry = ${p} ${p.replace(/^\//, "")} none bind,create=file 0 0`);
     // The host's network namespace: its /proc/sys/net is the host's, read-only in the container.
     lines.push("lxc.mount.entry = /proc/sys/net proc/sys/net none bind,ro 0 0");
     lines.push(`lxc.log.file = ${env.logFile}`, "lxc.log.level = WARN");

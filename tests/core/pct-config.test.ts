@@ -8,8 +8,10 @@ import {
     PctLine,
     parsePctConfig,
     passthroughDiff,
+    passthroughForm,
     passthroughFromConfig,
     passthroughMatches,
+    passthroughNeedsEdit,
     pctConfigLock,
     PctLockedError,
     pctOption,
@@ -152,6 +154,7 @@ describe("pct config: GPU passthrough", () => {
             gpus: [0, 1],
             allowedMajors: [195, 508, 226],
             mountedDevices: ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"],
+            devEntries: [],
         });
     });
 
@@ -381,5 +384,77 @@ describe("pct config: in-place edit keeps every byte that is not a passthrough l
             }),
             { numRuns: 500 },
         );
+    });
+});
+
+describe("pct config: devN passthrough entries (PVE 8.2+, pve-container's dev0..dev255)", () => {
+    const SECTIONS = CT129.slice(CT129.indexOf("\n[before-sglang-0511]"));
+    /** The config's main section without its NVIDIA raw lines (the snapshot keeps its own). */
+    const withoutRawNvidia = (text: string) => {
+        const at = text.indexOf("\n[before-sglang-0511]");
+        return text.slice(0, at).replace(/^lxc\.(cgroup2\.devices\.allow: c (195|508):|mount\.entry: \/dev\/nvidia).*\n/gm, "") + text.slice(at);
+    };
+    /** CT129 passing its GPUs by devN entries instead of raw lines (the /dev/dri line and 226 allow kept). */
+    const DEVN = withoutRawNvidia(CT129).replace(
+        "cores: 32\n",
+        "cores: 32\ndev0: /dev/nvidia0\ndev1: path=/dev/nvidia1,mode=0666\ndev2: /dev/nvidiactl\ndev3: /dev/nvidia-uvm\ndev4: /dev/nvidia-uvm-tools,gid=44\n",
+    );
+
+    it("picks devN from Proxmox VE 8.2 on, raw lines before it or when the release is unknown", () => {
+        assert.deepEqual(
+            ["8.1.4", "8.2.0", "8.3.2", "9.0.3", "", undefined].map((v) => passthroughForm(v)),
+            ["raw", "devN", "devN", "devN", "raw", "raw"],
+        );
+    });
+
+    it("reads the GPUs and devices a devN config passes (path= or the positional path), and it is the declared passthrough without allow lines", () => {
+        const live = passthroughFromConfig(parsePctConfig(DEVN));
+        assert.deepEqual(live.gpus, [0, 1]);
+        assert.deepEqual(live.devEntries, ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]);
+        assert.deepEqual(live.mountedDevices, []);
+        assert.equal(passthroughMatches(live, [0, 1], majors), true);
+        assert.equal(passthroughMatches(live, [0, 1], { nvidia: 195, nvidiaUvm: 511 }), true, "pve-container allows the majors the host has at start");
+        assert.equal(passthroughMatches(live, [0], majors), false);
+        const noTools = passthroughFromConfig(parsePctConfig(DEVN.replace("dev4: /dev/nvidia-uvm-tools,gid=44\n", "")));
+        assert.equal(passthroughMatches(noTools, [0, 1], majors), false);
+    });
+
+    it("adopts either form as it is: no edit for a raw config on PVE 8.3, nor for a devN config on either", () => {
+        assert.equal(passthroughNeedsEdit(parsePctConfig(CT129), [0, 1], majors, "devN"), false);
+        assert.equal(passthroughNeedsEdit(parsePctConfig(DEVN), [0, 1], majors, "devN"), false);
+        assert.equal(passthroughNeedsEdit(parsePctConfig(DEVN), [0, 1], majors, "raw"), false);
+        assert.equal(passthroughNeedsEdit(parsePctConfig(CT129), [0], majors, "devN"), true);
+        assert.equal(editPassthroughInPlace(DEVN, 129, [0, 1], majors, "devN").text, DEVN);
+    });
+
+    it("writes a passthrough that must change as devN entries: the raw NVIDIA lines go, the entries where Proxmox writes them (in key order), every other byte kept", () => {
+        const withoutUvmTools = CT129.replace("lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none bind,optional,create=file\n", "");
+        const edit = editPassthroughInPlace(withoutUvmTools, 129, [0, 1], majors, "devN");
+        assert.deepEqual(edit.added, [
+            "dev0: /dev/nvidia0",
+            "dev1: /dev/nvidia1",
+            "dev2: /dev/nvidiactl",
+            "dev3: /dev/nvidia-uvm",
+            "dev4: /dev/nvidia-uvm-tools",
+        ]);
+        assert.equal(edit.removed.length, 6);
+        assert.equal(edit.text, withoutRawNvidia(withoutUvmTools).replace("cores: 32\n", `cores: 32\n${edit.added.join("\n")}\n`));
+        assert.ok(edit.text.endsWith(SECTIONS), "the snapshot and pending sections byte-identical");
+        const live = passthroughFromConfig(parsePctConfig(edit.text));
+        assert.equal(passthroughMatches(live, [0, 1], majors), true);
+    });
+
+    it("keeps a declared device's entry as written and another device's entry, takes out an undeclared GPU's, and adds at the lowest free index", () => {
+        const mixed = DEVN.replace("dev0: /dev/nvidia0\n", "dev0: /dev/dri/renderD128\n");
+        const edit = editPassthroughInPlace(mixed, 129, [0], majors, "devN");
+        assert.deepEqual(edit.removed, ["dev1: path=/dev/nvidia1,mode=0666"]);
+        assert.deepEqual(edit.added, ["dev1: /dev/nvidia0"]);
+        assert.match(edit.text, /^dev0: \/dev\/dri\/renderD128\ndev1: \/dev\/nvidia0\ndev2: \/dev\/nvidiactl\n/m);
+        assert.match(edit.text, /^dev4: \/dev\/nvidia-uvm-tools,gid=44$/m);
+        assert.deepEqual(passthroughFromConfig(parsePctConfig(edit.text)).gpus, [0]);
+    });
+
+    it("refuses a locked container before editing", () => {
+        assert.throws(() => editPassthroughInPlace(CT129.replace("arch: amd64", "lock: backup\narch: amd64"), 129, [0], majors, "devN"), PctLockedError);
     });
 });

@@ -39,6 +39,30 @@ async function mtimeOnBox(labDir: string, file: string): Promise<number> {
     return Number(await onBox(labDir, "container", `python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime)' ${file}`));
 }
 
+/**
+ * Measured: from the staged venv's creation (its pyvenv.cfg) to the rollout's
+ * stop of the old server (the journal's first `Stopping` after the venv was
+ * marked staged), every /health poll answered 200, and there were polls while
+ * pip ran.
+ */
+async function assertServedWhileStaging(labDir: string, polls: HealthPoll[]): Promise<void> {
+    const stagingBegan = await mtimeOnBox(labDir, `${STAGED}/pyvenv.cfg`);
+    const staged = await mtimeOnBox(labDir, `${STAGED}/.sglang-serve-venv`);
+    const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
+    const stopped = stops
+        .split("\n")
+        .map(Number)
+        .find((t) => t > staged);
+    assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
+    const whileStaging = polls.filter((p) => p.at >= stagingBegan && p.at <= staged);
+    assert.ok(whileStaging.length >= 10, `only ${whileStaging.length} /health polls while the release was staged`);
+    assert.deepEqual(
+        polls.filter((p) => p.at < stopped && p.status !== 200),
+        [],
+        "the old server answered /health 200 until the rollout stopped it",
+    );
+}
+
 // Issue 21 item 1 on the lab box (a lab of its own, 127.0.131.x): the stack owns
 // one venv per release; a new sglangVersion is installed for real by pip (the
 // real 0.5.23 wheel and its pins, from the box's wheelhouse) while the old
@@ -47,7 +71,7 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
     this.timeout(900_000);
     const lab = useLab("staging", 131);
 
-    it("adopts the field's venv without a restart; stages 0.5.23 with pip while the old server answers /health 200 throughout, then a 0.5.23 start that fails puts 0.5.11's unit and venv back; the next up reuses the staged venv and 0.5.23 serves", async () => {
+    it("adopts the field's venv without a restart; stages 0.5.23 with pip while the old server answers /health 200 throughout, and a 0.5.23 start that fails puts 0.5.11's unit and venv back (the staged venv kept); on a box without it, one up stages 0.5.23 while 0.5.11 serves and brings 0.5.23 to ready", async () => {
         const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
@@ -88,23 +112,7 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             assert.ok(failed.output.indexOf("staged SGLang 0.5.23") < failed.output.indexOf("] rollout: "), "staged before the rollout began");
             assert.match(failed.output, /previous unit was put back and is ready again/);
 
-            // Measured: from the venv's creation to the old server's stop, every /health answered 200.
-            const stagingBegan = await mtimeOnBox(labDir, `${STAGED}/pyvenv.cfg`);
-            const staged = await mtimeOnBox(labDir, `${STAGED}/.sglang-serve-venv`);
-            const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
-            const stopped = stops
-                .split("\n")
-                .map(Number)
-                .find((t) => t > staged);
-            assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
-            const whileStaging = polls.filter((p) => p.at >= stagingBegan && p.at <= staged);
-            assert.ok(whileStaging.length >= 10, `only ${whileStaging.length} /health polls while the release was staged`);
-            const beforeStop = polls.filter((p) => p.at < stopped!);
-            assert.deepEqual(
-                beforeStop.filter((p) => p.status !== 200),
-                [],
-                "the old server answered /health 200 until the rollout stopped it",
-            );
+            await assertServedWhileStaging(labDir, polls);
 
             // 0.5.11's unit and venv are back and serve; the staged venv stays for the next up.
             const unit = await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`);
@@ -112,10 +120,20 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).version, "0.5.11");
             assert.match(await onBox(labDir, "container", `cat ${STAGED}/.sglang-serve-venv`), /"release":"0\.5\.23","stagedBy":"sglang-serve\/lab"/);
 
+            // The staged venv stays: the next preview has nothing to install.
+            const again = await d.preview();
+            expectExit(again, 0, "preview after the failed start");
+            assert.doesNotMatch(again.output, /is not on the box/);
+
+            // A box without it: one up stages it while the old server serves, then 0.5.23 serves.
+            await onBox(labDir, "container", `rm -rf ${STAGED}`);
             clearFaults(labDir);
+            const served = pollHealth(info);
             const good = await d.up();
-            expectExit(good, 0, "up with 0.5.23 staged");
-            assert.doesNotMatch(good.output, /staging SGLang/, "the staged venv is used as it is");
+            const pollsGood = await served.stop();
+            expectExit(good, 0, "up staging 0.5.23 and serving it");
+            assert.match(good.output, /staged SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 in \d+ s/);
+            await assertServedWhileStaging(labDir, pollsGood);
             assert.match(
                 await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`),
                 /^ExecStart=\/opt\/sglang\/releases\/venv-0\.5\.23\/bin\/sglang serve /m,

@@ -101,7 +101,7 @@ describe("safety on the lab with the real engine: two stacks, one server; the AP
         expectExit(await kpro5.run(["refresh", "--preview-only", "--expect-no-changes"]), 0, "kpro5 sees no drift");
     });
 
-    it("a passthrough change keeps the [snapshot] and [pve:pending] sections and every other line byte-identical", async () => {
+    it("a passthrough change on Proxmox VE 8.3 is written as devN entries in place of the raw lines, keeping the [snapshot] and [pve:pending] sections and every other line byte-identical", async () => {
         const original = (await labExec("host", `cat ${CONF}`, { labDir })).stdout;
         assert.ok(original.includes(UVM_TOOLS), original);
         const main = original.replace(`${UVM_TOOLS}\n`, "");
@@ -110,13 +110,30 @@ describe("safety on the lab with the real engine: two stacks, one server; the AP
         await writeOnHost(labDir, CONF, edited);
         const up = await kpro5.up();
         expectExit(up, 0, "up repairs the passthrough");
-        const after = await labExec("host", `cat ${CONF}`, { labDir });
-        assert.equal(after.stdout, `${main.trimEnd()}\n${UVM_TOOLS}${sections}`);
+        assert.match(up.output, /written into \/etc\/pve\/lxc\/129\.conf as devN entries \(Proxmox VE 8\.3\.2: /);
+        const after = (await labExec("host", `cat ${CONF}`, { labDir })).stdout;
+        assert.ok(after.endsWith(sections), after);
+        const afterMain = after.slice(0, after.length - sections.length);
+        const nvidia = /^(lxc\.(cgroup2\.devices\.allow: c (195|508):|mount\.entry: \/dev\/nvidia)|dev\d+: )/;
+        const others = (text: string) =>
+            text
+                .trimEnd()
+                .split("\n")
+                .filter((l) => !nvidia.test(l));
+        assert.deepEqual(others(afterMain), others(main), "every other line as it was, in order");
+        assert.deepEqual(
+            afterMain.split("\n").filter((l) => /^dev\d+: /.test(l)),
+            ["dev0: /dev/nvidia0", "dev1: /dev/nvidia1", "dev2: /dev/nvidiactl", "dev3: /dev/nvidia-uvm", "dev4: /dev/nvidia-uvm-tools"],
+        );
+        assert.doesNotMatch(afterMain, /^lxc\.(cgroup2\.devices\.allow: c (195|508):|mount\.entry: \/dev\/nvidia)/m, "the raw NVIDIA lines are gone");
+        expectExit(await kpro5.run(["preview", "--expect-no-changes"]), 0, "the devN passthrough is the declared one");
     });
 
     it("a locked container is refused, naming the lock, and its config is left as it was", async () => {
         const current = (await labExec("host", `cat ${CONF}`, { labDir })).stdout;
-        const locked = current.replace(`${UVM_TOOLS}\n`, "").replace(/^arch: /m, "lock: backup\narch: ");
+        // Without the uvm-tools passthrough (a devN entry since the repair above): a change the lock refuses.
+        const locked = current.replace(/^dev\d+: \/dev\/nvidia-uvm-tools\n/m, "").replace(/^arch: /m, "lock: backup\narch: ");
+        assert.notEqual(locked.replace("lock: backup\n", ""), current, "a passthrough to repair");
         await writeOnHost(labDir, CONF, locked);
         try {
             const up = await kpro5.up();

@@ -14,6 +14,13 @@ const env = (over: Partial<LxcEnvironment> = {}): LxcEnvironment => ({
         { target: "/proc/devices", source: "/lab/proc-devices", file: true, readOnly: true },
     ],
     logFile: "/var/log/lxc/129.log",
+    // The host's NVIDIA nodes as the lab makes them for two GPUs (195 and nvidia-uvm's 508).
+    deviceNode: (p) => {
+        const m = /^\/dev\/nvidia([01]|ctl|-uvm|-uvm-tools)$/.exec(p);
+        if (!m) return undefined;
+        const minor = m[1] === "ctl" ? 255 : m[1] === "-uvm" ? 0 : m[1] === "-uvm-tools" ? 1 : Number(m[1]);
+        return { type: "c", major: m[1]!.startsWith("-uvm") ? 508 : 195, minor };
+    },
     ...over,
 });
 
@@ -82,5 +89,29 @@ describe("lab LXC config (update_lxc_config)", () => {
         assert.ok(l.includes("lxc.cgroup2.devices.deny = c 5:1 rwm"));
         assert.ok(l.some((x) => x.startsWith("# net0: name=eth0,bridge=vmbr0") && x.includes("not created")));
         assert.ok(!l.some((x) => x.startsWith("lxc.net.0.type = veth")));
+    });
+
+    it("allows each devN entry's node by the type, major and minor the host has at this start, and binds it at its path, as pve-container does", () => {
+        const conf = fieldContainerConf(129, "llm-two", []);
+        conf.options.set("dev0", "/dev/nvidia0");
+        conf.options.set("dev1", "path=/dev/nvidia-uvm,mode=0666");
+        conf.options.set("dev3", "/dev/nvidia1,deny-write=1");
+        const l = lines(renderLxcConfig(conf, env()));
+        const allow = l.filter((x) => x.startsWith("lxc.cgroup2.devices."));
+        assert.deepEqual(allow, [
+            "lxc.cgroup2.devices.allow = c 195:0 rw",
+            "lxc.cgroup2.devices.allow = c 508:0 rw",
+            "lxc.cgroup2.devices.allow = c 195:1 r",
+            "lxc.cgroup2.devices.deny = c 195:1 w",
+        ]);
+        assert.ok(l.indexOf(allow[0]!) < l.indexOf("lxc.monitor.unshare = 1"), "written where update_lxc_config writes them");
+        assert.ok(l.includes("lxc.mount.entry = /dev/nvidia-uvm dev/nvidia-uvm none bind,create=file 0 0"));
+        // A driver update that moves nvidia-uvm's major: the next start allows the new one, with no edit of the config.
+        const moved = lines(
+            renderLxcConfig(conf, env({ deviceNode: (p) => (p === "/dev/nvidia-uvm" ? { type: "c", major: 511, minor: 0 } : env().deviceNode(p)) })),
+        );
+        assert.ok(moved.includes("lxc.cgroup2.devices.allow = c 511:0 rw"));
+        conf.options.set("dev4", "/dev/nvidia7");
+        assert.throws(() => renderLxcConfig(conf, env()), /^Error: Device \/dev\/nvidia7 does not exist$/);
     });
 });

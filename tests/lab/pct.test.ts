@@ -174,6 +174,35 @@ describe("lab pct", function () {
         await ok("host", "cat > /etc/pve/lxc/129.conf", conf);
     });
 
+    it("passes the GPUs by pve-container's devN entries alone: each host node stat'd and allowed by its own major and minor at start", async function () {
+        this.timeout(60_000);
+        const conf = await ok("host", "cat /etc/pve/lxc/129.conf");
+        assert.ok(!conf.includes("\n["), "no snapshot sections in the lab's config");
+        const entries = ["dev0: /dev/nvidia0", "dev1: /dev/nvidia1", "dev2: /dev/nvidiactl", "dev3: /dev/nvidia-uvm", "dev4: /dev/nvidia-uvm-tools"];
+        const devN =
+            [
+                ...conf
+                    .trimEnd()
+                    .split("\n")
+                    .filter((l) => !/^lxc\.(cgroup2\.devices\.allow: c (195|508):|mount\.entry: \/dev\/nvidia)/.test(l)),
+                ...entries,
+            ].join("\n") + "\n";
+        await ok("host", "cat > /etc/pve/lxc/129.conf", devN);
+        try {
+            await ok("host", "pct reboot 129");
+            const lxc = await ok("host", "cat $(sed -n 's/^lxc.lxcpath = //p' /etc/lxc/lxc.conf)/129/config");
+            for (const allow of ["c 195:0 rw", "c 195:1 rw", "c 195:255 rw", "c 508:0 rw", "c 508:1 rw"])
+                assert.match(lxc, new RegExp(`^lxc\\.cgroup2\\.devices\\.allow = ${allow}$`, "m"));
+            assert.doesNotMatch(lxc, /c 195:\* rwm/);
+            assert.equal((await ok("host", "pct exec 129 -- nvidia-smi -L")).trim().split("\n").length, 2);
+            // Allowed by the cgroup: the node opens as far as the (absent) driver (ENXIO), not EPERM.
+            assert.match((await exec("host", "pct exec 129 -- sh -c 'exec 3<>/dev/nvidia-uvm'")).stderr, /No such device or address/);
+        } finally {
+            await ok("host", "cat > /etc/pve/lxc/129.conf", conf);
+            await ok("host", "pct reboot 129");
+        }
+    });
+
     it("writes LXC's config from the PVE config at start, the passthrough lines verbatim", async () => {
         const lxc = await ok("host", "cat $(sed -n 's/^lxc.lxcpath = //p' /etc/lxc/lxc.conf)/129/config");
         assert.match(lxc, /^lxc\.uts\.name = llm-two$/m);

@@ -270,6 +270,35 @@ describe("LxcContainer provider against the fake box", function () {
             assert.deepEqual(box.callsOf("pct set"), [], "pct set cannot write raw lxc.* keys");
         });
 
+        it("on Proxmox VE 8.2 and later writes a passthrough that must change as devN entries, in place of the raw lines, and says so", async () => {
+            const without = PASSTHROUGH.filter((l) => !l.includes("nvidia-uvm-tools"));
+            box.write(CONF_PATH, fieldConf(without), 0o640);
+            const { outs } = await create(inputs({}, { proxmoxVersion: "8.3.2" }));
+            const devN = ["dev0: /dev/nvidia0", "dev1: /dev/nvidia1", "dev2: /dev/nvidiactl", "dev3: /dev/nvidia-uvm", "dev4: /dev/nvidia-uvm-tools"];
+            assert.equal(box.read(CONF_PATH), fieldConf([]).replace("cores: 32\n", `cores: 32\n${devN.join("\n")}\n`));
+            assert.deepEqual(outs.passthrough.gpus, [0, 1]);
+            assert.deepEqual(outs.passthrough.devEntries, ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]);
+            assert.deepEqual(outs.pendingRestart, ["container.gpus (passthrough devN entries)"]);
+            assert.ok(
+                box.said.some((l) => /written into \/etc\/pve\/lxc\/129\.conf as devN entries \(Proxmox VE 8\.3\.2: /.test(l)),
+                box.said.join("\n"),
+            );
+        });
+
+        it("adopts a container that passes the GPUs in either form as it is, on Proxmox VE 8.3", async () => {
+            const { outs } = await create(inputs({}, { proxmoxVersion: "8.3.2" }));
+            assert.equal(box.read(CONF_PATH), fieldConf(), "the raw lines stay");
+            assert.deepEqual(outs.pendingRestart, []);
+            const devN = fieldConf([]).replace(
+                "cores: 32\n",
+                "cores: 32\ndev0: /dev/nvidia0\ndev1: /dev/nvidia1,mode=0666\ndev2: /dev/nvidiactl\ndev3: /dev/nvidia-uvm\ndev4: /dev/nvidia-uvm-tools\n",
+            );
+            box.write(CONF_PATH, devN, 0o640);
+            const adopted = await create(inputs({}, { proxmoxVersion: "8.3.2" }));
+            assert.equal(box.read(CONF_PATH), devN);
+            assert.deepEqual(adopted.outs.pendingRestart, []);
+        });
+
         it("takes out the passthrough lines of a GPU no longer declared, and only those", async () => {
             const { outs } = await create(inputs({ gpus: [0] }));
             assert.equal(box.read(CONF_PATH), fieldConf(PASSTHROUGH.filter((l) => !l.includes("/dev/nvidia1 "))));
