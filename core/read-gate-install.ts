@@ -18,7 +18,12 @@ const HEREDOC_END = "SGLANG_SERVE_READ_GATE_END";
  * folders its box-facts read may use (service.python, service.model.path and
  * the drafter's path, from the stack file), pinned in the key's line.
  */
-export type GateScope = ({ vmids: readonly number[] } | { direct: true }) & { pythons?: readonly string[]; models?: readonly string[] };
+export type GateScope = ({ vmids: readonly number[] } | { direct: true }) & {
+    pythons?: readonly string[];
+    models?: readonly string[];
+    /** service.venv.root: the gate allows `<root>/venv-<x.y.z>/bin/python3`, each release's venv the stack stages there. */
+    venvRoots?: readonly string[];
+};
 
 export interface ReadKeyOptions {
     /** The read-only key's public line, as in its .pub file. */
@@ -94,7 +99,7 @@ function gatePathOf(opts: ReadKeyOptions): string {
 
 /** The gate's arguments for a scope: `--vmid 129` (repeated) or `--direct`, then `--python P` and `--model M` (each repeatable). */
 export function gateArgs(scope: GateScope): string[] {
-    const pins = [...pinArgs("--python", scope.pythons), ...pinArgs("--model", scope.models)];
+    const pins = [...pinArgs("--python", scope.pythons), ...pinArgs("--model", scope.models), ...pinArgs("--venv-root", scope.venvRoots)];
     if ("direct" in scope) return ["--direct", ...pins];
     if (scope.vmids.length === 0) throw new ReadGateOptionError("give --vmid <vmid> (the container the key may read through pct) or --direct");
     for (const v of scope.vmids) {
@@ -105,10 +110,10 @@ export function gateArgs(scope: GateScope): string[] {
 }
 
 /** A pinned path goes into command="..." and the gate compares it as is: absolute, plain characters, no "..", at most 256 characters. */
-function pinArgs(option: "--python" | "--model", paths: readonly string[] | undefined): string[] {
+function pinArgs(option: "--python" | "--model" | "--venv-root", paths: readonly string[] | undefined): string[] {
     return [...new Set(paths ?? [])].sort().flatMap((p) => {
         if (!SAFE_PATH.test(p) || p.length > 256 || p.split("/").includes("..")) {
-            const field = option === "--python" ? "service.python" : "service.model.path";
+            const field = { "--python": "service.python", "--model": "service.model.path", "--venv-root": "service.venv.root" }[option];
             throw new ReadGateOptionError(
                 `${option} ${JSON.stringify(p)} (${field}) must be an absolute path of letters, digits and ._/+-, without "..", at most 256 characters`,
             );

@@ -14,9 +14,9 @@ export const STAGED_MARKER = ".sglang-serve-venv";
 /** Present while a venv is being staged; a venv that still has it was interrupted, and the next rollout stages it again. */
 export const STAGING_MARKER = ".sglang-serve-staging";
 
-/** The venv directory of a python path (`<dir>/bin/python3` -> `<dir>`). */
-export function venvDirOf(python: string): string {
-    return python.replace(/\/bin\/[^/]+$/, "");
+/** A venv's interpreter, as the unit runs it. */
+export function venvPython(dir: string): string {
+    return `${dir}/bin/python3`;
 }
 
 /** The declared release's venv: adopted as it is, else `<root>/venv-<version>`. */
@@ -28,7 +28,7 @@ export function releaseVenvDir(venv: Pick<VenvConfig, "root" | "adopt">, version
 export function servicePython(service: { python?: string; venv?: Pick<VenvConfig, "root" | "adopt">; sglangVersion: string }): string {
     if (service.python !== undefined) return service.python;
     if (service.venv === undefined) throw new Error("service.python or service.venv must be set (the config rules say so)");
-    return `${releaseVenvDir(service.venv, service.sglangVersion)}/bin/python3`;
+    return venvPython(releaseVenvDir(service.venv, service.sglangVersion));
 }
 
 /** What the rollout needs to stage and prune the declared release's venv (a prop of the SglangService). */
@@ -70,7 +70,7 @@ export function venvPlanOf(service: ServiceConfig, argv: readonly string[]): Ven
     return {
         release: service.sglangVersion,
         dir,
-        python: `${dir}/bin/python3`,
+        python: venvPython(dir),
         adopted: venv.adopt[service.sglangVersion] !== undefined,
         root: venv.root.replace(/\/+$/, ""),
         basePython: venv.basePython,

@@ -37,7 +37,7 @@ import {
 } from "../core/read-gate-install";
 import { rawConfigFromStackYaml } from "./render";
 import { isRecord } from "../core/is-record";
-import { servicePython } from "../core/venv-layout";
+import { venvPython } from "../core/venv-layout";
 
 const repo = path.resolve(__dirname, "..");
 export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");
@@ -49,6 +49,7 @@ interface Options {
     direct: boolean;
     pythons: string[];
     models: string[];
+    venvRoots: string[];
     gatePath?: string;
     authorizedKeys?: string;
     from?: string;
@@ -56,10 +57,21 @@ interface Options {
     rest: string[];
 }
 
-const VALUE_OPTIONS = new Set(["--public-key", "--stack", "--vmid", "--python", "--model", "--gate-path", "--authorized-keys", "--from", "--comment"]);
+const VALUE_OPTIONS = new Set([
+    "--public-key",
+    "--stack",
+    "--vmid",
+    "--python",
+    "--model",
+    "--venv-root",
+    "--gate-path",
+    "--authorized-keys",
+    "--from",
+    "--comment",
+]);
 
 function parseOptions(args: string[]): Options {
-    const o: Options = { vmids: [], direct: false, pythons: [], models: [], rest: [] };
+    const o: Options = { vmids: [], direct: false, pythons: [], models: [], venvRoots: [], rest: [] };
     for (let i = 0; i < args.length; i++) {
         const a = args[i]!;
         if (a === "--direct") {
@@ -90,6 +102,9 @@ function parseOptions(args: string[]): Options {
             case "--model":
                 o.models.push(v);
                 break;
+            case "--venv-root":
+                o.venvRoots.push(v);
+                break;
             case "--gate-path":
                 o.gatePath = v;
                 break;
@@ -115,15 +130,15 @@ function parseOptions(args: string[]): Options {
 export function scopeOf(o: Options, projectDir = repo): GateScope {
     const given = (o.vmids.length > 0 ? 1 : 0) + (o.direct ? 1 : 0) + (o.stack !== undefined ? 1 : 0);
     if (given !== 1) throw new ReadGateOptionError("give exactly one of --stack <name>, --vmid <vmid> (repeatable) or --direct");
-    const pins = { pythons: o.pythons, models: o.models };
+    const pins = { pythons: o.pythons, models: o.models, venvRoots: o.venvRoots };
     if (o.direct) return { direct: true, ...pins };
     if (o.vmids.length > 0) return { vmids: o.vmids, ...pins };
     const file = path.join(projectDir, `Pulumi.${o.stack}.yaml`);
     if (!/^[A-Za-z0-9_.-]{1,100}$/.test(o.stack!) || !fs.existsSync(file)) {
         throw new ReadGateOptionError(`--stack ${o.stack}: no ${file}; give an existing stack, or --vmid <vmid> / --direct`);
     }
-    if (o.pythons.length > 0 || o.models.length > 0)
-        throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python or --model with it");
+    if (o.pythons.length > 0 || o.models.length > 0 || o.venvRoots.length > 0)
+        throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python, --model or --venv-root with it");
     const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
     const stackPins = pinsOf(raw.service, file);
     const host = isRecord(raw.host) ? raw.host : {};
@@ -139,31 +154,27 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
 }
 
 /**
- * The python (service.python, or the declared release's venv under
- * service.venv), service.model.path and service.speculative.draftModelPath of
- * a stack file. A venv stack's pin follows its sglangVersion: install the gate
- * again after an upgrade.
+ * The pins of a stack file: service.python, or for service.venv its root (any
+ * release's venv the stack stages there, so an upgrade's preview reads too)
+ * and the adopted venvs' pythons; service.model.path and
+ * service.speculative.draftModelPath.
  */
-function pinsOf(service: unknown, file: string): { pythons: string[]; models: string[] } {
+function pinsOf(service: unknown, file: string): { pythons: string[]; models: string[]; venvRoots: string[] } {
     const s = isRecord(service) ? service : {};
     const model = isRecord(s.model) ? s.model.path : undefined;
     const drafter = isRecord(s.speculative) ? s.speculative.draftModelPath : undefined;
-    const venv = isRecord(s.venv) && typeof s.venv.root === "string" && typeof s.sglangVersion === "string" ? s.venv : undefined;
-    const python =
-        typeof s.python === "string"
-            ? s.python
-            : venv
-              ? servicePython({
-                    sglangVersion: String(s.sglangVersion),
-                    venv: { root: String(venv.root), adopt: isRecord(venv.adopt) ? (venv.adopt as Record<string, string>) : {} },
-                })
-              : undefined;
-    if (python === undefined || typeof model !== "string") {
+    const venv = isRecord(s.venv) && typeof s.venv.root === "string" ? s.venv : undefined;
+    const adopted = venv && isRecord(venv.adopt) ? Object.values(venv.adopt).filter((d): d is string => typeof d === "string") : [];
+    if ((typeof s.python !== "string" && !venv) || typeof model !== "string") {
         throw new ReadGateOptionError(
             `${file} has no service.python (or service.venv) and service.model.path (the gate pins them); set them, or give --vmid/--direct with --python and --model`,
         );
     }
-    return { pythons: [python], models: typeof drafter === "string" ? [model, drafter] : [model] };
+    return {
+        pythons: typeof s.python === "string" ? [s.python] : adopted.map(venvPython),
+        models: typeof drafter === "string" ? [model, drafter] : [model],
+        venvRoots: venv ? [String(venv.root)] : [],
+    };
 }
 
 function readPublicKey(o: Options): string {
@@ -190,7 +201,7 @@ export function runReadGate(args: string[], projectDir = repo): ReadGateRun {
             case "install-script": {
                 const publicKey = readPublicKey(o);
                 const scope = scopeOf(o, projectDir);
-                if (!scope.pythons?.length || !scope.models?.length) {
+                if ((!scope.pythons?.length && !scope.venvRoots?.length) || !scope.models?.length) {
                     throw new ReadGateOptionError(
                         "give --python <service.python> and --model <service.model.path> (repeat --model for the drafter's path), or --stack <name>: the gate pins the box-facts read to them",
                     );

@@ -93,6 +93,13 @@ describe("read-only gate: the authorized_keys line and the install script", func
         );
         const eagle = runReadGate(["line", "--stack", "eagle", "--public-key", `${key.file}.pub`], project);
         assert.match(eagle.stdout, /--direct --python \/opt\/v\/bin\/python3 --model \/models\/drafter --model \/models\/m",restrict /);
+        // A stack that stages its releases (service.venv): the adopted venvs' pythons and the root, for every release's venv there.
+        fs.writeFileSync(
+            path.join(project, "Pulumi.staged.yaml"),
+            'config:\n  sglang-serve:host:\n    topology: direct\n  sglang-serve:service:\n    sglangVersion: 0.5.23\n    venv:\n      root: /opt/sglang\n      adopt:\n        "0.5.11": /opt/sglang/venv\n    model:\n      path: /models/m\n',
+        );
+        const staged = runReadGate(["line", "--stack", "staged", "--public-key", `${key.file}.pub`], project);
+        assert.match(staged.stdout, /--direct --python \/opt\/sglang\/venv\/bin\/python3 --model \/models\/m --venv-root \/opt\/sglang",restrict /);
         for (const [args, message] of [
             [["line", "--public-key", `${key.file}.pub`], /give exactly one of --stack <name>, --vmid <vmid> \(repeatable\) or --direct/],
             [["line", "--stack", "nope", "--public-key", `${key.file}.pub`], /--stack nope: no .*Pulumi\.nope\.yaml/],

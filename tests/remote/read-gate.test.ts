@@ -212,7 +212,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /a python program that is not one of this gate's reads \(gate version 4; reinstall the gate/);
+        assert.match(reasons[0]!, /a python program that is not one of this gate's reads \(gate version 5; reinstall the gate/);
         assert.match(reasons[4]!, /server-info: the timeout 3601 is not 1 to 3600 seconds/);
     });
 
@@ -248,7 +248,7 @@ describe("read-only gate: everything else is refused", () => {
         assert.equal(r.stdout, "");
         assert.match(
             r.stderr,
-            /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands \(gate version 4\)\./,
+            /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands \(gate version 5\)\./,
         );
         assert.match(r.stderr, /need the deploy key/);
         const login = await runGate(PCT, undefined);
@@ -691,6 +691,26 @@ describe("read-only gate: the box-facts read", function () {
             assert.match(r, /^box-facts: model \S+ is not the one this key's line pins \(--model \/models\/Qwen3\.6-27B\); reinstall/);
         const [unpinned] = refused([command("pct-exec", FIELD_PYTHON, FIELD_MODEL)], ["--vmid", "129"]);
         assert.match(unpinned!, /python \/opt\/sglang\/venv\/bin\/python3 is not the one this key's line pins \(--python none\)/);
+    });
+
+    it("with --venv-root, allows the python of any release's venv the stack stages there, and nothing else under or beside it", () => {
+        const scope = ["--vmid", "129", "--venv-root", "/opt/sglang", "--model", FIELD_MODEL];
+        allowed(
+            [command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3", FIELD_MODEL), command("pct-exec", "/opt/sglang/venv-0.6.0/bin/python3", FIELD_MODEL)],
+            scope,
+        );
+        const reasons = refused(
+            [
+                command("pct-exec", "/opt/sglang/venv/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3.11", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/venv-x/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/x/venv-0.5.23/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang2/venv-0.5.23/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/venv-0.5.23/../../../tmp/venv-0.5.23/bin/python3", FIELD_MODEL),
+            ],
+            scope,
+        );
+        for (const r of reasons) assert.match(r, /^box-facts: python \S+ is not the one this key's line pins \(--python none\)/);
     });
 
     it("refuses a changed program, another interpreter for the check, another distribution", () => {
