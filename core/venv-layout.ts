@@ -118,7 +118,7 @@ mkdir -p "$venv"
 echo "sglang-serve: creating the venv with $base"
 if [ "$ssp" = 1 ]; then "$base" -m venv --system-site-packages "$venv"; else "$base" -m venv "$venv"; fi
 echo "sglang-serve: pip install $*"
-"$venv/bin/python3" -m pip install --no-input --disable-pip-version-check --root-user-action=ignore --progress-bar off "$@"
+"$venv/bin/python3" -m pip install --no-input --disable-pip-version-check --progress-bar off "$@"
 echo "sglang-serve: pip finished"
 `;
 
@@ -142,8 +142,8 @@ export function stageArgv(plan: VenvPlan, unitName: string): string[] {
         "--collect",
         "--quiet",
         `--property=RuntimeMaxSec=${plan.installTimeoutSeconds}`,
-        // pip's own environment only: no proxy or index settings leak in from the unit manager.
-        "--setenv=PIP_NO_INPUT=1",
+        // As a variable, not --root-user-action (pip 22.1+): an older pip from the box's ensurepip ignores it.
+        "--setenv=PIP_ROOT_USER_ACTION=ignore",
         "sh",
         "-c",
         STAGE_SCRIPT,

@@ -108,6 +108,7 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             assert.notEqual(failed.code, 0, failed.output);
             assert.match(failed.output, /staging SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 while the running server serves/);
             assert.match(failed.output, /pip: Successfully installed .*sglang-0\.5\.23/);
+            assert.doesNotMatch(failed.output, /pip: WARNING/, "a normal install prints nothing that looks like an error");
             assert.match(failed.output, /staged SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 in \d+ s; its own parser takes the server's flags/);
             assert.ok(failed.output.indexOf("staged SGLang 0.5.23") < failed.output.indexOf("] rollout: "), "staged before the rollout began");
             assert.match(failed.output, /previous unit was put back and is ready again/);

@@ -83,6 +83,7 @@ describe("staging a release's venv on the box (remote/venv-staging.ts)", () => {
         const start = box.calls[0]!;
         assert.deepEqual(start.slice(0, 3), ["systemd-run", "--unit=sglang-qwen-stage.service", "--collect"]);
         assert.ok(start.includes("--property=RuntimeMaxSec=1800"));
+        assert.ok(start.includes("--setenv=PIP_ROOT_USER_ACTION=ignore"), "pip's warning about root, off for any pip release");
         const parser = box.calls.find((c) => c[0] === "env")!;
         assert.deepEqual(parser.slice(0, 6), ["env", "CUDA_VISIBLE_DEVICES=", "/opt/sglang/venv-0.5.23/bin/python3", "-I", "-c", RELEASE_PARSER_SCRIPT]);
         assert.equal(parser[6], "--model-path");
