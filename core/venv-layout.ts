@@ -4,7 +4,7 @@
  * while the running server serves (STAGE_SCRIPT), how it checks what pip
  * installed with the release's own parser before anything stops
  * (RELEASE_PARSER_SCRIPT), and which old venvs go after a successful rollout
- * (PRUNE_SCRIPT). Pure: the commands are run by providers/venv-staging.ts.
+ * (PRUNE_SCRIPT). Pure: the commands are run by remote/venv-staging.ts.
  */
 import type { ServiceConfig, VenvConfig } from "./config-schema";
 import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY } from "./systemd-unit";
@@ -36,8 +36,6 @@ export interface VenvPlan {
     release: string;
     dir: string;
     python: string;
-    /** An adopted venv is used as it is: never installed, never removed. */
-    adopted: boolean;
     root: string;
     basePython: string;
     systemSitePackages: boolean;
@@ -71,7 +69,6 @@ export function venvPlanOf(service: ServiceConfig, argv: readonly string[]): Ven
         release: service.sglangVersion,
         dir,
         python: venvPython(dir),
-        adopted: venv.adopt[service.sglangVersion] !== undefined,
         root: venv.root.replace(/\/+$/, ""),
         basePython: venv.basePython,
         systemSitePackages: venv.systemSitePackages,

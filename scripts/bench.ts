@@ -4,7 +4,7 @@
 //
 //   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
-//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime profile readiness crash fleet stacks
+//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash fleet stacks
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3
 //   npm run bench -- --fleet 1,4,16 --stacks 1,4,16 --fleet-runs 3
 //   npm run bench -- --ref HEAD            the project as committed (default: the work tree as it is)
@@ -32,11 +32,12 @@ import { phaseProfile } from "../bench/phases/profile";
 import { phaseRefresh } from "../bench/phases/refresh";
 import { phaseCrash, phaseReadiness } from "../bench/phases/rollouts";
 import { phaseUp } from "../bench/phases/up";
+import { phaseUpgrade } from "../bench/phases/upgrade";
 import { phaseVerdict } from "../bench/phases/verdict";
 
 const repo = path.resolve(__dirname, "..");
 const API_KEY = "bench-lab-api-key-0123456789abcdef";
-const PHASES = ["preview", "verdict", "refresh", "up", "downtime", "profile", "readiness", "crash", "fleet", "stacks"] as const;
+const PHASES = ["preview", "verdict", "refresh", "up", "downtime", "upgrade", "profile", "readiness", "crash", "fleet", "stacks"] as const;
 type Phase = (typeof PHASES)[number];
 
 // ---------------------------------------------------------------------------
@@ -178,6 +179,8 @@ async function main(): Promise<void> {
             if (phases.has("refresh")) await phaseRefresh(report, d, floors, info, RUNS);
             if (phases.has("up")) await phaseUp(report, d, info, labDir, RUNS);
             if (phases.has("downtime")) await phaseDowntime(report, d, config, labDir, info, RUNS);
+            // Each run installs a release with pip: a few of them say what it costs.
+            if (phases.has("upgrade")) await phaseUpgrade(report, d, config, labDir, info, Math.min(RUNS, 3));
             if (phases.has("profile")) await phaseProfile(report, tree, d, floors["transpile-only"], info);
             if (phases.has("readiness")) await phaseReadiness(report, d, config, labDir, info, { rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS });
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);

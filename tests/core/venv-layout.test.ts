@@ -57,7 +57,7 @@ describe("the venvs the stack owns (core/venv-layout.ts)", () => {
             "--prefer-binary",
         ]);
         assert.deepEqual(plan.requirements, ["sglang==0.5.23", "torch==2.9.1", "flashinfer-python==0.5.3"]);
-        assert.equal(plan.adopted, false);
+        assert.equal(plan.dir, "/opt/sglang/venv-0.5.23");
         assert.equal(plan.keepPrevious, 1);
         assert.equal(plan.parserArgv[0], "--model-path");
         assert.ok(!plan.parserArgv.includes("--config") && !plan.parserArgv.includes("/etc/sglang/qwen.yaml"));
