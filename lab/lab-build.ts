@@ -38,7 +38,14 @@ export function buildStandIns(repo: string): string {
     // Old builds: dropped after a day (a lab still running on one keeps working until then).
     for (const e of fs.readdirSync(root)) {
         const p = path.join(root, e);
-        if (p !== out && Date.now() - fs.statSync(p).mtimeMs > 86_400_000) fs.rmSync(p, { recursive: true, force: true });
+        if (p === out) continue;
+        let mtimeMs: number;
+        try {
+            mtimeMs = fs.statSync(p).mtimeMs;
+        } catch {
+            continue; // another lab's build in flight, renamed or removed since the listing
+        }
+        if (Date.now() - mtimeMs > 86_400_000) fs.rmSync(p, { recursive: true, force: true });
     }
     return out;
 }
