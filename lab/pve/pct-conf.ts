@@ -112,27 +112,3 @@ export function passthroughEntries(devs: NvidiaDevice[]): Array<[string, string]
         ...devs.map((d): [string, string] => ["lxc.mount.entry", `/dev/${d.name} dev/${d.name} none bind,optional,create=file`]),
     ];
 }
-
-function allowed(conf: PctConf, dev: NvidiaDevice): boolean {
-    return conf.lxc.some(([k, v]) => {
-        if (k !== "lxc.cgroup2.devices.allow") return false;
-        const m = /^(a|c)\s*(?:(\d+|\*):(\d+|\*))?\s*([rwm]*)$/.exec(v.trim());
-        if (!m) return false;
-        if (m[1] === "a") return true;
-        return (m[2] === "*" || Number(m[2]) === dev.major) && (m[3] === "*" || Number(m[3]) === dev.minor) && /r/.test(m[4] ?? "") && /w/.test(m[4] ?? "");
-    });
-}
-
-/**
- * Devices the container sees when it starts with this config: bind-mounted by an
- * lxc.mount.entry (or a PVE 8 devN: entry) and allowed by the cgroup.
- */
-export function visibleDevices(conf: PctConf, hostDevs: NvidiaDevice[]): NvidiaDevice[] {
-    return hostDevs.filter((d) => {
-        const mounted = conf.lxc.some(([k, v]) => k === "lxc.mount.entry" && v.trim().split(/\s+/)[0] === `/dev/${d.name}`);
-        const devEntry = [...conf.options].some(
-            ([k, v]) => /^dev\d+$/.test(k) && v.split(",").some((p) => p === `/dev/${d.name}` || p === `path=/dev/${d.name}`),
-        );
-        return devEntry || (mounted && allowed(conf, d));
-    });
-}
