@@ -2,6 +2,7 @@ import { BoxContradiction, boxContradictions, BoxExpectations, BoxFacts, boxFact
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
+import type { VenvPlan } from "../core/venv-layout";
 
 /** The box's facts, or why they could not be read (a missing python, say). */
 export type BoxFactsRead = BoxFacts | { error: string };
@@ -49,6 +50,16 @@ export async function boxFactsForCheck(run: ProviderRun, olds: Partial<ServiceOu
     if (!read || !before || !expect) return read;
     if (before.python === expect.python && before.modelPath === expect.modelPath) return read;
     return readBoxFacts(run.remoteFor(news.connection, "server"), expect);
+}
+
+/**
+ * Whether the rollout stages the declared release's venv before it stops
+ * anything (remote/venv-staging.ts): service.venv, and the box's facts say its
+ * python is not there yet or its staging was cut short (the contradictions
+ * let that through only for a venv the stack stages).
+ */
+export function stagesRelease(props: ServiceProps, facts: BoxFactsRead | undefined): props is ServiceProps & { venv: VenvPlan } {
+    return props.venv !== undefined && facts !== undefined && !("error" in facts) && facts.python !== undefined;
 }
 
 /** The contradictions between what is declared and what the box says (none when the facts could not be read: see assertBoxServes). */

@@ -11,7 +11,7 @@ import { unitOwner } from "../core/systemd-unit";
 import { journalPosition } from "../remote/readiness-wait";
 import type { RemoteHost } from "../remote/remote-host";
 import { drafterDigestRefusal } from "../core/box-facts";
-import { assertBoxServes, readDrafterFacts } from "./box-facts";
+import { assertBoxServes, readDrafterFacts, stagesRelease } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./serving";
@@ -60,7 +60,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
     }
     // A release not on the box yet is installed beside the running one, and checked, before the rollout stops anything.
     const owner = inputs.owner ?? inputs.unitName;
-    if (inputs.venv && facts && !("error" in facts) && facts.python !== undefined) {
+    if (stagesRelease(inputs, facts)) {
         await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
         await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     }

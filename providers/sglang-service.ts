@@ -10,7 +10,7 @@ import { describeSource, type VenvPlan } from "../core/venv-layout";
 import { qualitySettings } from "./serving";
 import { say } from "./say";
 import { drafterDigestRefusal, drafterPath } from "../core/box-facts";
-import { boxFactsForCheck, boxFailures, readDrafterFacts } from "./box-facts";
+import { boxFactsForCheck, boxFailures, readDrafterFacts, stagesRelease } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";
@@ -54,10 +54,12 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
         // Every preview shows the record beside what it previews, change or not.
         if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
-        const stages = news.venv && facts && !("error" in facts) && facts.python !== undefined;
-        if (stages) say(`[${news.unitName}] SGLang ${news.venv!.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv!)}`);
-        const restart = restartReason(olds, news);
-        return { inputs: { ...news, ...carried, restart: stages ? `${restart}; SGLang ${news.venv!.release} staged in ${news.venv!.dir} first` : restart } };
+        let restart = restartReason(olds, news);
+        if (stagesRelease(news, facts)) {
+            say(`[${news.unitName}] SGLang ${news.venv.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv)}`);
+            restart = `${restart}; SGLang ${news.venv.release} staged in ${news.venv.dir} first`;
+        }
+        return { inputs: { ...news, ...carried, restart } };
     },
     async diff(_id, olds, news) {
         if (olds.unitName !== news.unitName) {
