@@ -469,6 +469,13 @@ export function labExec(machine: MachineName, command: string, opts: { labDir?: 
     });
 }
 
+/** A file's modification time on a lab machine (epoch ms, sub-second: the machine's python3 stats it). */
+export async function labFileMtimeMs(machine: MachineName, file: string, labDir?: string): Promise<number> {
+    const r = await labExec(machine, `python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime)' ${file}`, { labDir, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new Error(`lab ${machine}: stat ${file}: exit ${r.code}: ${r.stderr}`);
+    return Number(r.stdout.trim()) * 1000;
+}
+
 /** Faults for the next simulator starts (each simulator reads them when it launches). */
 export function setFaults(faults: Faults, labDir?: string): void {
     writeJsonAtomic(readLabInfo(labDir).faultsFile, faults);

@@ -23,13 +23,15 @@ export class HealthWatch {
     constructor(
         private readonly url: string,
         private readonly intervalMs = 50,
+        /** How long one GET may take before it counts as failed. */
+        private readonly timeoutMs = 1000,
     ) {}
 
     start(): void {
         this.running = true;
         this.loop = (async () => {
             while (this.running) {
-                const r = await httpGetJson(this.url, { timeoutMs: 1000 });
+                const r = await httpGetJson(this.url, { timeoutMs: this.timeoutMs });
                 this.samples.push({ t: nowMs(), ok: "status" in r && r.status === 200 });
                 await new Promise((resolve) => setTimeout(resolve, this.intervalMs));
             }

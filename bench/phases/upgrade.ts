@@ -5,7 +5,7 @@
 // (its pyvenv.cfg) to its staged marker (after the release's own parser took
 // the flags); the downtime is the stop-first rollout after it. Each run removes
 // the staged venv first and goes back to 0.5.11 after (not measured).
-import { labExec } from "../../lab/control";
+import { labExec, labFileMtimeMs } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import type { Deployment } from "../../lab/deployment";
 import { labStagedVenv, type StackConfigFile } from "../../lab/stack";
@@ -15,13 +15,6 @@ import type { Report } from "../lib/figures";
 import { HealthWatch } from "../lib/health-watch";
 import { log } from "../lib/log";
 import { serviceOf } from "../lib/stack-config";
-
-/** A file's modification time in the container, epoch ms. */
-async function mtimeMs(labDir: string, file: string): Promise<number> {
-    const r = await labExec("container", `python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime)' ${file}`, { labDir, timeoutMs: 30_000 });
-    if (r.code !== 0) throw new Error(`stat ${file} in the container: ${r.stderr}`);
-    return Number(r.stdout.trim()) * 1000;
-}
 
 export async function phaseUpgrade(report: Report, d: Deployment, config: StackConfigFile, labDir: string, info: LabInfo, runs: number): Promise<void> {
     log(`an SGLang upgrade staged before the stop (0.5.11 -> ${LAB_STAGED_RELEASE}, pip from the lab's wheelhouse), /health watched every 50 ms; ${runs} runs`);
@@ -47,8 +40,8 @@ export async function phaseUpgrade(report: Report, d: Deployment, config: StackC
             } finally {
                 await watch.stop();
             }
-            const began = await mtimeMs(labDir, `${staged}/pyvenv.cfg`);
-            const done = await mtimeMs(labDir, `${staged}/.sglang-serve-venv`);
+            const began = await labFileMtimeMs("container", `${staged}/pyvenv.cfg`, labDir);
+            const done = await labFileMtimeMs("container", `${staged}/.sglang-serve-venv`, labDir);
             const during = watch.samples.filter((s) => s.t >= began && s.t <= done);
             const gap = watch.gap();
             if (!gap || during.length === 0) throw new Error(`the upgrade: ${gap ? "" : "no downtime seen; "}${during.length} /health samples while staging`);

@@ -1,42 +1,19 @@
 import * as assert from "node:assert/strict";
-import { clearFaults, setFaults } from "../../lab/control";
+import { HealthWatch, type HealthSample } from "../../bench/lib/health-watch";
+import { clearFaults, labFileMtimeMs, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, labStagedVenv } from "../../lab/stack";
-import { healthStatus, mainPid, onBox, serverInfoOnBox, service, UNIT, useLab } from "./lab-box";
+import { mainPid, onBox, serverInfoOnBox, service, UNIT, useLab } from "./lab-box";
 
 const API_KEY = "e2e-staging-api-key-0123456789abcd";
 const STAGED = "/opt/sglang/releases/venv-0.5.23";
 
-interface HealthPoll {
-    /** When the request ended (epoch seconds), and what it got. */
-    at: number;
-    status: number | string;
-}
-
-/** GET /health every 250 ms until stopped: what the old server answered while the release was staged. */
-function pollHealth(info: LabInfo): { stop: () => Promise<HealthPoll[]> } {
-    const polls: HealthPoll[] = [];
-    let running = true;
-    const loop = (async () => {
-        while (running) {
-            const status = await healthStatus(info);
-            polls.push({ at: Date.now() / 1000, status });
-            await new Promise((r) => setTimeout(r, 250));
-        }
-    })();
-    return {
-        stop: async () => {
-            running = false;
-            await loop;
-            return polls;
-        },
-    };
-}
-
-/** A file's modification time in the container (epoch seconds, sub-second). */
-async function mtimeOnBox(labDir: string, file: string): Promise<number> {
-    return Number(await onBox(labDir, "container", `python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime)' ${file}`));
+/** /health every 250 ms, each GET given 10 s (the lab's box is busy while pip runs): what the old server answered while the release was staged. */
+function watchHealth(info: LabInfo): HealthWatch {
+    const watch = new HealthWatch(`http://${info.container.address}:30000/health`, 250, 10_000);
+    watch.start();
+    return watch;
 }
 
 /**
@@ -45,19 +22,19 @@ async function mtimeOnBox(labDir: string, file: string): Promise<number> {
  * marked staged), every /health poll answered 200, and there were polls while
  * pip ran.
  */
-async function assertServedWhileStaging(labDir: string, polls: HealthPoll[]): Promise<void> {
-    const stagingBegan = await mtimeOnBox(labDir, `${STAGED}/pyvenv.cfg`);
-    const staged = await mtimeOnBox(labDir, `${STAGED}/.sglang-serve-venv`);
+async function assertServedWhileStaging(labDir: string, polls: readonly HealthSample[]): Promise<void> {
+    const stagingBegan = await labFileMtimeMs("container", `${STAGED}/pyvenv.cfg`, labDir);
+    const staged = await labFileMtimeMs("container", `${STAGED}/.sglang-serve-venv`, labDir);
     const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
     const stopped = stops
         .split("\n")
-        .map(Number)
+        .map((t) => Number(t) * 1000)
         .find((t) => t > staged);
     assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
-    const whileStaging = polls.filter((p) => p.at >= stagingBegan && p.at <= staged);
+    const whileStaging = polls.filter((p) => p.t >= stagingBegan && p.t <= staged);
     assert.ok(whileStaging.length >= 10, `only ${whileStaging.length} /health polls while the release was staged`);
     assert.deepEqual(
-        polls.filter((p) => p.at < stopped && p.status !== 200),
+        polls.filter((p) => p.t < stopped && !p.ok),
         [],
         "the old server answered /health 200 until the rollout stopped it",
     );
@@ -102,9 +79,10 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
 
             // 0.5.23's start fails (the lab's server crashes a second after launch, only from the staged venv).
             setFaults({ crashAfterSeconds: 1, whenArgs: [`${STAGED}/bin/sglang`] }, labDir);
-            const health = pollHealth(info);
+            const health = watchHealth(info);
             const failed = await d.up();
-            const polls = await health.stop();
+            await health.stop();
+            const polls = health.samples;
             assert.notEqual(failed.code, 0, failed.output);
             assert.match(failed.output, /staging SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 while the running server serves/);
             assert.match(failed.output, /pip: Successfully installed .*sglang-0\.5\.23/);
@@ -129,9 +107,10 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             // A box without it: one up stages it while the old server serves, then 0.5.23 serves.
             await onBox(labDir, "container", `rm -rf ${STAGED}`);
             clearFaults(labDir);
-            const served = pollHealth(info);
+            const served = watchHealth(info);
             const good = await d.up();
-            const pollsGood = await served.stop();
+            await served.stop();
+            const pollsGood = served.samples;
             expectExit(good, 0, "up staging 0.5.23 and serving it");
             assert.match(good.output, /staged SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 in \d+ s/);
             await assertServedWhileStaging(labDir, pollsGood);
