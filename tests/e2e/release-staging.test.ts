@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { HealthWatch, type HealthSample } from "../../bench/lib/health-watch";
-import { clearFaults, labFileMtimeMs, setFaults } from "../../lab/control";
+import { clearFaults, labExec, labFileMtimeMs, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, labStagedVenv } from "../../lab/stack";
@@ -105,7 +105,9 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             assert.doesNotMatch(again.output, /is not on the box/);
 
             // A box without it: one up stages it while the old server serves, then 0.5.23 serves.
-            await onBox(labDir, "container", `rm -rf ${STAGED}`);
+            // Thousands of files (transformers, tokenizers): past onBox's 30 s when ten test files load two cores.
+            const removed = await labExec("container", `rm -rf ${STAGED}`, { labDir, timeoutMs: 240_000 });
+            assert.equal(removed.code, 0, removed.stderr);
             clearFaults(labDir);
             const served = watchHealth(info);
             const good = await d.up();
