@@ -3,17 +3,35 @@ import { loadStackConfig } from "./components/stack-config";
 import { declareBox, declareServer } from "./components/stack-resources";
 
 const pulumiConfig = new pulumi.Config();
-const { host, container, service, readiness } = loadStackConfig(pulumiConfig);
+const { host, container, servers: serverConfigs, readiness } = loadStackConfig(pulumiConfig);
 
 const box = declareBox(host, container);
-const { server, check } = declareServer(box, service, readiness);
+const declared = serverConfigs.map((service) => ({ service, ...declareServer(box, service, readiness) }));
 
-export const endpoint = server.endpoint;
-export const openaiBaseUrl = pulumi.interpolate`${server.endpoint}/v1`;
-export const unitName = server.unitName;
-export const servedModelName = service.model.servedName;
-export const liveServerArgs = check.liveServerArgs;
-export const speculativeActive = check.speculativeActive;
-/** The last good config's figures (its speculative accept length): what the next change must serve at least as well as. */
-export const servingFigures = server.servingFigures;
+/** Per server, by name: where it serves and what the last `up` verified of it. */
+export const servers = Object.fromEntries(
+    declared.map(({ service, server, check }) => [
+        service.name,
+        {
+            endpoint: server.endpoint,
+            openaiBaseUrl: pulumi.interpolate`${server.endpoint}/v1`,
+            unitName: server.unitName,
+            servedModelName: service.model.servedName,
+            liveServerArgs: check.liveServerArgs,
+            speculativeActive: check.speculativeActive,
+            /** The last good config's figures: what the next change must serve at least as well as. */
+            servingFigures: server.servingFigures,
+        },
+    ]),
+);
 export const gpus = box.gpuHost.gpus;
+
+// A stack of one server also exports its outputs at the top, as before `servers` existed.
+const only = declared.length === 1 ? servers[declared[0]!.service.name] : undefined;
+export const endpoint = only?.endpoint;
+export const openaiBaseUrl = only?.openaiBaseUrl;
+export const unitName = only?.unitName;
+export const servedModelName = only?.servedModelName;
+export const liveServerArgs = only?.liveServerArgs;
+export const speculativeActive = only?.speculativeActive;
+export const servingFigures = only?.servingFigures;

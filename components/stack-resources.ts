@@ -8,9 +8,11 @@ import { SglangService } from "./sglang-service";
 
 // The stack's resources, declared from its validated config: the box (the GPU
 // host and, with pct-exec, the container) and a server on it (the service and
-// its readiness check). index.ts declares one server; the bench's fleet
-// program (bench/fleet/index.ts) declares several on one box with the same
-// functions, so both declare the same resources under the same names (URNs).
+// its readiness check) per declared server. index.ts declares the stack's
+// servers; the bench's fleet program (bench/fleet/index.ts) declares several
+// on one box with the same functions, so both declare the same resources
+// under the same names (URNs): a server keeps its resources when a stack moves
+// it from `service` into `servers`.
 
 /** Where the servers run: the GPU host, and the container when there is one. */
 export interface Box {
@@ -61,11 +63,19 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
     };
 }
 
-/** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`. */
+/** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`, named by the server alone. */
 export function declareServer(box: Box, service: ServiceConfig, readiness: ReadinessConfig): { server: SglangService; check: ReadinessCheck } {
     const server = new SglangService(
         service.name,
-        { connection: box.serverConnection, service, readiness, gpuIndices: box.gpuIndices, gpuMemoryMiB: box.gpuMemoryMiB, gpuName: box.gpuName },
+        {
+            connection: box.serverConnection,
+            service,
+            readiness,
+            // A server declared with its GPUs sees only those (core/systemd-unit.ts serverEnvironment); else the box's.
+            gpuIndices: service.gpus ?? box.gpuIndices,
+            gpuMemoryMiB: box.gpuMemoryMiB,
+            gpuName: box.gpuName,
+        },
         { dependsOn: [box.placement] },
     );
     const check = new ReadinessCheck(`${service.name}-ready`, {

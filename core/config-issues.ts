@@ -36,10 +36,17 @@ function describeValue(path: string, value: unknown): string {
     return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
-/** The sections every stack must set (host, service): the others are optional or have defaults. */
-const REQUIRED_SECTIONS: readonly string[] = Object.entries(StackConfigSchema.shape)
-    .filter(([, schema]) => !schema.safeParse(undefined).success)
-    .map(([name]) => name);
+/**
+ * The sections every stack must set: host, and service (or servers: the rule
+ * that asks for one of them files its issue under service). The others are
+ * optional or have defaults.
+ */
+const REQUIRED_SECTIONS: readonly string[] = [
+    ...Object.entries(StackConfigSchema.shape)
+        .filter(([, schema]) => !schema.safeParse(undefined).success)
+        .map(([name]) => name),
+    "service",
+];
 
 /** A required section not set: the stack's config is not filled in yet. */
 function isMissingSection(issue: ConfigIssue): boolean {

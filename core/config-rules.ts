@@ -8,6 +8,7 @@ import { API_KEY_SET_HELP, ENV_NAME, isLoopback } from "./config-values";
 import type { ConfigIssue } from "./config-issues";
 import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
 import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
+import { GPU_SCOPE_ENV, unitName } from "./systemd-unit";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import { argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
@@ -24,12 +25,18 @@ import {
 } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
 
+/** The box's servers as the rules see them: each that parsed, under the key it is declared at; which sections were given at all. */
+export interface ServersInput {
+    given: { service: boolean; servers: boolean };
+    list: Array<{ key: string; service: ServiceConfig }>;
+}
+
 /** What the rules see: each section that parsed, and which keys were given at all. */
 export interface RuleInput {
     host?: HostConfig;
     container?: ContainerConfig;
     containerGiven: boolean;
-    service?: ServiceConfig;
+    servers: ServersInput;
     readiness?: ReadinessConfig;
     /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
     sshAgentAvailable?: boolean;
@@ -53,26 +60,47 @@ export class Findings {
     note(message: string): void {
         this.notices.push(message);
     }
+
+    /**
+     * Adds these findings, written about `service`, to `f` as findings about
+     * the server at `key` (`servers[1]`): every `service` key in paths and
+     * messages becomes `key`. The server rules are written once, for `service`.
+     */
+    copyInto(f: Findings, key: string): void {
+        const rekey = (text: string) => (key === "service" ? text : text.replace(/(^|[^A-Za-z0-9_.-])service(?=$|[.[])/g, `$1${key}`));
+        for (const issue of this.issues) f.issue(rekey(issue.path), issue.value, rekey(issue.message), (this.dependsOn.get(issue) ?? []).map(rekey));
+        this.warnings.forEach((w) => f.warn(rekey(w)));
+        this.notices.forEach((n) => f.note(rekey(n)));
+    }
 }
 
 /** Runs every rule on the sections that parsed, into `f`. */
 export function applyRules(input: RuleInput, f: Findings): void {
     topologyRule(input, f);
     sshKeyRule(input, f);
-    const { service, readiness } = input;
-    if (service) {
-        pythonRule(service, f);
-        versionRule(service, f);
-        environmentRule(service, f);
-        secretEnvironmentRule(service, f);
-        serverArgsRule(service, f);
-        if (extraArgsRule(service, f)) releaseArgparseRule(service, f);
-        listenRule(service, f);
+    const usable = containerGpusRule(input, f);
+    serverSectionRule(input.servers, f);
+    for (const { key, service } of input.servers.list) {
+        const serverFindings = new Findings();
+        serverRules(input, service, usable, serverFindings);
+        serverFindings.copyInto(f, key);
     }
-    authenticationRule(input, f);
-    const usable = gpuCountRule(input, f);
-    memoryRule(input, usable, f);
-    if (readiness) readinessRule(readiness, f);
+    serversRule(input.servers.list, f);
+    if (input.readiness) readinessRule(input.readiness, f);
+}
+
+/** The rules about one server, written for `service`: applyRules files each under the key the server is declared at. */
+function serverRules(input: RuleInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
+    pythonRule(service, f);
+    versionRule(service, f);
+    environmentRule(service, f);
+    secretEnvironmentRule(service, f);
+    serverArgsRule(service, f);
+    if (extraArgsRule(service, f)) releaseArgparseRule(service, f);
+    listenRule(service, f);
+    authenticationRule(service, f);
+    gpuCountRule(input, service, usable, f);
+    memoryRule(input, service, usable, f);
 }
 
 const GIB = 1024 ** 3;
@@ -323,6 +351,14 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             );
             continue;
         }
+        if (service.gpus !== undefined && (GPU_SCOPE_ENV as readonly string[]).includes(name)) {
+            f.issue(
+                path,
+                value,
+                `${path} is set beside service.gpus, which sets ${GPU_SCOPE_ENV.join(" and ")} itself (CUDA_VISIBLE_DEVICES=${service.gpus.join(",")}, in nvidia-smi's order): remove it from service.environment.`,
+            );
+            continue;
+        }
         // Any printable text: the unit quotes it for Environment= (core/systemd-unit.ts), and systemd does not expand $ there.
         const bad = forbiddenCharacter(value);
         if (bad) {
@@ -433,8 +469,9 @@ function releaseArgparseRule(service: ServiceConfig, f: Findings): void {
     );
 }
 
-function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
-    const { host, container, service } = input;
+/** container.gpus name existing host GPUs, once each; the GPUs the box's servers can use (undefined when not known). */
+function containerGpusRule(input: RuleInput, f: Findings): number | undefined {
+    const { host, container } = input;
     if (!host) return undefined;
     if (container) {
         const seen = new Set<number>();
@@ -451,18 +488,42 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
             seen.add(index);
         });
     }
-    const usable = host.topology === "pct-exec" ? container?.gpus.length : host.gpus.count;
-    if (!service || usable === undefined) return usable;
-    const where = host.topology === "pct-exec" ? `container.gpus passes ${usable} GPU(s) to the container` : `host.gpus.count is ${usable}`;
+    return host.topology === "pct-exec" ? container?.gpus.length : host.gpus.count;
+}
+
+/** What the box gives its servers, in words, for the GPU rules' messages. */
+function boxGpusText(host: HostConfig, usable: number): string {
+    return host.topology === "pct-exec"
+        ? `container.gpus passes ${usable} GPU(s) to the container (numbered 0..${usable - 1} inside)`
+        : `host.gpus.count is ${usable}`;
+}
+
+/** The server's GPUs exist on the box, once each, and hold its parallel layout. */
+function gpuCountRule(input: RuleInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
+    const { host } = input;
+    if (!host || usable === undefined) return;
+    const boxGpus = boxGpusText(host, usable);
+    const seen = new Set<number>();
+    service.gpus?.forEach((index, i) => {
+        const path = `service.gpus[${i}]`;
+        if (index >= usable) {
+            f.issue(path, index, `${path} is GPU ${index} but ${boxGpus}: use one of 0..${usable - 1}.`, ["host.gpus", "container.gpus"]);
+        }
+        if (seen.has(index)) f.issue(path, index, `${path} lists GPU ${index} twice: remove the duplicate.`);
+        seen.add(index);
+    });
+    const count = service.gpus?.length ?? usable;
+    const where = service.gpus ? `service.gpus gives the server ${count} GPU(s)` : boxGpus;
+    const fix = service.gpus ? "list more GPUs in service.gpus" : "pass more GPUs through";
     const layout = parallelLayout(service);
-    if (service.tensorParallelSize > usable) {
+    if (service.tensorParallelSize > count) {
         f.issue(
             "service.tensorParallelSize",
             service.tensorParallelSize,
-            `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or pass more GPUs through.`,
-            ["host.gpus", "container.gpus"],
+            `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or ${fix}.`,
+            ["host.gpus", "container.gpus", "service.gpus"],
         );
-    } else if (layout.gpus > usable) {
+    } else if (layout.gpus > count) {
         // The pipeline or data parallel size in extraArgs multiplies the GPUs: SGLang gives each rank GPUs of its own.
         const given = [layout.dp, layout.pp].find((size) => size.value > 1 && size.given)?.given;
         const key = given ? `service.extraArgs[${given.index}]` : "service.tensorParallelSize";
@@ -470,11 +531,50 @@ function gpuCountRule(input: RuleInput, f: Findings): number | undefined {
             key,
             given ? shownExtraFlag(given) : service.tensorParallelSize,
             `${key}: the server needs ${describeLayout(layout)} (SGLang places each data parallel rank on tp x pp GPUs of its own` +
-                `${layout.dp.value > 1 ? "; --enable-dp-attention shares them instead" : ""}) but ${where}: lower the sizes or pass more GPUs through.`,
-            ["service.tensorParallelSize", "host.gpus", "container.gpus"],
+                `${layout.dp.value > 1 ? "; --enable-dp-attention shares them instead" : ""}) but ${where}: lower the sizes or ${fix}.`,
+            ["service.tensorParallelSize", "host.gpus", "container.gpus", "service.gpus"],
         );
     }
-    return usable;
+}
+
+/** A stack declares its server as `service`, or its servers as `servers`: exactly one of the two. */
+function serverSectionRule(servers: ServersInput, f: Findings): void {
+    if (servers.given.service && servers.given.servers) {
+        f.issue(
+            "servers",
+            "(set)",
+            `${pulumiKey("service")} and ${pulumiKey("servers")} are both set: keep one. One server: service; several on the box: servers, ` +
+                "each entry a whole service (move service into servers as its first entry: its unit, name and state stay the same).",
+        );
+    } else if (!servers.given.service && !servers.given.servers) {
+        f.issue("service", undefined, "service is required: add it (a map of keys), or servers (a list of them) for several servers on the box.");
+    }
+}
+
+/** The servers of one box: each its own name (unit, env file), port and GPUs. */
+function serversRule(list: ServersInput["list"], f: Findings): void {
+    const firstWith = new Map<string, string>();
+    const claim = (what: string, key: string, value: unknown, fix: string, path = `${key}.${what}`) => {
+        const id = `${what}=${String(value)}`;
+        const owner = firstWith.get(id);
+        if (owner === undefined) firstWith.set(id, key);
+        else f.issue(path, value, `${path} is ${JSON.stringify(value)}, which ${owner} has too: ${fix}.`);
+    };
+    for (const { key, service } of list) {
+        claim("name", key, service.name, `each server needs its own name (it names the unit ${unitName(service.name)}, its env file and its venv staging)`);
+        claim("port", key, service.port, "each server on the box needs its own port");
+        service.gpus?.forEach((gpu, i) => claim("gpus", key, gpu, "a GPU serves one server: give each server GPUs of its own", `${key}.gpus[${i}]`));
+    }
+    if (list.length < 2) return;
+    for (const { key, service } of list) {
+        if (service.gpus !== undefined) continue;
+        f.issue(
+            `${key}.gpus`,
+            undefined,
+            `${key}.gpus is not set, so the server would see every GPU of the box, beside ${list.length - 1} other server(s): ` +
+                "give each server the GPUs it uses (e.g. gpus: [0]), disjoint from the others'.",
+        );
+    }
 }
 
 /** Whether each GPU's share of the weights (core/gpu-fit.ts) plus the reserve fits its static pool. */
@@ -490,9 +590,9 @@ export function staticPoolFit(
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
 }
 
-function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Findings): void {
-    const { host, service } = input;
-    if (!host || !service) return;
+function memoryRule(input: RuleInput, service: ServiceConfig, usableGpus: number | undefined, f: Findings): void {
+    const { host } = input;
+    if (!host) return;
     const tp = service.tensorParallelSize;
     const weightsGB = service.model.weightsGB;
     if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box-facts.ts)
@@ -503,7 +603,7 @@ function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Finding
         service.memFractionStatic === undefined
             ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
             : `memFractionStatic ${service.memFractionStatic}`;
-    const maxTp = usableGpus ?? host.gpus.count;
+    const maxTp = service.gpus?.length ?? usableGpus ?? host.gpus.count;
     const pp = placement.shards / tp;
     let suggestion = "use a smaller or quantized model, or GPUs with more memory";
     for (let candidate = tp + 1; candidate * pp <= maxTp; candidate++) {
@@ -519,7 +619,7 @@ function memoryRule(input: RuleInput, usableGpus: number | undefined, f: Finding
         `service.model.weightsGB ${service.model.weightsGB} GB over ${over} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
             `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
             `${(host.gpus.memoryMiB / 1024).toFixed(1)} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB: ${suggestion}.`,
-        ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus"],
+        ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus", "service.gpus"],
     );
 }
 
@@ -536,9 +636,7 @@ function listenRule(service: ServiceConfig, f: Findings): void {
 }
 
 /** A server other machines can reach must authenticate, unless the config says it need not. */
-function authenticationRule(input: RuleInput, f: Findings): void {
-    const { service } = input;
-    if (!service) return;
+function authenticationRule(service: ServiceConfig, f: Findings): void {
     const listen = service.listenHost ?? DEFAULT_LISTEN_HOST;
     if (service.requireApiKey) {
         if (service.allowUnauthenticated) {

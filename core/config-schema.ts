@@ -184,6 +184,17 @@ export const ServiceSchema = z.strictObject({
     launcher: z.enum(["auto", "serve", "launch_server"]).default("auto"),
     model: ModelSchema,
     tensorParallelSize: fromNumericString(z.int().min(1).max(64)).default(1),
+    /**
+     * The GPUs this server uses, as nvidia-smi numbers them where the server
+     * runs (in the container: 0 to the number of container.gpus - 1). The
+     * unit then sees only these (CUDA_VISIBLE_DEVICES, in nvidia-smi's PCI
+     * order) and a stop waits for these GPUs' memory only. Unset: every GPU
+     * of the box, and the unit sets neither variable.
+     */
+    gpus: z
+        .array(fromNumericString(z.int().min(0).max(63)))
+        .min(1, { error: "must list at least one GPU index (e.g. [0]), or be left out for every GPU of the box" })
+        .optional(),
     speculative: SpeculativeSchema.optional(),
     mambaSchedulerStrategy: z.enum(MAMBA_SCHEDULER_STRATEGIES).optional(),
     disableRadixCache: fromBooleanString(z.boolean()).default(false),
@@ -317,15 +328,23 @@ export const ReadinessSchema = z.strictObject({
     ).default(DEFAULT_THROUGHPUT_DROP_LIMIT),
 });
 
+/**
+ * The config's sections as Pulumi holds them. A stack declares one server
+ * (`service`) or several on its box (`servers`, each entry a whole service
+ * with its own name, port and GPUs): exactly one of the two (core/config-rules.ts).
+ */
 export const StackConfigSchema = z.strictObject({
     host: HostSchema,
     /** Required for topology pct-exec, absent for direct. */
     container: ContainerSchema.optional(),
-    service: ServiceSchema,
+    service: ServiceSchema.optional(),
+    servers: z.array(ServiceSchema).min(1, { error: "must list at least one server (or use service for one)" }).optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 
-export type StackConfig = z.output<typeof StackConfigSchema>;
+type StackConfigSections = z.output<typeof StackConfigSchema>;
+/** The validated config: `service` or `servers` as one list of the box's servers, in declared order. */
+export type StackConfig = Omit<StackConfigSections, "service" | "servers"> & { servers: ServiceConfig[] };
 export type HostConfig = z.output<typeof HostSchema>;
 export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;

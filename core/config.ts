@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { ConfigIssue, errorMap, formatPath, fromZodIssues, unknownKeyIssue, valueAt } from "./config-issues";
-import { applyRules, Findings } from "./config-rules";
+import { applyRules, Findings, ServersInput } from "./config-rules";
 import {
     CONFIG_NAMESPACE,
     ContainerConfig,
@@ -27,7 +27,7 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
 
 /**
  * Validates a stack's config: `raw` holds the sections without the
- * `sglang-serve:` prefix (`{ host, container, service, readiness }`; the
+ * `sglang-serve:` prefix (`{ host, container, service or servers, readiness }`; the
  * secrets older versions took as config are refused with their fix).
  * Returns every problem, never just the first.
  * `where` says what the caller knows of the machine that will run the
@@ -36,7 +36,7 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
 export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: boolean } = {}): ValidationResult {
     const findings = new Findings();
     if (!isRecord(raw)) {
-        findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host, container, service, readiness).`);
+        findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host, container, service or servers, readiness).`);
         return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
     const known: readonly string[] = SECTION_NAMES;
@@ -71,7 +71,7 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
             host: forRules.host as HostConfig | undefined,
             container: forRules.container as ContainerConfig | undefined,
             containerGiven: raw.container !== undefined,
-            service: forRules.service as ServiceConfig | undefined,
+            servers: serversForRules(forRules, raw),
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshAgentAvailable: where.sshAgentAvailable,
         },
@@ -87,8 +87,22 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     if (findings.issues.length > 0 || !allParsed) {
         return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
-    const config = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as StackConfig;
+    const { service, servers, ...sections } = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as Record<SectionName, unknown>;
+    const config = { ...sections, servers: (servers ?? [service]) as ServiceConfig[] } as StackConfig;
     return { ok: true, config, warnings: findings.warnings, notices: findings.notices };
+}
+
+/**
+ * The servers the rules judge, each with the key it is declared under
+ * (`service`, or `servers[i]`); `given` says which of the two sections the
+ * config set, so the rules can ask for exactly one.
+ */
+function serversForRules(forRules: Partial<Record<SectionName, unknown>>, raw: Record<string, unknown>): ServersInput {
+    const given = { service: raw.service !== undefined, servers: raw.servers !== undefined };
+    if (forRules.servers !== undefined) {
+        return { given, list: (forRules.servers as ServiceConfig[]).map((service, i) => ({ key: `servers[${i}]`, service })) };
+    }
+    return { given, list: forRules.service !== undefined ? [{ key: "service", service: forRules.service as ServiceConfig }] : [] };
 }
 
 /**

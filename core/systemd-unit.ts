@@ -265,13 +265,22 @@ export function renderExecStart(argv: readonly string[]): string {
 /**
  * The environment the unit gives the server: the declared one, less what the
  * release no longer reads (SGLANG_ENABLE_SPEC_V2 from 0.5.14, core/sglang-rules.ts;
- * the config rules warn that it is left out).
+ * the config rules warn that it is left out); for a server declared with its
+ * GPUs, those GPUs only (GPU_SCOPE_ENV).
  */
-export function serverEnvironment(service: Pick<ServiceConfig, "environment" | "sglangVersion">): Record<string, string> {
+export function serverEnvironment(service: Pick<ServiceConfig, "environment" | "sglangVersion" | "gpus">): Record<string, string> {
     const environment = { ...service.environment };
     if (!readsSpecV2Env(service.sglangVersion)) delete environment[SPEC_V2_ENV];
+    if (service.gpus !== undefined) {
+        // CUDA numbers GPUs fastest first unless told PCI_BUS_ID; nvidia-smi, and so service.gpus, number them in PCI order.
+        environment.CUDA_DEVICE_ORDER = "PCI_BUS_ID";
+        environment.CUDA_VISIBLE_DEVICES = service.gpus.join(",");
+    }
     return environment;
 }
+
+/** The variables serverEnvironment sets from service.gpus: service.environment leaves them to it (core/config-rules.ts). */
+export const GPU_SCOPE_ENV = ["CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"] as const;
 
 function environmentLines(environment: Readonly<Record<string, string>>): string[] {
     return Object.keys(environment)

@@ -140,7 +140,7 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
     if (o.pythons.length > 0 || o.models.length > 0 || o.venvRoots.length > 0)
         throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python, --model or --venv-root with it");
     const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
-    const stackPins = pinsOf(raw.service, file);
+    const stackPins = pinsOfServers(Array.isArray(raw.servers) ? raw.servers : [raw.service], file);
     const host = isRecord(raw.host) ? raw.host : {};
     const topology = host.topology ?? "pct-exec";
     if (topology === "direct") return { direct: true, ...stackPins };
@@ -154,7 +154,7 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
 }
 
 /**
- * The pins of a stack file: service.python, or for service.venv its root (any
+ * The pins of a stack file's server: service.python, or for service.venv its root (any
  * release's venv the stack stages there, so an upgrade's preview reads too)
  * and the adopted venvs' pythons; service.model.path and
  * service.speculative.draftModelPath.
@@ -175,6 +175,13 @@ function pinsOf(service: unknown, file: string): { pythons: string[]; models: st
         models: typeof drafter === "string" ? [model, drafter] : [model],
         venvRoots: venv ? [String(venv.root)] : [],
     };
+}
+
+/** The pins of every server of a stack file, each path once. */
+function pinsOfServers(servers: readonly unknown[], file: string): { pythons: string[]; models: string[]; venvRoots: string[] } {
+    const each = servers.map((s) => pinsOf(s, file));
+    const union = (key: keyof (typeof each)[number]) => [...new Set(each.flatMap((p) => p[key]))];
+    return { pythons: union("pythons"), models: union("models"), venvRoots: union("venvRoots") };
 }
 
 function readPublicKey(o: Options): string {

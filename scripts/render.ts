@@ -1,15 +1,15 @@
 /**
  * `npm run render -- --stack <name>`: what the stack would write on the box,
  * without Pulumi and without contacting any host. Reads Pulumi.<name>.yaml,
- * validates it like the program does, and prints the systemd unit and the
- * EnvironmentFile with secrets masked. Invalid config: the one formatted
+ * validates it like the program does, and prints each server's systemd unit
+ * and EnvironmentFile with secrets masked. Invalid config: the one formatted
  * error on stderr, exit 2.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { validateStackConfig } from "../core/config";
 import { formatConfigIssues } from "../core/config-issues";
-import { CONFIG_NAMESPACE, StackConfig } from "../core/config-schema";
+import { CONFIG_NAMESPACE, ReadinessConfig, ServiceConfig, StackConfig } from "../core/config-schema";
 import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
 import { SECRET_MASK } from "../core/redact";
 import { renderSecretFiles } from "../core/deploy-secrets";
@@ -27,6 +27,11 @@ export interface RenderedStack {
     config: StackConfig;
     warnings: string[];
     notices: string[];
+    /** Per server of the stack, in declared order. */
+    servers: RenderedServer[];
+}
+
+export interface RenderedServer {
     unitPath: string;
     unitText: string;
     environmentFilePath?: string;
@@ -46,16 +51,16 @@ export function renderStack(text: string): RenderedStack {
     const result = validateStackConfig(rawConfigFromStackYaml(text));
     if (!result.ok) throw new ConfigError(formatConfigIssues(result.issues));
     const { config } = result;
-    const service = config.service;
-    const rendered: RenderedStack = {
-        config,
-        warnings: result.warnings,
-        notices: result.notices,
+    return { config, warnings: result.warnings, notices: result.notices, servers: config.servers.map((s) => renderServer(s, config.readiness)) };
+}
+
+function renderServer(service: ServiceConfig, readiness: ReadinessConfig): RenderedServer {
+    const rendered: RenderedServer = {
         unitPath: unitPath(service.name),
         unitText: renderUnit(service, {
             hasSecrets: service.requireApiKey,
             hasSecretEnvironment: service.secretEnvironment.length > 0,
-            startupTimeoutSeconds: config.readiness.startupTimeoutSeconds,
+            startupTimeoutSeconds: readiness.startupTimeoutSeconds,
         }),
     };
     const files = renderSecretFiles({
@@ -112,11 +117,14 @@ function main(argv: readonly string[]): number {
     }
     for (const warning of rendered.warnings) process.stderr.write(`warning: ${warning}\n`);
     for (const notice of rendered.notices) process.stderr.write(`note: ${notice}\n`);
-    const out: string[] = [`### ${rendered.unitPath} (${where(rendered.config)})`, rendered.unitText];
-    if (rendered.environmentFilePath && rendered.environmentFileMasked) {
-        out.push(`### ${rendered.environmentFilePath} (mode 0600, secrets masked)`, rendered.environmentFileMasked);
-    } else {
-        out.push(`### no EnvironmentFile: no secrets declared (${CONFIG_NAMESPACE}:service.requireApiKey, service.secretEnvironment)`, "");
+    const out: string[] = [];
+    for (const server of rendered.servers) {
+        out.push(`### ${server.unitPath} (${where(rendered.config)})`, server.unitText);
+        if (server.environmentFilePath && server.environmentFileMasked) {
+            out.push(`### ${server.environmentFilePath} (mode 0600, secrets masked)`, server.environmentFileMasked);
+        } else {
+            out.push(`### no EnvironmentFile: no secrets declared (${CONFIG_NAMESPACE}:service.requireApiKey, service.secretEnvironment)`, "");
+        }
     }
     process.stdout.write(out.join("\n"));
     return 0;

@@ -30,7 +30,9 @@ const box = declareBox(host, container);
 // Per server, what index.ts exports for its one.
 export const endpoints: Record<string, pulumi.Output<string>> = {};
 export const liveServerArgs: Record<string, pulumi.Output<Record<string, unknown>>> = {};
-for (const { service } of stacks) {
+for (const {
+    servers: [service],
+} of stacks) {
     const { server, check } = declareServer(box, service, readiness);
     endpoints[service.name] = server.endpoint;
     liveServerArgs[service.name] = check.liveServerArgs;

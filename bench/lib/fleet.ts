@@ -27,7 +27,7 @@ function validatedService(config: StackConfigFile): ServiceConfig {
     const strip = (k: string) => config[`sglang-serve:${k}`];
     const r = validateStackConfig({ host: strip("host"), container: strip("container"), service: strip("service"), readiness: strip("readiness") });
     if (!r.ok) throw new Error(`fleet config: ${formatConfigIssues(r.issues)}`);
-    return r.config.service;
+    return r.config.servers[0]!;
 }
 
 /**

@@ -74,9 +74,12 @@ describe("bench fleet plan", () => {
     it("plans servers that validate as stacks and fit the fleet lab's GPUs together", () => {
         const plan = planFleet([1, 4, 16], 16);
         for (const member of plan.all) {
-            const { service, host } = validated(fleetStackConfig(MACHINES, member));
-            assert.equal(service.name, member.name);
-            assert.equal(service.port, member.port);
+            const {
+                servers: [service],
+                host,
+            } = validated(fleetStackConfig(MACHINES, member));
+            assert.equal(service!.name, member.name);
+            assert.equal(service!.port, member.port);
             assert.equal(host.gpus.memoryMiB, FLEET_GPU.memoryMiB);
         }
         assert.ok(FLEET_MAX_SERVERS * FLEET_MEM_FRACTION <= 1, `${FLEET_MAX_SERVERS} servers of ${FLEET_MEM_FRACTION} overfill the GPUs`);

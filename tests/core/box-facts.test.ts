@@ -11,7 +11,7 @@ const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "fixtures", "qwen
 function fieldExpectations(): BoxExpectations {
     const result = validateStackConfig(fieldConfig());
     assert.ok(result.ok);
-    return boxExpectations(result.config.service, 49140);
+    return boxExpectations(result.config.servers[0]!, 49140);
 }
 
 const fieldFacts = (): BoxFacts => ({
@@ -153,7 +153,7 @@ describe("box facts: the pinned drafter (service.speculative.draftModelDigest)",
             withField((r) => (r.service.speculative = { ...DFLASH_BLOCK, draftModelDigest: PINNED } as typeof r.service.speculative)),
         );
         assert.ok(result.ok);
-        const expect = boxExpectations(result.config.service);
+        const expect = boxExpectations(result.config.servers[0]!);
         assert.equal(expect.drafterDigest, PINNED);
         assert.equal((expect.serverArgs.speculative as Record<string, unknown>).draftModelDigest, undefined);
     });
@@ -235,7 +235,7 @@ describe("box facts: the box contradicting the declared server", () => {
             raw.service.environment = { ...raw.service.environment, ...environment };
             const result = validateStackConfig(raw);
             assert.ok(result.ok);
-            return boxExpectations(result.config.service, 49140);
+            return boxExpectations(result.config.servers[0]!, 49140);
         };
         const facts = { ...fieldFacts(), contextLength: 40960 };
         const [c, ...rest] = boxContradictions(withArgs(["--reasoning-parser", "qwen3", "--context-length", "60000"]), facts);
@@ -280,7 +280,7 @@ describe("box facts: the box contradicting the declared server", () => {
         raw.service.extraArgs = ["--enable-dp-attention", "--dp-size", "2"];
         const result = validateStackConfig(raw);
         assert.ok(result.ok, result.ok ? "" : JSON.stringify(result.issues));
-        assert.equal(boxExpectations(result.config.service, 49140).attentionTpSize, undefined);
+        assert.equal(boxExpectations(result.config.servers[0]!, 49140).attentionTpSize, undefined);
         assert.equal(fieldExpectations().attentionTpSize, 2);
     });
 
@@ -304,7 +304,7 @@ describe("box facts against a venv the stack stages (service.venv)", () => {
             }),
         );
         assert.ok(result.ok, JSON.stringify(!result.ok && result.issues));
-        return boxExpectations(result.config.service, 49140);
+        return boxExpectations(result.config.servers[0]!, 49140);
     };
 
     it("expects the release's venv under the root, and a missing or half-staged one is no contradiction: the rollout stages it", () => {
@@ -333,7 +333,7 @@ describe("box facts against a venv the stack stages (service.venv)", () => {
             }),
         );
         assert.ok(result.ok);
-        const expect = boxExpectations(result.config.service, 49140);
+        const expect = boxExpectations(result.config.servers[0]!, 49140);
         assert.equal(expect.python, "/opt/sglang/venv/bin/python3");
         assert.equal(expect.stagedVenv, undefined);
         const [found] = boxContradictions(expect, { ...fieldFacts(), sglangVersion: null, python: "missing" });

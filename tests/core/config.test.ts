@@ -60,9 +60,9 @@ describe("stack config: the field's working config", () => {
         const { config } = accepted(fieldConfig()) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.host.port, 22);
         assert.equal(config.host.user, "root");
-        assert.equal(config.service.launcher, "auto");
-        assert.equal(config.service.disableRadixCache, false);
-        assert.deepEqual(config.service.extraArgs, []);
+        assert.equal(config.servers[0]!.launcher, "auto");
+        assert.equal(config.servers[0]!.disableRadixCache, false);
+        assert.deepEqual(config.servers[0]!.extraArgs, []);
         assert.equal(config.readiness.startupTimeoutSeconds, 900);
         assert.equal(config.readiness.pollIntervalSeconds, 1);
         assert.equal(config.readiness.probeTimeoutSeconds, 30);
@@ -1066,7 +1066,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
         const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as {
             config: import("../../core/config-schema").StackConfig;
         };
-        assert.equal(config.service.memFractionStatic, 0.87);
+        assert.equal(config.servers[0]!.memFractionStatic, 0.87);
     });
 
     it('takes "2" for service.tensorParallelSize and "22" for host.port', () => {
@@ -1076,7 +1076,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 (r.host as Record<string, unknown>).port = "22";
             }),
         ) as { config: import("../../core/config-schema").StackConfig };
-        assert.equal(config.service.tensorParallelSize, 2);
+        assert.equal(config.servers[0]!.tensorParallelSize, 2);
         assert.equal(config.host.port, 22);
     });
 
@@ -1087,7 +1087,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 r.readiness = { chatCheck: "true" };
             }),
         ) as { config: import("../../core/config-schema").StackConfig };
-        assert.equal(config.service.disableRadixCache, false);
+        assert.equal(config.servers[0]!.disableRadixCache, false);
         assert.equal(config.readiness.chatCheck, true);
     });
 

@@ -35,8 +35,8 @@ describe("render script", function () {
     for (const stack of ["kpro5", "ct129"]) {
         it(`renders a unit for ${stack} that systemd-analyze verify accepts`, () => {
             const rendered = renderStack(stackText(stack));
-            assert.equal(rendered.unitPath, "/etc/systemd/system/sglang-qwen.service");
-            const result = root.verify("sglang-qwen.service", rendered.unitText, ["/opt/sglang/venv/bin/sglang"]);
+            assert.equal(rendered.servers[0]!.unitPath, "/etc/systemd/system/sglang-qwen.service");
+            const result = root.verify("sglang-qwen.service", rendered.servers[0]!.unitText, ["/opt/sglang/venv/bin/sglang"]);
             assert.equal(result.output, "");
             assert.equal(result.status, 0);
         });

@@ -28,7 +28,7 @@ function venvService(venv: Record<string, unknown>, version = "0.5.23"): Service
         }),
     );
     assert.ok(result.ok, JSON.stringify(!result.ok && result.issues));
-    return result.config.service;
+    return result.config.servers[0]!;
 }
 
 describe("the venvs the stack owns (core/venv-layout.ts)", () => {

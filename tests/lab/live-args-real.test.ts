@@ -56,7 +56,7 @@ describe("declared vs live server args, on /server_info from the real SGLang 0.5
         it(`finds no drift between the declared config and what SGLang reports running: ${row}`, async () => {
             const result = validateStackConfig(withField(edit));
             assert.ok(result.ok, JSON.stringify(!result.ok && result.issues));
-            const service = { ...result.config.service, model: { ...result.config.service.model, path: models } };
+            const service = { ...result.config.servers[0]!, model: { ...result.config.servers[0]!.model, path: models } };
             const rendered = renderArgv(service);
             const argv = rendered.slice(rendered.findIndex((a) => a.startsWith("--")));
             const [r] = await runOracle("0.5.11", [{ argv, entry: "sglang-serve", env: service.environment }]);
@@ -69,7 +69,7 @@ describe("declared vs live server args, on /server_info from the real SGLang 0.5
     it("does find a changed flag in a real /server_info", async () => {
         const result = validateStackConfig(fieldConfig());
         assert.ok(result.ok);
-        const service = { ...result.config.service, model: { ...result.config.service.model, path: models } };
+        const service = { ...result.config.servers[0]!, model: { ...result.config.servers[0]!.model, path: models } };
         const rendered = renderArgv({ ...service, memFractionStatic: 0.8 });
         const [r] = await runOracle("0.5.11", [{ argv: rendered.slice(rendered.findIndex((a) => a.startsWith("--"))), entry: "sglang-serve" }]);
         assert.deepEqual(liveArgsDrift(argvFieldsOf(service), normalizeServerInfo(r!.serverInfo)), [

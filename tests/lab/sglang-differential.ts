@@ -128,10 +128,10 @@ export function stackVerdict(service: Record<string, unknown>, folders: Record<s
         const keys = result.issues.map((i) => i.path);
         return { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
     }
-    const argv = renderArgv(result.config.service);
-    const arch = result.config.service.model.architecture ?? "";
+    const argv = renderArgv(result.config.servers[0]!);
+    const arch = result.config.servers[0]!.model.architecture ?? "";
     const entry = argv.includes("sglang.launch_server") ? "launch-server" : "sglang-serve";
-    return { accepted: true, entry, keys: [], otherKeys: [], argv: localPaths(argv, result.config.service.model.path, folders[arch]!, folders.drafter!) };
+    return { accepted: true, entry, keys: [], otherKeys: [], argv: localPaths(argv, result.config.servers[0]!.model.path, folders[arch]!, folders.drafter!) };
 }
 
 /** The rendered flags with the box's model folders replaced by local ones with the same config.json. */

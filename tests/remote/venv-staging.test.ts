@@ -18,7 +18,7 @@ function plan(): VenvPlan {
         }),
     );
     assert.ok(result.ok);
-    return venvPlanOf(result.config.service, renderArgv(result.config.service))!;
+    return venvPlanOf(result.config.servers[0]!, renderArgv(result.config.servers[0]!))!;
 }
 
 const ok = (stdout = ""): ExecResult => ({ code: 0, stdout, stderr: "" });
