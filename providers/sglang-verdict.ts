@@ -186,7 +186,8 @@ export async function previewVerdict(
         version: expect.sglangVersion,
         unitText: news.unitText,
         gpus: {
-            count: news.gpuIndices.length,
+            // The box's GPUs up to the server's last: a unit scoped to its GPUs (CUDA_VISIBLE_DEVICES, in unitText's environment) narrows them to the server's, as on the box.
+            count: Math.max(...news.gpuIndices) + 1,
             ...(expect.memory.gpuMemoryMiB !== undefined ? { memoryMiB: expect.memory.gpuMemoryMiB } : {}),
             ...(news.gpuName !== undefined ? { name: news.gpuName } : {}),
         },

@@ -14,6 +14,7 @@ import { currentLab, LabInfo, readJson } from "../lab-info";
 import { appendEvent } from "./events";
 import { Faults, faultsForArgv, faultsForThisStart, readFaults } from "./faults";
 import { ApiState, createApi, JsonValue, ServerArgs } from "./http-api";
+import { cudaDevices } from "../gpu/cuda-visible";
 import { schedulerException } from "./scheduler-errors";
 import { draftingOf } from "./speculation";
 
@@ -70,20 +71,24 @@ function stamp(): string {
     return `${d.getFullYear()}-${p2(d.getMonth() + 1)}-${p2(d.getDate())} ${p2(d.getHours())}:${p2(d.getMinutes())}:${p2(d.getSeconds())}`;
 }
 
-/** GPU nodes this process can use: present, and not denied by the container's device cgroup (EPERM; no driver gives ENXIO). */
-function visibleGpuCount(): number {
+/** GPU nodes this process can open: present, and not denied by the container's device cgroup (EPERM; no driver gives ENXIO), in index order. */
+function openableGpuIndices(): number[] {
     try {
-        return fs.readdirSync("/dev").filter((d) => {
-            if (!/^nvidia\d+$/.test(d)) return false;
-            try {
-                fs.closeSync(fs.openSync(`/dev/${d}`, "r+"));
-                return true;
-            } catch (e) {
-                return (e as NodeJS.ErrnoException).code !== "EPERM";
-            }
-        }).length;
+        return fs
+            .readdirSync("/dev")
+            .filter((d) => {
+                if (!/^nvidia\d+$/.test(d)) return false;
+                try {
+                    fs.closeSync(fs.openSync(`/dev/${d}`, "r+"));
+                    return true;
+                } catch (e) {
+                    return (e as NodeJS.ErrnoException).code !== "EPERM";
+                }
+            })
+            .map((d) => Number(d.slice("nvidia".length)))
+            .sort((x, y) => x - y);
     } catch {
-        return 0;
+        return [];
     }
 }
 
@@ -184,8 +189,13 @@ class Simulator {
         const draft = a.speculative_algorithm ? (typeof draftPath === "string" ? readModel(draftPath) : null) : undefined;
         const tp = Number(a.tp_size);
         const base = Number(a.base_gpu_id ?? 0);
-        const visible = visibleGpuCount();
-        this.gpus = Array.from({ length: Math.min(tp, Math.max(0, visible - base)) }, (_, i) => base + i);
+        // The GPUs CUDA gives the process (CUDA_VISIBLE_DEVICES), numbered from 0; this.gpus are their nvidia-smi indices.
+        const devices = cudaDevices(
+            openableGpuIndices().map((index) => ({ index, uuid: this.info.gpus.find((g) => g.index === index)?.uuid ?? "" })),
+            process.env.CUDA_VISIBLE_DEVICES,
+        );
+        const visible = devices.length;
+        this.gpus = devices.slice(base, base + tp).map((d) => d.index);
 
         // Distributed init.
         this.ranks(() => "Init torch distributed begin.");
@@ -196,7 +206,7 @@ class Simulator {
                 "RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
                 "dist",
             );
-        const spec = this.info.gpus.find((g) => g.index === base) ?? this.info.gpus[0]!;
+        const spec = this.info.gpus.find((g) => g.index === this.gpus[0]) ?? this.info.gpus[0]!;
         const total = spec.memoryMiB / 1024;
         const ctx = 0.59;
         this.hold(ctx);

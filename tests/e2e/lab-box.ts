@@ -2,18 +2,21 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { labDown, labExec, labUp, readLabInfo } from "../../lab/control";
-import type { LabInfo } from "../../lab/control";
+import type { LabInfo, LabUpOptions } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
 
 export const UNIT = "sglang-qwen.service";
 
+/** What a test's lab may differ in (its GPUs): the rest of labUp's options are the test lab's own. */
+export type LabOptions = Pick<LabUpOptions, "gpus">;
+
 /** A lab of its own on other loopback addresses than the default one, so a developer's lab can keep running. */
-export async function startLab(prefix: string, net: number): Promise<{ labDir: string; info: LabInfo }> {
+export async function startLab(prefix: string, net: number, opts: LabOptions = {}): Promise<{ labDir: string; info: LabInfo }> {
     const labDir = fs.mkdtempSync(path.join(os.tmpdir(), `sglang-serve-${prefix}-lab-`));
     process.env.SGLANG_LAB_DIR = labDir;
-    await labUp({ labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
+    await labUp({ ...opts, labDir, hostAddress: `127.0.${net}.5`, containerAddress: `127.0.${net}.29`, fresh: true });
     return { labDir, info: readLabInfo(labDir) };
 }
 
@@ -21,9 +24,9 @@ export async function startLab(prefix: string, net: number): Promise<{ labDir: s
  * A lab of its own for the enclosing describe (call it there): up before its
  * tests, down after them. Its fields are set once the before hook ran.
  */
-export function useLab(prefix: string, net: number): { readonly labDir: string; readonly info: LabInfo } {
+export function useLab(prefix: string, net: number, opts: LabOptions = {}): { readonly labDir: string; readonly info: LabInfo } {
     const lab = {} as { labDir: string; info: LabInfo };
-    before(async () => Object.assign(lab, await startLab(prefix, net)));
+    before(async () => Object.assign(lab, await startLab(prefix, net, opts)));
     after(async () => {
         if (lab.labDir) await labDown(lab.labDir);
         delete process.env.SGLANG_LAB_DIR;
@@ -38,8 +41,8 @@ export async function onBox(labDir: string, machine: "host" | "container", comma
     return r.stdout.trim();
 }
 
-export async function mainPid(labDir: string): Promise<string> {
-    return onBox(labDir, "container", `systemctl show -p MainPID --value ${UNIT}`);
+export async function mainPid(labDir: string, unit = UNIT): Promise<string> {
+    return onBox(labDir, "container", `systemctl show -p MainPID --value ${unit}`);
 }
 
 /** GET /health on the lab container's server: the status, or the error when nothing answers. */
