@@ -3,10 +3,10 @@ import { loadStackConfig } from "./components/stack-config";
 import { declareBox, declareServer } from "./components/stack-resources";
 
 const pulumiConfig = new pulumi.Config();
-const { host, container, servers: serverConfigs, readiness } = loadStackConfig(pulumiConfig);
+const { boxes: boxConfigs, servers: serverConfigs, readiness } = loadStackConfig(pulumiConfig);
 
-const box = declareBox(host, container);
-const declared = serverConfigs.map((service) => ({ service, ...declareServer(box, service, readiness) }));
+const boxes = new Map(boxConfigs.map(({ host, container }) => [host.name, declareBox(host, container)]));
+const declared = serverConfigs.map((service) => ({ service, ...declareServer(boxes.get(service.box)!, service, readiness) }));
 
 /** Per server, by name: where it serves and what the last `up` verified of it. */
 export const servers = Object.fromEntries(
@@ -24,7 +24,8 @@ export const servers = Object.fromEntries(
         },
     ]),
 );
-export const gpus = box.gpuHost.gpus;
+/** Per box, by name: the GPUs its host reports. */
+export const boxGpus = Object.fromEntries([...boxes].map(([name, box]) => [name, box.gpuHost.gpus]));
 
 // A stack of one server also exports its outputs at the top, as before `servers` existed.
 const only = declared.length === 1 ? servers[declared[0]!.service.name] : undefined;
@@ -35,3 +36,5 @@ export const servedModelName = only?.servedModelName;
 export const liveServerArgs = only?.liveServerArgs;
 export const speculativeActive = only?.speculativeActive;
 export const servingFigures = only?.servingFigures;
+// A stack of one box also exports its GPUs at the top.
+export const gpus = boxes.size === 1 ? [...boxes.values()][0]!.gpuHost.gpus : undefined;

@@ -37,16 +37,11 @@ function describeValue(path: string, value: unknown): string {
 }
 
 /**
- * The sections every stack must set: host, and service (or servers: the rule
- * that asks for one of them files its issue under service). The others are
- * optional or have defaults.
+ * The sections every stack must set: host (or boxes) and service (or
+ * servers); the rules that ask for one of each pair file their issue under
+ * host and service. The others are optional or have defaults.
  */
-const REQUIRED_SECTIONS: readonly string[] = [
-    ...Object.entries(StackConfigSchema.shape)
-        .filter(([, schema]) => !schema.safeParse(undefined).success)
-        .map(([name]) => name),
-    "service",
-];
+const REQUIRED_SECTIONS: readonly string[] = ["host", "service"];
 
 /** A required section not set: the stack's config is not filled in yet. */
 function isMissingSection(issue: ConfigIssue): boolean {

@@ -6,7 +6,7 @@
  */
 import { API_KEY_SET_HELP, ENV_NAME, isLoopback } from "./config-values";
 import type { ConfigIssue } from "./config-issues";
-import { ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
+import { CONFIG_NAMESPACE, ContainerConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
 import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
 import { GPU_SCOPE_ENV, unitName } from "./systemd-unit";
 import { isPlaceholderHostKey } from "./host-key";
@@ -25,17 +25,30 @@ import {
 } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsKey, specV2On } from "./sglang-server-args";
 
-/** The box's servers as the rules see them: each that parsed, under the key it is declared at; which sections were given at all. */
+/** The stack's servers as the rules see them: each that parsed, under the key it is declared at; which sections were given at all. */
 export interface ServersInput {
     given: { service: boolean; servers: boolean };
     list: Array<{ key: string; service: ServiceConfig }>;
 }
 
-/** What the rules see: each section that parsed, and which keys were given at all. */
-export interface RuleInput {
+/** One box as the rules see it: its host and container, and the keys they are declared at (`host`, or `boxes[1].host`). */
+export interface BoxInput {
+    /** `boxes[i]`; undefined for the host and container sections. */
+    key?: string;
     host?: HostConfig;
     container?: ContainerConfig;
     containerGiven: boolean;
+}
+
+/** The stack's boxes: each that parsed; which sections were given at all. */
+export interface BoxesInput {
+    given: { host: boolean; boxes: boolean };
+    list: BoxInput[];
+}
+
+/** What the rules see: each section that parsed, and which keys were given at all. */
+export interface RuleInput {
+    boxes: BoxesInput;
     servers: ServersInput;
     readiness?: ReadinessConfig;
     /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
@@ -62,35 +75,63 @@ export class Findings {
     }
 
     /**
-     * Adds these findings, written about `service`, to `f` as findings about
-     * the server at `key` (`servers[1]`): every `service` key in paths and
-     * messages becomes `key`. The server rules are written once, for `service`.
+     * Adds these findings, written about the sections of a stack of one box
+     * and one server (`host`, `container`, `service`), to `f` as findings
+     * about the keys they stand for here (`servers[1]`, `boxes[0].host`): the
+     * rules are written once, for those sections. `renames` maps a section
+     * to its key; paths are renamed where they start with it, messages where
+     * they name a key under it (`service.port`, `sglang-serve:host.address`).
      */
-    copyInto(f: Findings, key: string): void {
-        const rekey = (text: string) => (key === "service" ? text : text.replace(/(^|[^A-Za-z0-9_.-])service(?=$|[.[])/g, `$1${key}`));
-        for (const issue of this.issues) f.issue(rekey(issue.path), issue.value, rekey(issue.message), (this.dependsOn.get(issue) ?? []).map(rekey));
-        this.warnings.forEach((w) => f.warn(rekey(w)));
-        this.notices.forEach((n) => f.note(rekey(n)));
+    copyInto(f: Findings, renames: Readonly<Record<string, string>>): void {
+        const pairs = Object.entries(renames).filter(([from, to]) => from !== to);
+        const path = (p: string) => {
+            const pair = pairs.find(([from]) => p === from || p.startsWith(`${from}.`) || p.startsWith(`${from}[`));
+            return pair ? pair[1] + p.slice(pair[0].length) : p;
+        };
+        // A key under the section (`service.port`), or the section as a Pulumi key (`sglang-serve:container`).
+        const text = (t: string) =>
+            pairs.reduce(
+                (out, [from, to]) => out.replace(new RegExp(`(?<![\\w.-])${from}(?=\\.[A-Za-z]|\\[)|(?<=${CONFIG_NAMESPACE}:)${from}\\b`, "g"), to),
+                t,
+            );
+        for (const issue of this.issues) f.issue(path(issue.path), issue.value, text(issue.message), (this.dependsOn.get(issue) ?? []).map(path));
+        this.warnings.forEach((w) => f.warn(text(w)));
+        this.notices.forEach((n) => f.note(text(n)));
     }
+}
+
+/** Where a box's sections are declared: `host` and `container`, or under `boxes[i]`. */
+function boxRenames(box: BoxInput): Record<string, string> {
+    return box.key === undefined ? {} : { host: `${box.key}.host`, container: `${box.key}.container` };
 }
 
 /** Runs every rule on the sections that parsed, into `f`. */
 export function applyRules(input: RuleInput, f: Findings): void {
-    topologyRule(input, f);
-    sshKeyRule(input, f);
-    const usable = containerGpusRule(input, f);
-    serverSectionRule(input.servers, f);
-    for (const { key, service } of input.servers.list) {
-        const serverFindings = new Findings();
-        serverRules(input, service, usable, serverFindings);
-        serverFindings.copyInto(f, key);
+    boxSectionRule(input.boxes, f);
+    const usable = new Map<BoxInput, number | undefined>();
+    for (const box of input.boxes.list) {
+        const boxFindings = new Findings();
+        topologyRule(box, boxFindings);
+        sshKeyRule(box, input.sshAgentAvailable, boxFindings);
+        usable.set(box, containerGpusRule(box, boxFindings));
+        boxFindings.copyInto(f, boxRenames(box));
     }
-    serversRule(input.servers.list, f);
+    serverSectionRule(input.servers, f);
+    const placed: Array<{ key: string; service: ServiceConfig; box: BoxInput }> = [];
+    for (const { key, service } of input.servers.list) {
+        const box = boxOfServer(input.boxes, key, service, f);
+        if (!box) continue;
+        placed.push({ key, service, box });
+        const serverFindings = new Findings();
+        serverRules(box, service, usable.get(box), serverFindings);
+        serverFindings.copyInto(f, { service: key, ...boxRenames(box) });
+    }
+    serversRule(placed, f);
     if (input.readiness) readinessRule(input.readiness, f);
 }
 
-/** The rules about one server, written for `service`: applyRules files each under the key the server is declared at. */
-function serverRules(input: RuleInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
+/** The rules about one server on its box, written for `service`, `host` and `container`: applyRules files each under the keys they are declared at. */
+function serverRules(box: BoxInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
     pythonRule(service, f);
     versionRule(service, f);
     environmentRule(service, f);
@@ -99,8 +140,66 @@ function serverRules(input: RuleInput, service: ServiceConfig, usable: number | 
     if (extraArgsRule(service, f)) releaseArgparseRule(service, f);
     listenRule(service, f);
     authenticationRule(service, f);
-    gpuCountRule(input, service, usable, f);
-    memoryRule(input, service, usable, f);
+    gpuCountRule(box, service, usable, f);
+    memoryRule(box, service, usable, f);
+}
+
+/** A stack declares its box as `host` (and `container`), or its boxes as `boxes`: exactly one of the two; each box its own host and container. */
+function boxSectionRule(boxes: BoxesInput, f: Findings): void {
+    if (boxes.given.host && boxes.given.boxes) {
+        f.issue(
+            "boxes",
+            "(set)",
+            `${pulumiKey("host")} and ${pulumiKey("boxes")} are both set: keep one. One box: host (and container); several: boxes, ` +
+                "each entry { host, container } (move host and container into boxes as its first entry: their resources stay the same).",
+        );
+    } else if (!boxes.given.host && !boxes.given.boxes) {
+        f.issue("host", undefined, "host is required: add it (a map of keys), or boxes (a list of { host, container }) for several boxes.");
+    }
+    const firstWith = new Map<string, string>();
+    for (const box of boxes.list) {
+        if (box.key === undefined || !box.host) continue;
+        const claim = (path: string, id: string, value: unknown, fix: string) => {
+            const owner = firstWith.get(id);
+            if (owner === undefined) firstWith.set(id, box.key!);
+            else f.issue(path, value, `${path} is ${JSON.stringify(value)}, which ${owner} has too: ${fix}.`);
+        };
+        claim(
+            `${box.key}.host.name`,
+            `name=${box.host.name}`,
+            box.host.name,
+            "each box needs its own name (servers name their box by it; it names the GpuHost resource)",
+        );
+        if (box.container) {
+            claim(
+                `${box.key}.container.vmid`,
+                `vmid=${box.container.vmid}`,
+                box.container.vmid,
+                "each box's container needs its own VMID in a stack (it names the LxcContainer resource ct<vmid>)",
+            );
+        }
+    }
+}
+
+/** The box a server runs on: the one box, or the one its `box` names. Undefined (and an issue) when it names none. */
+function boxOfServer(boxes: BoxesInput, key: string, service: ServiceConfig, f: Findings): BoxInput | undefined {
+    const names = boxes.list.map((b) => b.host?.name).filter((n): n is string => n !== undefined);
+    if (service.box === undefined) {
+        if (boxes.list.length === 1) return boxes.list[0];
+        if (boxes.list.length > 1) {
+            f.issue(`${key}.box`, undefined, `${key}.box is not set, and the stack has ${boxes.list.length} boxes: set it to one of ${names.join(", ")}.`);
+        }
+        return undefined;
+    }
+    const box = boxes.list.find((b) => b.host?.name === service.box);
+    if (!box && names.length === boxes.list.length) {
+        f.issue(
+            `${key}.box`,
+            service.box,
+            `${key}.box is "${service.box}", which names no box of the stack: use one of ${names.join(", ")} (the boxes' host.name).`,
+        );
+    }
+    return box;
 }
 
 const GIB = 1024 ** 3;
@@ -116,17 +215,17 @@ const MIB = 1024 ** 2;
  */
 export const STATIC_POOL_RESERVE_GIB = 2;
 
-function topologyRule(input: RuleInput, f: Findings): void {
-    const { host } = input;
+function topologyRule(box: BoxInput, f: Findings): void {
+    const { host } = box;
     if (!host) return;
-    if (host.topology === "pct-exec" && !input.containerGiven) {
+    if (host.topology === "pct-exec" && !box.containerGiven) {
         f.issue(
             "container",
             undefined,
             "container is required when host.topology is pct-exec: declare the LXC container (vmid, hostname, gpus) that `pct exec` runs the server in.",
         );
     }
-    if (host.topology === "direct" && input.containerGiven) {
+    if (host.topology === "direct" && box.containerGiven) {
         f.issue(
             "container",
             "(set)",
@@ -135,11 +234,11 @@ function topologyRule(input: RuleInput, f: Findings): void {
     }
 }
 
-function sshKeyRule(input: RuleInput, f: Findings): void {
-    const { host } = input;
+function sshKeyRule(box: BoxInput, sshAgentAvailable: boolean | undefined, f: Findings): void {
+    const { host } = box;
     if (!host) return;
     // Without a key file the providers use ssh-agent (SSH_AUTH_SOCK): only a known absence of one is worth a word.
-    if (host.sshPrivateKeyPath === undefined && input.sshAgentAvailable === false) {
+    if (host.sshPrivateKeyPath === undefined && sshAgentAvailable === false) {
         f.warn(
             `${pulumiKey("host.sshPrivateKeyPath")} is not set and no ssh-agent runs (SSH_AUTH_SOCK is not set): ` +
                 `preview works, but \`pulumi up\` cannot log in to ${host.address}. Start ssh-agent and \`ssh-add\` the key, or set host.sshPrivateKeyPath.`,
@@ -470,8 +569,8 @@ function releaseArgparseRule(service: ServiceConfig, f: Findings): void {
 }
 
 /** container.gpus name existing host GPUs, once each; the GPUs the box's servers can use (undefined when not known). */
-function containerGpusRule(input: RuleInput, f: Findings): number | undefined {
-    const { host, container } = input;
+function containerGpusRule(box: BoxInput, f: Findings): number | undefined {
+    const { host, container } = box;
     if (!host) return undefined;
     if (container) {
         const seen = new Set<number>();
@@ -499,8 +598,8 @@ function boxGpusText(host: HostConfig, usable: number): string {
 }
 
 /** The server's GPUs exist on the box, once each, and hold its parallel layout. */
-function gpuCountRule(input: RuleInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
-    const { host } = input;
+function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
+    const { host } = box;
     if (!host || usable === undefined) return;
     const boxGpus = boxGpusText(host, usable);
     const seen = new Set<number>();
@@ -551,27 +650,37 @@ function serverSectionRule(servers: ServersInput, f: Findings): void {
     }
 }
 
-/** The servers of one box: each its own name (unit, env file), port and GPUs. */
-function serversRule(list: ServersInput["list"], f: Findings): void {
+/** The stack's servers: each its own name (unit, env file); on one box, each its own port and GPUs. */
+function serversRule(placed: ReadonlyArray<{ key: string; service: ServiceConfig; box: BoxInput }>, f: Findings): void {
     const firstWith = new Map<string, string>();
-    const claim = (what: string, key: string, value: unknown, fix: string, path = `${key}.${what}`) => {
-        const id = `${what}=${String(value)}`;
+    const claim = (id: string, path: string, key: string, value: unknown, fix: string) => {
         const owner = firstWith.get(id);
         if (owner === undefined) firstWith.set(id, key);
         else f.issue(path, value, `${path} is ${JSON.stringify(value)}, which ${owner} has too: ${fix}.`);
     };
-    for (const { key, service } of list) {
-        claim("name", key, service.name, `each server needs its own name (it names the unit ${unitName(service.name)}, its env file and its venv staging)`);
-        claim("port", key, service.port, "each server on the box needs its own port");
-        service.gpus?.forEach((gpu, i) => claim("gpus", key, gpu, "a GPU serves one server: give each server GPUs of its own", `${key}.gpus[${i}]`));
+    const boxes = new Map<BoxInput, number>();
+    for (const { key, service, box } of placed) {
+        boxes.set(box, (boxes.get(box) ?? 0) + 1);
+        const on = `box ${box.host?.name ?? "?"}`;
+        claim(
+            `name=${service.name}`,
+            `${key}.name`,
+            key,
+            service.name,
+            `each server needs its own name (it names the unit ${unitName(service.name)}, its env file and its venv staging)`,
+        );
+        claim(`${on} port=${service.port}`, `${key}.port`, key, service.port, `each server on ${on} needs its own port`);
+        service.gpus?.forEach((gpu, i) =>
+            claim(`${on} gpu=${gpu}`, `${key}.gpus[${i}]`, key, gpu, `a GPU of ${on} serves one server: give each server GPUs of its own`),
+        );
     }
-    if (list.length < 2) return;
-    for (const { key, service } of list) {
-        if (service.gpus !== undefined) continue;
+    for (const { key, service, box } of placed) {
+        const neighbours = (boxes.get(box) ?? 1) - 1;
+        if (service.gpus !== undefined || neighbours === 0) continue;
         f.issue(
             `${key}.gpus`,
             undefined,
-            `${key}.gpus is not set, so the server would see every GPU of the box, beside ${list.length - 1} other server(s): ` +
+            `${key}.gpus is not set, so the server would see every GPU of box ${box.host?.name ?? "?"}, beside ${neighbours} other server(s) there: ` +
                 "give each server the GPUs it uses (e.g. gpus: [0]), disjoint from the others'.",
         );
     }
@@ -590,8 +699,8 @@ export function staticPoolFit(
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
 }
 
-function memoryRule(input: RuleInput, service: ServiceConfig, usableGpus: number | undefined, f: Findings): void {
-    const { host } = input;
+function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: number | undefined, f: Findings): void {
+    const { host } = box;
     if (!host) return;
     const tp = service.tensorParallelSize;
     const weightsGB = service.model.weightsGB;

@@ -184,6 +184,8 @@ export const ServiceSchema = z.strictObject({
     launcher: z.enum(["auto", "serve", "launch_server"]).default("auto"),
     model: ModelSchema,
     tensorParallelSize: fromNumericString(z.int().min(1).max(64)).default(1),
+    /** The box this server runs on: its host.name in `boxes`. Left out: the stack's one box. */
+    box: z.string().regex(LABEL, { error: "must be the host.name of one of the stack's boxes" }).optional(),
     /**
      * The GPUs this server uses, as nvidia-smi numbers them where the server
      * runs (in the container: 0 to the number of container.gpus - 1). The
@@ -328,23 +330,39 @@ export const ReadinessSchema = z.strictObject({
     ).default(DEFAULT_THROUGHPUT_DROP_LIMIT),
 });
 
-/**
- * The config's sections as Pulumi holds them. A stack declares one server
- * (`service`) or several on its box (`servers`, each entry a whole service
- * with its own name, port and GPUs): exactly one of the two (core/config-rules.ts).
- */
-export const StackConfigSchema = z.strictObject({
+/** A machine the stack runs servers on: the GPU host and, with pct-exec, its LXC container. */
+export const BoxSchema = z.strictObject({
     host: HostSchema,
     /** Required for topology pct-exec, absent for direct. */
     container: ContainerSchema.optional(),
+});
+
+/**
+ * The config's sections as Pulumi holds them. A stack declares one box
+ * (`host` and `container`) or several (`boxes`), and one server (`service`)
+ * or several (`servers`, each entry a whole service with its own name, port,
+ * GPUs and box): exactly one of each pair (core/config-rules.ts).
+ */
+export const StackConfigSchema = z.strictObject({
+    host: HostSchema.optional(),
+    /** Required for topology pct-exec, absent for direct. */
+    container: ContainerSchema.optional(),
+    boxes: z.array(BoxSchema).min(1, { error: "must list at least one box (or use host and container for one)" }).optional(),
     service: ServiceSchema.optional(),
     servers: z.array(ServiceSchema).min(1, { error: "must list at least one server (or use service for one)" }).optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 
 type StackConfigSections = z.output<typeof StackConfigSchema>;
-/** The validated config: `service` or `servers` as one list of the box's servers, in declared order. */
-export type StackConfig = Omit<StackConfigSections, "service" | "servers"> & { servers: ServiceConfig[] };
+/**
+ * The validated config: `host` and `container` or `boxes` as one list of
+ * boxes, `service` or `servers` as one list of servers, each naming its box
+ * (`box`, the box's host.name), in declared order.
+ */
+export type StackConfig = Pick<StackConfigSections, "readiness"> & { boxes: BoxConfig[]; servers: ServerConfig[] };
+export type BoxConfig = z.output<typeof BoxSchema>;
+/** A server of the validated config: its box always named. */
+export type ServerConfig = ServiceConfig & { box: string };
 export type HostConfig = z.output<typeof HostSchema>;
 export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;

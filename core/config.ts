@@ -6,8 +6,9 @@
  */
 import { z } from "zod";
 import { ConfigIssue, errorMap, formatPath, fromZodIssues, unknownKeyIssue, valueAt } from "./config-issues";
-import { applyRules, Findings, ServersInput } from "./config-rules";
+import { applyRules, BoxesInput, Findings, ServersInput } from "./config-rules";
 import {
+    BoxConfig,
     CONFIG_NAMESPACE,
     ContainerConfig,
     HostConfig,
@@ -27,7 +28,7 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
 
 /**
  * Validates a stack's config: `raw` holds the sections without the
- * `sglang-serve:` prefix (`{ host, container, service or servers, readiness }`; the
+ * `sglang-serve:` prefix (`{ host and container or boxes, service or servers, readiness }`; the
  * secrets older versions took as config are refused with their fix).
  * Returns every problem, never just the first.
  * `where` says what the caller knows of the machine that will run the
@@ -36,7 +37,7 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
 export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: boolean } = {}): ValidationResult {
     const findings = new Findings();
     if (!isRecord(raw)) {
-        findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host, container, service or servers, readiness).`);
+        findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host and container or boxes, service or servers, readiness).`);
         return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
     const known: readonly string[] = SECTION_NAMES;
@@ -68,9 +69,7 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     const ruleFindings = new Findings();
     applyRules(
         {
-            host: forRules.host as HostConfig | undefined,
-            container: forRules.container as ContainerConfig | undefined,
-            containerGiven: raw.container !== undefined,
+            boxes: boxesForRules(forRules, raw),
             servers: serversForRules(forRules, raw),
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshAgentAvailable: where.sshAgentAvailable,
@@ -87,9 +86,26 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     if (findings.issues.length > 0 || !allParsed) {
         return { ok: false, issues: findings.issues, warnings: findings.warnings, notices: findings.notices };
     }
-    const { service, servers, ...sections } = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as Record<SectionName, unknown>;
-    const config = { ...sections, servers: (servers ?? [service]) as ServiceConfig[] } as StackConfig;
+    const boxes = (parsed.boxes ?? [{ host: parsed.host, ...(parsed.container !== undefined ? { container: parsed.container } : {}) }]) as BoxConfig[];
+    const servers = ((parsed.servers ?? [parsed.service]) as ServiceConfig[]).map((s) => ({ ...s, box: s.box ?? boxes[0]!.host.name }));
+    const config: StackConfig = { boxes, servers, readiness: parsed.readiness as ReadinessConfig };
     return { ok: true, config, warnings: findings.warnings, notices: findings.notices };
+}
+
+/** The boxes the rules judge, each with the key it is declared under (undefined: the host and container sections, else `boxes[i]`). */
+function boxesForRules(forRules: Partial<Record<SectionName, unknown>>, raw: Record<string, unknown>): BoxesInput {
+    const given = { host: raw.host !== undefined, boxes: raw.boxes !== undefined };
+    if (given.boxes) {
+        const rawBoxes = Array.isArray(raw.boxes) ? raw.boxes : [];
+        const list = ((forRules.boxes ?? []) as BoxConfig[]).map((box, i) => ({
+            key: `boxes[${i}]`,
+            ...box,
+            containerGiven: isRecord(rawBoxes[i]) && rawBoxes[i].container !== undefined,
+        }));
+        return { given, list };
+    }
+    const host = forRules.host as HostConfig | undefined;
+    return { given, list: host ? [{ host, container: forRules.container as ContainerConfig | undefined, containerGiven: raw.container !== undefined }] : [] };
 }
 
 /**

@@ -8,6 +8,7 @@ export const PROVIDER_CONFIG_KEYS = {
     sshPrivateKey: "sglang-serve:sshPrivateKey",
     sshPrivateKeyPassphrase: "sglang-serve:sshPrivateKeyPassphrase",
     host: "sglang-serve:host",
+    boxes: "sglang-serve:boxes",
 } as const;
 
 export type ProviderConfig = { -readonly [field in keyof typeof PROVIDER_CONFIG_KEYS]?: string };

@@ -15,7 +15,7 @@ export type ConfigSource = (name: string) => unknown;
 /** Stands in for a secret's value where the reader has no passphrase (a stack file's `secure:`), or where only presence counts. */
 export const SECRET_PRESENT = "(secret)";
 
-const SECTIONS = ["host", "container", "service", "servers", "readiness", "generateApiKey"] as const;
+const SECTIONS = ["host", "container", "boxes", "service", "servers", "readiness", "generateApiKey"] as const;
 
 /** Keys whose values are secrets: only their presence is read. */
 const SECRET_KEYS = ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"] as const;
@@ -53,8 +53,15 @@ export function stackFileSource(doc: unknown, secretStandIn: string): ConfigSour
     };
 }
 
-/** host.sshPrivateKeyPath, for the providers' SSH credentials. */
-export function sshPrivateKeyPath(source: ConfigSource): string | undefined {
-    const host = rawStackConfig(source).host;
+/**
+ * host.sshPrivateKeyPath, for the providers' SSH credentials: of the box
+ * whose host is at `target` (its address and port) when the stack declares
+ * boxes, else of the one host.
+ */
+export function sshPrivateKeyPath(source: ConfigSource, target?: { address: string; port: number }): string | undefined {
+    const raw = rawStackConfig(source);
+    const hosts = Array.isArray(raw.boxes) ? raw.boxes.map((box) => (isRecord(box) ? box.host : undefined)) : [raw.host];
+    const matches = (host: unknown) => isRecord(host) && (target === undefined || (host.address === target.address && Number(host.port ?? 22) === target.port));
+    const host = hosts.find(matches);
     return isRecord(host) && typeof host.sshPrivateKeyPath === "string" ? host.sshPrivateKeyPath : undefined;
 }

@@ -63,18 +63,18 @@ export class ProviderRun {
 
     /**
      * The SSH credentials: the key file `sglang-serve:host.sshPrivateKeyPath`
-     * (mode 0600 or 0400), else the ssh-agent at SSH_AUTH_SOCK
+     * (with boxes, that of the box whose host is `target`; mode 0600 or 0400), else the ssh-agent at SSH_AUTH_SOCK
      * (remote/ssh-credentials.ts); the secret `sglang-serve:sshPrivateKey` only
      * where a stack of an older version still holds it (the program refuses it
      * now, so only a refresh or destroy of such a stack gets here with it). Read
      * at run time, so rotating the key needs no update; never put in state.
      */
-    sshCredentials(): SshCredentials {
+    sshCredentials(target?: { address: string; port: number }): SshCredentials {
         const config = this.config();
         return loadSshCredentials({
             sshPrivateKey: config.sshPrivateKey,
             sshPrivateKeyPassphrase: config.sshPrivateKeyPassphrase,
-            sshPrivateKeyPath: sshPrivateKeyPath((name) => (name === "host" ? config.host : undefined)),
+            sshPrivateKeyPath: sshPrivateKeyPath((name) => (name === "host" ? config.host : name === "boxes" ? config.boxes : undefined), target),
         });
     }
 
@@ -84,7 +84,7 @@ export class ProviderRun {
             port: connection.port,
             user: connection.user,
             hostKey: connection.hostKey,
-            ...this.sshCredentials(),
+            ...this.sshCredentials(connection),
             label: `${connection.user}@${connection.address}:${connection.port}`,
         };
     }

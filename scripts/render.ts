@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { validateStackConfig } from "../core/config";
 import { formatConfigIssues } from "../core/config-issues";
-import { CONFIG_NAMESPACE, ReadinessConfig, ServiceConfig, StackConfig } from "../core/config-schema";
+import { BoxConfig, CONFIG_NAMESPACE, ServerConfig, StackConfig } from "../core/config-schema";
 import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
 import { SECRET_MASK } from "../core/redact";
 import { renderSecretFiles } from "../core/deploy-secrets";
@@ -32,6 +32,8 @@ export interface RenderedStack {
 }
 
 export interface RenderedServer {
+    /** The box, in words. */
+    where: string;
     unitPath: string;
     unitText: string;
     environmentFilePath?: string;
@@ -51,11 +53,12 @@ export function renderStack(text: string): RenderedStack {
     const result = validateStackConfig(rawConfigFromStackYaml(text));
     if (!result.ok) throw new ConfigError(formatConfigIssues(result.issues));
     const { config } = result;
-    return { config, warnings: result.warnings, notices: result.notices, servers: config.servers.map((s) => renderServer(s, config.readiness)) };
+    return { config, warnings: result.warnings, notices: result.notices, servers: config.servers.map((s) => renderServer(s, config)) };
 }
 
-function renderServer(service: ServiceConfig, readiness: ReadinessConfig): RenderedServer {
+function renderServer(service: ServerConfig, { boxes, readiness }: StackConfig): RenderedServer {
     const rendered: RenderedServer = {
+        where: where(boxes.find((b) => b.host.name === service.box)!),
         unitPath: unitPath(service.name),
         unitText: renderUnit(service, {
             hasSecrets: service.requireApiKey,
@@ -75,10 +78,10 @@ function renderServer(service: ServiceConfig, readiness: ReadinessConfig): Rende
     return rendered;
 }
 
-function where(config: StackConfig): string {
-    return config.host.topology === "pct-exec" && config.container
-        ? `in container ${config.container.vmid} (${config.container.hostname}) on ${config.host.address}, via pct exec`
-        : `on ${config.host.address}`;
+function where({ host, container }: BoxConfig): string {
+    return host.topology === "pct-exec" && container
+        ? `in container ${container.vmid} (${container.hostname}) on ${host.address}, via pct exec`
+        : `on ${host.address}`;
 }
 
 function option(argv: readonly string[], long: string, short?: string): string | undefined {
@@ -119,7 +122,7 @@ function main(argv: readonly string[]): number {
     for (const notice of rendered.notices) process.stderr.write(`note: ${notice}\n`);
     const out: string[] = [];
     for (const server of rendered.servers) {
-        out.push(`### ${server.unitPath} (${where(rendered.config)})`, server.unitText);
+        out.push(`### ${server.unitPath} (${server.where})`, server.unitText);
         if (server.environmentFilePath && server.environmentFileMasked) {
             out.push(`### ${server.environmentFilePath} (mode 0600, secrets masked)`, server.environmentFileMasked);
         } else {

@@ -24,7 +24,10 @@ const stacks: StackConfig[] = fleet.map((f) => {
     if (!result.ok) throw new pulumi.RunError(formatConfigIssues(result.issues));
     return result.config;
 });
-const { host, container, readiness } = stacks[0]!;
+const {
+    boxes: [{ host, container }],
+    readiness,
+} = stacks[0]!;
 
 const box = declareBox(host, container);
 // Per server, what index.ts exports for its one.

@@ -76,11 +76,11 @@ describe("bench fleet plan", () => {
         for (const member of plan.all) {
             const {
                 servers: [service],
-                host,
+                boxes: [box],
             } = validated(fleetStackConfig(MACHINES, member));
             assert.equal(service!.name, member.name);
             assert.equal(service!.port, member.port);
-            assert.equal(host.gpus.memoryMiB, FLEET_GPU.memoryMiB);
+            assert.equal(box!.host.gpus.memoryMiB, FLEET_GPU.memoryMiB);
         }
         assert.ok(FLEET_MAX_SERVERS * FLEET_MEM_FRACTION <= 1, `${FLEET_MAX_SERVERS} servers of ${FLEET_MEM_FRACTION} overfill the GPUs`);
         assert.ok(plan.all.length <= FLEET_MAX_SERVERS);

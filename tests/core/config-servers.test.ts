@@ -73,9 +73,12 @@ describe("stack config: several servers on one box (servers)", () => {
         );
         assert.match(
             issueAt(raw, "servers[1].port").message,
-            /servers\[1\]\.port is 30000, which servers\[0\] has too: each server on the box needs its own port/,
+            /servers\[1\]\.port is 30000, which servers\[0\] has too: each server on box kpro5 needs its own port/,
         );
-        assert.match(issueAt(raw, "servers[1].gpus[1]").message, /servers\[1\]\.gpus\[1\] is 0, which servers\[0\] has too: a GPU serves one server/);
+        assert.match(
+            issueAt(raw, "servers[1].gpus[1]").message,
+            /servers\[1\]\.gpus\[1\] is 0, which servers\[0\] has too: a GPU of box kpro5 serves one server/,
+        );
         const result = validateStackConfig(raw);
         assert.ok(!result.ok && !result.issues.some((i) => i.path === "servers[1].gpus[0]"), "GPU 1 is servers[1]'s alone");
     });
@@ -84,7 +87,7 @@ describe("stack config: several servers on one box (servers)", () => {
         const raw = twoServers((s) => delete s[0]!.gpus);
         assert.match(
             issueAt(raw, "servers[0].gpus").message,
-            /servers\[0\]\.gpus is not set, so the server would see every GPU of the box, beside 1 other server\(s\): give each server the GPUs it uses/,
+            /servers\[0\]\.gpus is not set, so the server would see every GPU of box kpro5, beside 1 other server\(s\) there: give each server the GPUs it uses/,
         );
     });
 
@@ -154,5 +157,87 @@ describe("a server's unit sees only its GPUs", () => {
         assert.deepEqual(env(b), { SGLANG_ENABLE_SPEC_V2: "1", CUDA_DEVICE_ORDER: "PCI_BUS_ID", CUDA_VISIBLE_DEVICES: "1" });
         const [single] = accepted(fieldConfig()).servers;
         assert.deepEqual(env(single), { SGLANG_ENABLE_SPEC_V2: "1" });
+    });
+});
+
+/** Two boxes (kpro5 as in the field, and kpro6 like it at 10.1.2.6 with container 130), one server each, and `edit` applied. */
+function twoBoxes(edit: (boxes: Array<Record<string, any>>, servers: Array<Record<string, unknown>>) => void = () => {}): Record<string, unknown> {
+    const raw = fieldConfig();
+    const kpro6 = { host: { ...structuredClone(raw.host), name: "kpro6", address: "10.1.2.6" }, container: { ...structuredClone(raw.container), vmid: 130 } };
+    const boxes: Array<Record<string, any>> = [{ host: raw.host, container: raw.container }, kpro6];
+    const servers: Array<Record<string, unknown>> = [
+        { ...structuredClone(raw.service), name: "qwen-a", box: "kpro5" },
+        { ...structuredClone(raw.service), name: "qwen-b", box: "kpro6" },
+    ];
+    edit(boxes, servers);
+    return { boxes, servers, readiness: raw.readiness };
+}
+
+describe("stack config: several boxes (boxes)", () => {
+    it("takes two boxes, each server on the box it names, with the same port and GPUs on each", () => {
+        const config = accepted(twoBoxes());
+        assert.deepEqual(
+            config.boxes.map((b) => [b.host.name, b.container?.vmid]),
+            [
+                ["kpro5", 129],
+                ["kpro6", 130],
+            ],
+        );
+        assert.deepEqual(
+            config.servers.map((s) => [s.name, s.box, s.port]),
+            [
+                ["qwen-a", "kpro5", 30000],
+                ["qwen-b", "kpro6", 30000],
+            ],
+        );
+    });
+
+    it("reads host and container as the one box, which every server is on; the same box written in boxes is the same config", () => {
+        const raw = fieldConfig();
+        const single = accepted(raw);
+        assert.deepEqual(single.boxes, [{ host: single.boxes[0]!.host, container: single.boxes[0]!.container }]);
+        assert.equal(single.servers[0]!.box, "kpro5");
+        const { host, container, ...rest } = raw;
+        assert.deepEqual(accepted({ ...rest, boxes: [{ host, container }] }), single);
+    });
+
+    it("refuses host and boxes both set, and neither, naming the fix", () => {
+        const both = { ...twoBoxes(), host: fieldConfig().host };
+        assert.match(issueAt(both, "boxes").message, /sglang-serve:host and sglang-serve:boxes are both set: keep one/);
+        const { host: _host, ...neither } = fieldConfig();
+        assert.match(issueAt(neither, "host").message, /host is required: add it .*or boxes/);
+    });
+
+    it("refuses a server whose box is not set or names no box, listing the boxes", () => {
+        const raw = twoBoxes((_, s) => {
+            delete s[0]!.box;
+            s[1]!.box = "kpro7";
+        });
+        assert.match(issueAt(raw, "servers[0].box").message, /servers\[0\]\.box is not set, and the stack has 2 boxes: set it to one of kpro5, kpro6/);
+        assert.match(issueAt(raw, "servers[1].box").message, /servers\[1\]\.box is "kpro7", which names no box of the stack: use one of kpro5, kpro6/);
+    });
+
+    it("refuses two boxes with one name or one container VMID", () => {
+        const raw = twoBoxes((b) => {
+            b[1]!.host.name = "kpro5";
+            b[1]!.container.vmid = 129;
+        });
+        assert.match(issueAt(raw, "boxes[1].host.name").message, /boxes\[1\]\.host\.name is "kpro5", which boxes\[0\] has too: each box needs its own name/);
+        assert.match(issueAt(raw, "boxes[1].container.vmid").message, /boxes\[1\]\.container\.vmid is 129, which boxes\[0\] has too/);
+    });
+
+    it("files each box's rules under its key, and each server's box rules under its box's", () => {
+        const raw = twoBoxes((b) => {
+            b[1]!.host.topology = "direct";
+            b[1]!.host.gpus.memoryMiB = 24564;
+        });
+        assert.match(
+            issueAt(raw, "boxes[1].container").message,
+            /container must be absent when boxes\[1\]\.host\.topology is direct .*: remove sglang-serve:boxes\[1\]\.container, or set boxes\[1\]\.host\.topology: pct-exec/,
+        );
+        const memory = issueAt(raw, "servers[1].tensorParallelSize").message;
+        assert.match(memory, /one 24\.0 GiB GPU \(boxes\[1\]\.host\.gpus\.memoryMiB 24564\)/);
+        const result = validateStackConfig(raw);
+        assert.ok(!result.ok && !result.issues.some((i) => i.path.startsWith("servers[0]") || i.path.startsWith("boxes[0]")), "kpro5 and its server are valid");
     });
 });

@@ -58,15 +58,15 @@ describe("stack config: the field's working config", () => {
 
     it("fills in defaults", () => {
         const { config } = accepted(fieldConfig()) as { config: import("../../core/config-schema").StackConfig };
-        assert.equal(config.host.port, 22);
-        assert.equal(config.host.user, "root");
+        assert.equal(config.boxes[0]!.host.port, 22);
+        assert.equal(config.boxes[0]!.host.user, "root");
         assert.equal(config.servers[0]!.launcher, "auto");
         assert.equal(config.servers[0]!.disableRadixCache, false);
         assert.deepEqual(config.servers[0]!.extraArgs, []);
         assert.equal(config.readiness.startupTimeoutSeconds, 900);
         assert.equal(config.readiness.pollIntervalSeconds, 1);
         assert.equal(config.readiness.probeTimeoutSeconds, 30);
-        assert.equal(config.container?.allowDelete, false);
+        assert.equal(config.boxes[0]!.container?.allowDelete, false);
     });
 
     it("warns that the placeholder host key must be replaced, without failing preview", () => {
@@ -1077,7 +1077,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
             }),
         ) as { config: import("../../core/config-schema").StackConfig };
         assert.equal(config.servers[0]!.tensorParallelSize, 2);
-        assert.equal(config.host.port, 22);
+        assert.equal(config.boxes[0]!.host.port, 22);
     });
 
     it('takes "true" and "false" for booleans', () => {

@@ -47,4 +47,17 @@ describe("stack config source: one reader for the program, the providers and the
             undefined,
         );
     });
+
+    it("gives the providers the key path of the box whose host a connection reaches, when the stack declares boxes", () => {
+        const boxes = JSON.stringify([
+            { host: { address: "10.1.2.5", sshPrivateKeyPath: "~/.ssh/kpro5" } },
+            { host: { address: "10.1.2.6", port: 2222, sshPrivateKeyPath: "~/.ssh/kpro6" } },
+            { host: { address: "10.1.2.7" } },
+        ]);
+        const source = (n: string) => (n === "boxes" ? boxes : undefined);
+        assert.equal(sshPrivateKeyPath(source, { address: "10.1.2.5", port: 22 }), "~/.ssh/kpro5");
+        assert.equal(sshPrivateKeyPath(source, { address: "10.1.2.6", port: 2222 }), "~/.ssh/kpro6");
+        assert.equal(sshPrivateKeyPath(source, { address: "10.1.2.6", port: 22 }), undefined, "another port is another host");
+        assert.equal(sshPrivateKeyPath(source, { address: "10.1.2.7", port: 22 }), undefined, "a box without a key file: ssh-agent");
+    });
 });
