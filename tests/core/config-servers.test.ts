@@ -161,10 +161,11 @@ describe("a server's unit sees only its GPUs", () => {
 });
 
 /** Two boxes (kpro5 as in the field, and kpro6 like it at 10.1.2.6 with container 130), one server each, and `edit` applied. */
-function twoBoxes(edit: (boxes: Array<Record<string, any>>, servers: Array<Record<string, unknown>>) => void = () => {}): Record<string, unknown> {
+type RawBox = { host: FieldRaw["host"]; container: FieldRaw["container"] };
+function twoBoxes(edit: (boxes: RawBox[], servers: Array<Record<string, unknown>>) => void = () => {}): Record<string, unknown> {
     const raw = fieldConfig();
     const kpro6 = { host: { ...structuredClone(raw.host), name: "kpro6", address: "10.1.2.6" }, container: { ...structuredClone(raw.container), vmid: 130 } };
-    const boxes: Array<Record<string, any>> = [{ host: raw.host, container: raw.container }, kpro6];
+    const boxes: RawBox[] = [{ host: raw.host, container: raw.container }, kpro6];
     const servers: Array<Record<string, unknown>> = [
         { ...structuredClone(raw.service), name: "qwen-a", box: "kpro5" },
         { ...structuredClone(raw.service), name: "qwen-b", box: "kpro6" },
