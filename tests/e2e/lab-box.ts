@@ -9,8 +9,8 @@ import { httpGetJson } from "../../remote/probe";
 
 export const UNIT = "sglang-qwen.service";
 
-/** What a test's lab may differ in (its GPUs): the rest of labUp's options are the test lab's own. */
-export type LabOptions = Pick<LabUpOptions, "gpus">;
+/** What a test's lab may differ in (its GPUs, its container's VMID): the rest of labUp's options are the test lab's own. */
+export type LabOptions = Pick<LabUpOptions, "gpus" | "vmid">;
 
 /** A lab of its own on other loopback addresses than the default one, so a developer's lab can keep running. */
 export async function startLab(prefix: string, net: number, opts: LabOptions = {}): Promise<{ labDir: string; info: LabInfo }> {
