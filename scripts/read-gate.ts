@@ -2,7 +2,7 @@
  * `npm run -s read-gate -- <command>`: the read-only key's gate on the box
  * (gate/sglang-serve-read-gate; docs/operator-guide.md, "The read-only key").
  *
- *   install-script --public-key FILE (--stack NAME | (--vmid N... | --direct) --python PATH --model PATH...)
+ *   install-script --public-key FILE (--stack NAME [--box NAME] | (--vmid N... | --direct) --python PATH --model PATH...)
  *                  [--gate-path PATH] [--authorized-keys PATH] [--from PATTERNS] [--comment TEXT]
  *       prints the sh script that installs the gate and the key's gated line;
  *       pipe it into the box as the user the stack logs in as:
@@ -18,7 +18,9 @@
  *
  * --stack reads Pulumi.<NAME>.yaml: pct-exec gives --vmid container.vmid,
  * direct gives --direct; and the pins: --python service.python, --model
- * service.model.path (and service.speculative.draftModelPath when set).
+ * service.model.path (and service.speculative.draftModelPath when set), of
+ * every server. A stack with boxes needs --box NAME (the box's host.name):
+ * its host's gate, with the pins of the servers on it.
  * Exit 0, 1 (check: refused), 2 (usage).
  */
 import { spawnSync } from "node:child_process";
@@ -45,6 +47,8 @@ export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");
 interface Options {
     publicKey?: string;
     stack?: string;
+    /** With --stack of a stack with boxes: the box (its host.name) whose host gets the gate. */
+    box?: string;
     vmids: number[];
     direct: boolean;
     pythons: string[];
@@ -60,6 +64,7 @@ interface Options {
 const VALUE_OPTIONS = new Set([
     "--public-key",
     "--stack",
+    "--box",
     "--vmid",
     "--python",
     "--model",
@@ -91,6 +96,9 @@ function parseOptions(args: string[]): Options {
                 break;
             case "--stack":
                 o.stack = v;
+                break;
+            case "--box":
+                o.box = v;
                 break;
             case "--vmid":
                 if (!/^\d+$/.test(v)) throw new ReadGateOptionError(`--vmid ${JSON.stringify(v)} is not a Proxmox container id (an integer from 100)`);
@@ -140,17 +148,42 @@ export function scopeOf(o: Options, projectDir = repo): GateScope {
     if (o.pythons.length > 0 || o.models.length > 0 || o.venvRoots.length > 0)
         throw new ReadGateOptionError("--stack takes the pins from the stack file: give no --python, --model or --venv-root with it");
     const raw = rawConfigFromStackYaml(fs.readFileSync(file, "utf8"));
-    const stackPins = pinsOfServers(Array.isArray(raw.servers) ? raw.servers : [raw.service], file);
-    const host = isRecord(raw.host) ? raw.host : {};
+    const { box, servers } = boxOfGate(raw, o, file);
+    const stackPins = pinsOfServers(servers, file);
+    const host = isRecord(box.host) ? box.host : {};
     const topology = host.topology ?? "pct-exec";
     if (topology === "direct") return { direct: true, ...stackPins };
-    const vmid = isRecord(raw.container) ? Number(raw.container.vmid) : NaN;
+    const vmid = isRecord(box.container) ? Number(box.container.vmid) : NaN;
     if (topology !== "pct-exec" || !Number.isInteger(vmid)) {
         throw new ReadGateOptionError(
-            `--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(raw.container) ? raw.container.vmid : undefined)}; give --vmid <vmid> or --direct`,
+            `--stack ${o.stack}: ${file} has host.topology ${JSON.stringify(topology)} and container.vmid ${JSON.stringify(isRecord(box.container) ? box.container.vmid : undefined)}; give --vmid <vmid> or --direct`,
         );
     }
     return { vmids: [vmid], ...stackPins };
+}
+
+/**
+ * The box of a stack file whose host gets the gate, and the servers on it:
+ * the one box (host, container), or with boxes the one --box names (its
+ * host.name), with the servers whose `box` names it.
+ */
+function boxOfGate(raw: Record<string, unknown>, o: Options, file: string): { box: Record<string, unknown>; servers: unknown[] } {
+    const servers: unknown[] = Array.isArray(raw.servers) ? raw.servers : [raw.service];
+    const boxes = raw.boxes;
+    if (!Array.isArray(boxes)) {
+        if (o.box !== undefined) throw new ReadGateOptionError(`--box ${o.box}: ${file} declares one box (host and container); leave --box out`);
+        return { box: raw, servers };
+    }
+    const names = boxes.map((b) => (isRecord(b) && isRecord(b.host) ? String(b.host.name) : "?"));
+    const index = names.indexOf(o.box ?? "");
+    if (index === -1) {
+        throw new ReadGateOptionError(
+            `--stack ${o.stack}: ${file} declares boxes ${names.join(", ")}; give --box <name> for the host that gets this gate${o.box !== undefined ? ` (not ${o.box})` : ""}`,
+        );
+    }
+    const box = boxes[index] as Record<string, unknown>;
+    const onBox = servers.filter((s) => (isRecord(s) && typeof s.box === "string" ? s.box === o.box : boxes.length === 1));
+    return { box, servers: onBox };
 }
 
 /**

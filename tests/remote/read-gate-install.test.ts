@@ -100,8 +100,32 @@ describe("read-only gate: the authorized_keys line and the install script", func
         );
         const staged = runReadGate(["line", "--stack", "staged", "--public-key", `${key.file}.pub`], project);
         assert.match(staged.stdout, /--direct --python \/opt\/sglang\/venv\/bin\/python3 --model \/models\/m --venv-root \/opt\/sglang",restrict /);
+        // A stack with boxes: --box picks the host that gets the gate, with the pins of the servers on it.
+        fs.writeFileSync(
+            path.join(project, "Pulumi.two.yaml"),
+            [
+                "config:",
+                "  sglang-serve:boxes:",
+                "    - host: { name: kpro5, topology: pct-exec }",
+                "      container: { vmid: 129 }",
+                "    - host: { name: kpro6, topology: pct-exec }",
+                "      container: { vmid: 130 }",
+                "  sglang-serve:servers:",
+                "    - { name: a, box: kpro5, python: /opt/a/bin/python3, model: { path: /models/a } }",
+                "    - { name: b, box: kpro6, python: /opt/b/bin/python3, model: { path: /models/b } }",
+                "    - { name: c, box: kpro6, python: /opt/b/bin/python3, model: { path: /models/c } }",
+                "",
+            ].join("\n"),
+        );
+        const kpro6 = runReadGate(["line", "--stack", "two", "--box", "kpro6", "--public-key", `${key.file}.pub`], project);
+        assert.equal(kpro6.code, 0, kpro6.stderr);
+        assert.match(kpro6.stdout, /--vmid 130 --python \/opt\/b\/bin\/python3 --model \/models\/b --model \/models\/c",restrict /);
+        const noBox = runReadGate(["line", "--stack", "two", "--public-key", `${key.file}.pub`], project);
+        assert.equal(noBox.code, 2);
+        assert.match(noBox.stderr, /declares boxes kpro5, kpro6; give --box <name> for the host that gets this gate/);
         for (const [args, message] of [
             [["line", "--public-key", `${key.file}.pub`], /give exactly one of --stack <name>, --vmid <vmid> \(repeatable\) or --direct/],
+            [["line", "--stack", "kpro5", "--box", "kpro6", "--public-key", `${key.file}.pub`], /--box kpro6: .*Pulumi\.kpro5\.yaml declares one box/],
             [["line", "--stack", "nope", "--public-key", `${key.file}.pub`], /--stack nope: no .*Pulumi\.nope\.yaml/],
             [
                 ["install-script", "--vmid", "129", "--public-key", path.join(dir, "missing.pub")],
