@@ -314,9 +314,10 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
         if (readConf(info, vmid)?.options.get("onboot") === "1") {
             const r = runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
             if (r.code !== 0) throw new Error(`lab: pct start ${vmid} failed (exit ${r.code}): ${r.stderr.trim()}`);
-            await waitListening(containerAddress, sshPort, 20_000);
+            // The container boots its systemd before ssh.service listens: seconds alone, more under a full test run's load (20 s was seen to run out).
+            await waitListening(containerAddress, sshPort, 90_000);
         }
-        await waitListening(hostAddress, sshPort, 10_000);
+        await waitListening(hostAddress, sshPort, 30_000);
     } catch (e) {
         // SGLANG_LAB_KEEP_FAILED=1 leaves a lab that failed to come up as it is, to look at it (then `lab down`).
         if (process.env.SGLANG_LAB_KEEP_FAILED !== "1") await labDown(labDir).catch(() => undefined);
