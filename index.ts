@@ -1,15 +1,18 @@
 import * as pulumi from "./components/pulumi";
 import { loadStackConfig } from "./components/stack-config";
 import { declareBox, declareServer } from "./components/stack-resources";
+import { SglangGateway } from "./components/sglang-gateway";
+import { workerUrl } from "./core/gateway";
 
 const pulumiConfig = new pulumi.Config();
-const { boxes: boxConfigs, servers: serverConfigs, readiness } = loadStackConfig(pulumiConfig);
+const loaded = loadStackConfig(pulumiConfig);
+const { boxes: boxConfigs, servers: serverConfigs, readiness } = loaded;
 
 const boxes = new Map(boxConfigs.map(({ host, container }) => [host.name, declareBox(host, container)]));
 const declared = serverConfigs.map((service) => ({ service, ...declareServer(boxes.get(service.box)!, service, readiness) }));
 
 /** Per server, by name: where it serves and what the last `up` verified of it. */
-export const servers = Object.fromEntries(
+const servers = Object.fromEntries(
     declared.map(({ service, server, check }) => [
         service.name,
         {
@@ -24,17 +27,34 @@ export const servers = Object.fromEntries(
         },
     ]),
 );
-/** Per box, by name: the GPUs its host reports. */
-export const boxGpus = Object.fromEntries([...boxes].map(([name, box]) => [name, box.gpuHost.gpus]));
 
-// A stack of one server also exports its outputs at the top, as before `servers` existed.
-const only = declared.length === 1 ? servers[declared[0]!.service.name] : undefined;
-export const endpoint = only?.endpoint;
-export const openaiBaseUrl = only?.openaiBaseUrl;
-export const unitName = only?.unitName;
-export const servedModelName = only?.servedModelName;
-export const liveServerArgs = only?.liveServerArgs;
-export const speculativeActive = only?.speculativeActive;
-export const servingFigures = only?.servingFigures;
-// A stack of one box also exports its GPUs at the top.
-export const gpus = boxes.size === 1 ? [...boxes.values()][0]!.gpuHost.gpus : undefined;
+// The gateway, once the servers behind it serve: each registered as a worker.
+const gatewayConfig = loaded.gateway;
+const behind = gatewayConfig ? declared.filter((d) => gatewayConfig.workers.includes(d.service.name)) : [];
+const gateway = gatewayConfig
+    ? new SglangGateway(
+          gatewayConfig.name,
+          {
+              connection: boxes.get(gatewayConfig.box)!.serverConnection,
+              gateway: gatewayConfig,
+              workers: behind.map(({ service }) => ({ name: service.name, url: workerUrl(service) })),
+              requireApiKey: behind.some(({ service }) => service.requireApiKey),
+          },
+          { dependsOn: [boxes.get(gatewayConfig.box)!.placement, ...behind.map((d) => d.check)] },
+      )
+    : undefined;
+
+// The outputs: per server and per box; a stack of one server (one box) also has them at the top, as before
+// `servers` (`boxes`) existed; the gateway's where there is one. Only what exists is exported (an undefined
+// export is a warning on every run).
+export = {
+    servers,
+    /** Per box, by name: the GPUs its host reports. */
+    boxGpus: Object.fromEntries([...boxes].map(([name, box]) => [name, box.gpuHost.gpus])),
+    ...(declared.length === 1 ? servers[declared[0]!.service.name] : {}),
+    ...(boxes.size === 1 ? { gpus: [...boxes.values()][0]!.gpuHost.gpus } : {}),
+    /** Where clients send requests when the stack has a gateway: it spreads them over the servers. */
+    ...(gateway
+        ? { gatewayEndpoint: gateway.endpoint, gatewayOpenaiBaseUrl: pulumi.interpolate`${gateway.endpoint}/v1`, gatewayWorkers: gateway.workers }
+        : {}),
+};

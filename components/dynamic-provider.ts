@@ -8,7 +8,7 @@ import * as pulumi from "./pulumi";
  */
 export const PROVIDER_VERSION = "sglang-serve/3";
 
-export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "readiness-check";
+export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "readiness-check" | "sglang-gateway";
 
 /**
  * The dynamic provider stored in state (`__provider`) for each resource kind:
@@ -77,6 +77,7 @@ const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
     "lxc-container": "LxcContainer",
     "sglang-service": "SglangService",
     "readiness-check": "ReadinessCheck",
+    "sglang-gateway": "SglangGateway",
 };
 
 /**
@@ -85,7 +86,7 @@ const RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
  * resource: the engine renames it in the state instead of replacing it (a
  * replacement would restart the server).
  */
-const FORMER_RESOURCE_TYPES: Readonly<Record<ProviderKind, string>> = {
+const FORMER_RESOURCE_TYPES: Readonly<Partial<Record<ProviderKind, string>>> = {
     "gpu-host": "GpuHostFacts",
     "lxc-container": "LxcContainerConfig",
     "sglang-service": "SystemdService",
@@ -114,7 +115,8 @@ export type ResourceInputs<Props, Outputs extends Props> = { [K in keyof Props]:
 export abstract class DynamicResource<Props, Outputs extends Props> extends pulumi.CustomResource {
     constructor(kind: ProviderKind, name: string, props: ResourceInputs<Props, Outputs>, opts: pulumi.CustomResourceOptions = {}) {
         if ("__provider" in props) throw new Error("a dynamic resource must not define the __provider input");
-        const aliases = [...(opts.aliases ?? []), { type: dynamicType(FORMER_RESOURCE_TYPES[kind]) }];
+        const former = FORMER_RESOURCE_TYPES[kind];
+        const aliases = [...(opts.aliases ?? []), ...(former ? [{ type: dynamicType(former) }] : [])];
         super(dynamicType(RESOURCE_TYPES[kind]), name, { ...props, __provider: providerModuleSource(kind) }, { ...opts, aliases });
     }
 }

@@ -330,6 +330,46 @@ export const ReadinessSchema = z.strictObject({
     ).default(DEFAULT_THROUGHPUT_DROP_LIMIT),
 });
 
+/** smg's load-balancing policies (`smg launch --policy`, smg 1.13.0). */
+export const GATEWAY_POLICIES = ["cache_aware", "round_robin", "random", "power_of_two", "least_load", "consistent_hashing", "prefix_hash"] as const;
+
+/**
+ * SGLang's model gateway (`smg` on PyPI) in front of the stack's servers:
+ * installed into a venv of its own on a box, run as a systemd unit, each
+ * server registered as a worker through its admin API (core/gateway.ts).
+ */
+export const GatewaySchema = z.strictObject({
+    /** Unit sglang-<name>.service, admin key in /etc/sglang/<name>.env; not a server's name. */
+    name: z.string().regex(SERVICE_NAME, { error: "must be a lowercase name (letters, digits, '-'); it names sglang-<name>.service" }).default("gateway"),
+    /** The box it runs on (a box's host.name); left out: the stack's one box. */
+    box: z.string().regex(LABEL, { error: "must be the host.name of one of the stack's boxes" }).optional(),
+    smgVersion: z.string().regex(VERSION, { error: "must be an smg release on PyPI as major.minor.patch (e.g. 1.13.0)" }),
+    /** Where smg is installed: `<root>/venv-<smgVersion>` (or an adopted venv), as service.venv does for SGLang. */
+    venv: VenvSchema,
+    policy: z.enum(GATEWAY_POLICIES).default("cache_aware"),
+    /** `--host`; 127.0.0.1 when unset. */
+    listenHost: hostAddress().optional(),
+    port: port().default(30080),
+    /** Where clients and the stack reach it. */
+    endpointHost: hostAddress(),
+    /** smg always serves Prometheus metrics: on 127.0.0.1 at this port. */
+    prometheusPort: port().default(29000),
+    /** How smg checks each worker's /health; a worker is Ready after successThreshold passes and NotReady after failureThreshold failures. */
+    healthCheck: z
+        .strictObject({
+            intervalSeconds: fromNumericString(z.int().min(1).max(3600)).default(10),
+            timeoutSeconds: fromNumericString(z.int().min(1).max(600)).default(5),
+            failureThreshold: fromNumericString(z.int().min(1).max(100)).default(3),
+            successThreshold: fromNumericString(z.int().min(1).max(100)).default(2),
+        })
+        .prefault({}),
+    /** The servers behind it, by name; left out: every server of the stack. */
+    workers: z
+        .array(z.string().regex(SERVICE_NAME, { error: "must be a server's name" }))
+        .min(1)
+        .optional(),
+});
+
 /** A machine the stack runs servers on: the GPU host and, with pct-exec, its LXC container. */
 export const BoxSchema = z.strictObject({
     host: HostSchema,
@@ -350,6 +390,7 @@ export const StackConfigSchema = z.strictObject({
     boxes: z.array(BoxSchema).min(1, { error: "must list at least one box (or use host and container for one)" }).optional(),
     service: ServiceSchema.optional(),
     servers: z.array(ServiceSchema).min(1, { error: "must list at least one server (or use service for one)" }).optional(),
+    gateway: GatewaySchema.optional(),
     readiness: ReadinessSchema.prefault({}),
 });
 
@@ -359,7 +400,9 @@ type StackConfigSections = z.output<typeof StackConfigSchema>;
  * boxes, `service` or `servers` as one list of servers, each naming its box
  * (`box`, the box's host.name), in declared order.
  */
-export type StackConfig = Pick<StackConfigSections, "readiness"> & { boxes: BoxConfig[]; servers: ServerConfig[] };
+export type StackConfig = Pick<StackConfigSections, "readiness"> & { boxes: BoxConfig[]; servers: ServerConfig[]; gateway?: GatewayConfig };
+/** The validated gateway: its box always named, its workers always listed. */
+export type GatewayConfig = z.output<typeof GatewaySchema> & { box: string; workers: string[] };
 export type BoxConfig = z.output<typeof BoxSchema>;
 /** A server of the validated config: its box always named. */
 export type ServerConfig = ServiceConfig & { box: string };

@@ -11,6 +11,7 @@ import {
     BoxConfig,
     CONFIG_NAMESPACE,
     ContainerConfig,
+    GatewayConfig,
     HostConfig,
     ReadinessConfig,
     RETIRED_SECRET_KEYS,
@@ -71,6 +72,7 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
         {
             boxes: boxesForRules(forRules, raw),
             servers: serversForRules(forRules, raw),
+            gateway: forRules.gateway as GatewayConfig | undefined,
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshAgentAvailable: where.sshAgentAvailable,
         },
@@ -89,6 +91,8 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
     const boxes = (parsed.boxes ?? [{ host: parsed.host, ...(parsed.container !== undefined ? { container: parsed.container } : {}) }]) as BoxConfig[];
     const servers = ((parsed.servers ?? [parsed.service]) as ServiceConfig[]).map((s) => ({ ...s, box: s.box ?? boxes[0]!.host.name }));
     const config: StackConfig = { boxes, servers, readiness: parsed.readiness as ReadinessConfig };
+    const gateway = parsed.gateway as Omit<GatewayConfig, "box" | "workers"> & Partial<GatewayConfig>;
+    if (gateway) config.gateway = { ...gateway, box: gateway.box ?? boxes[0]!.host.name, workers: gateway.workers ?? servers.map((s) => s.name) };
     return { ok: true, config, warnings: findings.warnings, notices: findings.notices };
 }
 

@@ -20,6 +20,8 @@ import { renderEnvironmentFile, renderServerConfigFile } from "./systemd-unit";
 export const API_KEY_VARIABLE = "SGLANG_SERVE_API_KEY";
 /** The secret environment's values in a deploy run: `NAME=value` lines (a dotenv file's text). */
 export const SECRET_ENVIRONMENT_VARIABLE = "SGLANG_SERVE_SECRET_ENVIRONMENT";
+/** The gateway's admin key in a deploy run (sglang-serve:gateway): only it may change the gateway's worker list. */
+export const GATEWAY_ADMIN_KEY_VARIABLE = "SGLANG_SERVE_GATEWAY_ADMIN_KEY";
 
 /**
  * An environment for a process that needs none of the deploy's secrets (the
@@ -27,7 +29,9 @@ export const SECRET_ENVIRONMENT_VARIABLE = "SGLANG_SERVE_SECRET_ENVIRONMENT";
  */
 export function withoutDeploySecrets(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
     return Object.fromEntries(
-        Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== API_KEY_VARIABLE && e[0] !== SECRET_ENVIRONMENT_VARIABLE),
+        Object.entries(env).filter(
+            (e): e is [string, string] => e[1] !== undefined && ![API_KEY_VARIABLE, SECRET_ENVIRONMENT_VARIABLE, GATEWAY_ADMIN_KEY_VARIABLE].includes(e[0]),
+        ),
     );
 }
 
@@ -117,6 +121,19 @@ export function deployApiKeyFrom(env: Readonly<Record<string, string | undefined
     }
     const problem = apiKeyProblem(key);
     return problem ? { ok: false, problem: `${API_KEY_VARIABLE} ${problem}` } : { ok: true, apiKey: key };
+}
+
+/** The gateway's admin key from a deploy run's environment (core/gateway.ts GATEWAY_ADMIN_KEY_VARIABLE), held to the API key's rules. */
+export function gatewayAdminKeyFrom(env: Readonly<Record<string, string | undefined>>): { ok: true; adminKey: string } | { ok: false; problem: string } {
+    const key = env[GATEWAY_ADMIN_KEY_VARIABLE];
+    if (key === undefined) {
+        return {
+            ok: false,
+            problem: `${GATEWAY_ADMIN_KEY_VARIABLE} is not set: the stack declares a gateway, whose worker list only the admin key may change; give the deploy a key (\`openssl rand -hex 32\`) in ${GATEWAY_ADMIN_KEY_VARIABLE}`,
+        };
+    }
+    const problem = apiKeyProblem(key);
+    return problem ? { ok: false, problem: `${GATEWAY_ADMIN_KEY_VARIABLE} ${problem}` } : { ok: true, adminKey: key };
 }
 
 /** Whether the run gives any secret value at all: a run with none (a pull request's preview, a drift check) compares presence only. */

@@ -15,7 +15,7 @@ export type ConfigSource = (name: string) => unknown;
 /** Stands in for a secret's value where the reader has no passphrase (a stack file's `secure:`), or where only presence counts. */
 export const SECRET_PRESENT = "(secret)";
 
-const SECTIONS = ["host", "container", "boxes", "service", "servers", "readiness", "generateApiKey"] as const;
+const SECTIONS = ["host", "container", "boxes", "service", "servers", "gateway", "readiness", "generateApiKey"] as const;
 
 /** Keys whose values are secrets: only their presence is read. */
 const SECRET_KEYS = ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"] as const;

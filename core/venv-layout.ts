@@ -31,8 +31,10 @@ export function servicePython(service: { python?: string; venv?: Pick<VenvConfig
     return venvPython(releaseVenvDir(service.venv, service.sglangVersion));
 }
 
-/** What the rollout needs to stage and prune the declared release's venv (a prop of the SglangService). */
+/** What the rollout needs to stage and prune the declared release's venv (a prop of the SglangService, and of the gateway for smg). */
 export interface VenvPlan {
+    /** What is installed, as the messages name it; absent: SGLang (states written before the gateway). */
+    product?: "smg";
     release: string;
     dir: string;
     python: string;
@@ -45,8 +47,13 @@ export interface VenvPlan {
     requirements: string[];
     keepPrevious: number;
     installTimeoutSeconds: number;
-    /** The server's flags as the unit passes them, without `--config` (its file may not exist yet): what the release's parser is given. */
+    /** The server's flags as the unit passes them, without `--config` (its file may not exist yet): what the release's parser is given. SGLang only. */
     parserArgv: string[];
+}
+
+/** The distribution a plan installs (its package metadata names the release) and how the messages name it. */
+export function productOf(plan: Pick<VenvPlan, "product">): { distribution: string; name: string } {
+    return plan.product === "smg" ? { distribution: "smg", name: "smg" } : { distribution: "sglang", name: "SGLang" };
 }
 
 /** The flags of a rendered server command line (after `sglang serve` or `-m sglang.launch_server`), `--config <file>` left out. */
@@ -62,11 +69,18 @@ export function parserArgvOf(argv: readonly string[]): string[] {
 }
 
 export function venvPlanOf(service: ServiceConfig, argv: readonly string[]): VenvPlan | undefined {
-    const venv = service.venv;
-    if (!venv) return undefined;
-    const dir = releaseVenvDir(venv, service.sglangVersion);
+    return service.venv ? releasePlan(service.venv, service.sglangVersion, "sglang", parserArgvOf(argv)) : undefined;
+}
+
+/** The gateway's venv: smg's release, checked by its package metadata alone. */
+export function gatewayVenvPlan(gateway: { venv: VenvConfig; smgVersion: string }): VenvPlan {
+    return { product: "smg", ...releasePlan(gateway.venv, gateway.smgVersion, "smg", []) };
+}
+
+function releasePlan(venv: VenvConfig, release: string, distribution: string, parserArgv: string[]): VenvPlan {
+    const dir = releaseVenvDir(venv, release);
     return {
-        release: service.sglangVersion,
+        release,
         dir,
         python: venvPython(dir),
         root: venv.root.replace(/\/+$/, ""),
@@ -78,10 +92,10 @@ export function venvPlanOf(service: ServiceConfig, argv: readonly string[]): Ven
             ...venv.findLinks.map((l) => `--find-links=${l}`),
             ...venv.pipArgs,
         ],
-        requirements: [`sglang==${service.sglangVersion}`, ...venv.pins],
+        requirements: [`${distribution}==${release}`, ...venv.pins],
         keepPrevious: venv.keepPrevious,
         installTimeoutSeconds: venv.installTimeoutSeconds,
-        parserArgv: parserArgvOf(argv),
+        parserArgv,
     };
 }
 
@@ -199,6 +213,12 @@ print(md.version("sglang"))
 
 export function releaseParserArgv(plan: VenvPlan): string[] {
     return ["env", "CUDA_VISIBLE_DEVICES=", plan.python, "-I", "-c", RELEASE_PARSER_SCRIPT, ...plan.parserArgv];
+}
+
+/** What checks an installed venv: SGLang's own parser with the flags (printing the version), or for smg its package metadata's version. */
+export function installCheckArgv(plan: VenvPlan): string[] {
+    if (plan.product === "smg") return [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("smg"))`];
+    return releaseParserArgv(plan);
 }
 
 /** Marks a checked venv as staged by `owner` (`sh -c MARK_STAGED_SCRIPT sh <venv> <marker json>`). */

@@ -61,7 +61,8 @@ export class Deployment {
 
     /**
      * The deploy run's secrets, as a deploy job's environment gives them to
-     * the engine (SGLANG_SERVE_API_KEY, SGLANG_SERVE_SECRET_ENVIRONMENT): never
+     * the engine (SGLANG_SERVE_API_KEY, SGLANG_SERVE_SECRET_ENVIRONMENT,
+     * SGLANG_SERVE_GATEWAY_ADMIN_KEY): never
      * Pulumi config, never in the state (issue 19). Every engine run here gets them
      * (the bench's runEngine too: a Deployment is its Project).
      */
@@ -70,6 +71,11 @@ export class Deployment {
     /** The server's API key for the deploy runs (the stack's service.requireApiKey: true). */
     giveApiKey(key: string): void {
         this.engineEnv.SGLANG_SERVE_API_KEY = key;
+    }
+
+    /** The gateway's admin key for the deploy runs (the stack's sglang-serve:gateway). */
+    giveGatewayAdminKey(key: string): void {
+        this.engineEnv.SGLANG_SERVE_GATEWAY_ADMIN_KEY = key;
     }
 
     /** `pulumi config set --secret KEY` with the value on stdin (never on a command line). */

@@ -13,7 +13,8 @@ import {
     markStagedArgv,
     parseStagePoll,
     pruneArgv,
-    releaseParserArgv,
+    installCheckArgv,
+    productOf,
     STAGE_NOT_OURS_EXIT,
     STAGE_POLL_SCRIPT,
     stageArgv,
@@ -40,6 +41,7 @@ export async function stageVenv(remote: RemoteRunner, plan: VenvPlan, unitName: 
     const now = o.now ?? Date.now;
     const started = now();
     const tag = `[${unitName}]`;
+    const { name } = productOf(plan);
     const fail = async (what: string, lines: string[], discard: boolean): Promise<never> => {
         if (discard) await remote.run(["sh", "-c", DISCARD_STAGING_SCRIPT, "sh", plan.dir]);
         const tail = lines
@@ -47,11 +49,11 @@ export async function stageVenv(remote: RemoteRunner, plan: VenvPlan, unitName: 
             .map((l) => `    ${l}`)
             .join("\n");
         throw new StagingFailed(
-            `${tag} staging SGLang ${plan.release} in ${plan.dir} failed: ${what}. Nothing was stopped: the running server serves on` +
+            `${tag} staging ${name} ${plan.release} in ${plan.dir} failed: ${what}. Nothing was stopped: the running ${plan.product === "smg" ? "gateway" : "server"} serves on` +
                 `${discard ? `, and the half-made venv was removed` : ""}.${tail ? `\n${tail}` : ""}`,
         );
     };
-    o.say(`${tag} staging SGLang ${plan.release} in ${plan.dir} while the running server serves: ${describeSource(plan)}`);
+    o.say(`${tag} staging ${name} ${plan.release} in ${plan.dir} while the running server serves: ${describeSource(plan)}`);
     // Not retried on a dropped connection: a second systemd-run of the same unit would be refused while the first runs.
     const start = await remote.run(stageArgv(plan, unitName), { retry: false });
     if (start.code !== 0) {
@@ -84,22 +86,24 @@ export async function stageVenv(remote: RemoteRunner, plan: VenvPlan, unitName: 
             );
         }
         if (now() - lastLineAt >= (o.quietProgressMs ?? 15_000)) {
-            o.say(`${tag} staging SGLang ${plan.release}: pip still running (${elapsed} s elapsed)`);
+            o.say(`${tag} staging ${name} ${plan.release}: pip still running (${elapsed} s elapsed)`);
             lastLineAt = now();
         }
     }
     // The release's own parser takes the rendered flags, and its package metadata says the declared release; no GPU is visible to it.
-    const parsed = await remote.run(releaseParserArgv(plan));
+    const parsed = await remote.run(installCheckArgv(plan));
     // argparse's usage block is long: its `error:` line says what it refuses.
     const output = (parsed.stderr || parsed.stdout).trim().split("\n");
     const said = output.some((l) => / error: /.test(l)) ? output.filter((l) => / error: /.test(l)) : output;
     if (parsed.code !== 0) await fail(`SGLang ${plan.release}'s own parser refuses the server's flags (exit ${parsed.code})`, said, true);
     const installed = parsed.stdout.trim().split("\n").pop() ?? "";
-    if (installed !== plan.release) await fail(`pip installed SGLang ${installed || "(no version)"}, not ${plan.release}`, said, true);
+    if (installed !== plan.release) await fail(`pip installed ${name} ${installed || "(no version)"}, not ${plan.release}`, said, true);
     const marked = await remote.run(markStagedArgv(plan, owner));
     if (marked.code !== 0) await fail(`marking it staged failed (exit ${marked.code}): ${marked.stderr.trim().slice(0, 200)}`, [], true);
     const seconds = Math.round((now() - started) / 1000);
-    o.say(`${tag} staged SGLang ${plan.release} in ${plan.dir} in ${seconds} s; its own parser takes the server's flags`);
+    o.say(
+        `${tag} staged ${name} ${plan.release} in ${plan.dir} in ${seconds} s${plan.product === undefined ? "; its own parser takes the server's flags" : ""}`,
+    );
     return seconds;
 }
 

@@ -52,6 +52,9 @@ export const CT_WHEELHOUSE = path.posix.join(CT_RELEASES, "wheelhouse");
 /** The release the lab's stacks stage with pip (the others have ready-made venvs): the newest in sglang-release/VERSIONS. */
 export const LAB_STAGED_RELEASE = "0.5.23";
 
+/** The gateway release the lab's stacks install (smg on PyPI), with its dependencies, from the same wheelhouse. */
+export const LAB_GATEWAY_RELEASE = "1.13.0";
+
 /** The system site's .pth: the stubs, the shared deps, the boot (no release site: pip installs the release into the venv). */
 export function systemSitePthText(): string {
     return [
@@ -80,19 +83,24 @@ export function releasePins(version: string): string[] {
  */
 export function ensureWheelhouse(releases: string, log: (line: string) => void): void {
     const requirements = [`sglang==${LAB_STAGED_RELEASE}`, ...releasePins(LAB_STAGED_RELEASE)];
+    // The gateway's venv sees no system site (the lab's stubs are there): smg comes with its own dependencies.
+    const gateway = [`smg==${LAB_GATEWAY_RELEASE}`];
     const dir = path.join(releases, "wheelhouse");
-    const key = requirements.join("\n");
+    const key = [...requirements, ...gateway].join("\n");
     if (fs.existsSync(path.join(dir, ".requirements")) && fs.readFileSync(path.join(dir, ".requirements"), "utf8") === key) return;
-    log(`lab: downloading the wheels the lab's box stages from (${requirements.join(" ")})`);
+    log(`lab: downloading the wheels the lab's box stages from (${[...requirements, ...gateway].join(" ")})`);
     const tmp = `${dir}.tmp.${process.pid}`;
     fs.rmSync(tmp, { recursive: true, force: true });
     const python = process.env.SGLANG_SERVE_PYTHON || "python3";
-    const r = spawnSync(
-        python,
-        ["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--dest", tmp, ...requirements],
-        { encoding: "utf8", timeout: 600_000 },
-    );
-    if (r.status !== 0) throw new Error(`lab: pip download ${requirements.join(" ")} failed (${r.signal ?? `exit ${r.status}`}): ${r.stderr}`);
+    const download = (args: string[]) => {
+        const r = spawnSync(python, ["-m", "pip", "download", "--quiet", "--only-binary=:all:", "--disable-pip-version-check", "--dest", tmp, ...args], {
+            encoding: "utf8",
+            timeout: 600_000,
+        });
+        if (r.status !== 0) throw new Error(`lab: pip download ${args.join(" ")} failed (${r.signal ?? `exit ${r.status}`}): ${r.stderr}`);
+    };
+    download(["--no-deps", ...requirements]);
+    download(gateway);
     fs.writeFileSync(path.join(tmp, ".requirements"), key);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);

@@ -1,0 +1,205 @@
+/**
+ * SGLang's model gateway (`smg` on PyPI, 1.13.0) as the stack runs it: its
+ * systemd unit, its 0600 EnvironmentFile of keys, the box-side script that
+ * talks to its admin API with the key read on the box, and what its worker
+ * list says against the declared servers. Pure: remote and providers run it.
+ *
+ * smg facts this follows (smg 1.13.0, read and run): `smg launch` starts the
+ * gateway with no workers; `--control-plane-api-keys id:name:role:key` guards
+ * the worker routes (POST/GET/DELETE /workers) and `--api-key` the data plane,
+ * each Bearer; neither key can come from the environment, so the unit passes
+ * them as `${VAR}` that systemd expands from the EnvironmentFile. The gateway
+ * hands a client's Authorization on to the worker it picks, so its data-plane
+ * key is the servers' own API key. Prometheus always listens (bound here to
+ * 127.0.0.1). Workers: `{url, api_key}` in, status pending, ready, not_ready,
+ * failed or draining out.
+ */
+import type { GatewayConfig, ServiceConfig } from "./config-schema";
+import { isLoopback } from "./config-values";
+import { DEFAULT_LISTEN_HOST } from "./sglang-rules";
+import { environmentFilePath, escapeSpecifiers, ownerLine, renderEnvironmentFile, renderExecStart, RESTART_SECONDS, UnitOwner } from "./systemd-unit";
+import { releaseVenvDir } from "./venv-layout";
+
+/** The keys' names in the gateway's EnvironmentFile, as its unit expands them. */
+export const GATEWAY_ENV = { adminKey: "SMG_ADMIN_KEY", apiKey: "SMG_API_KEY" } as const;
+
+/** The gateway's venv and its smg entry point. */
+export function gatewayVenvDir(gateway: Pick<GatewayConfig, "venv" | "smgVersion">): string {
+    return releaseVenvDir(gateway.venv, gateway.smgVersion);
+}
+
+/** A worker as the gateway is told it: the server's endpoint, from the gateway's box. */
+export function workerUrl(server: Pick<ServiceConfig, "endpointHost" | "port">): string {
+    return `http://${server.endpointHost}:${server.port}`;
+}
+
+/** Where the stack reaches the gateway's admin API: from its own box, on loopback unless it listens on one address only. */
+export function gatewayAdminUrl(gateway: Pick<GatewayConfig, "listenHost" | "port">): string {
+    const listen = gateway.listenHost ?? DEFAULT_LISTEN_HOST;
+    const host = listen === "0.0.0.0" || isLoopback(listen) ? "127.0.0.1" : listen;
+    return `http://${host}:${gateway.port}`;
+}
+
+/** `smg launch` as the unit runs it, the key flags last (they name the EnvironmentFile's variables, expanded by systemd). */
+export function gatewayArgv(gateway: GatewayConfig): string[] {
+    const h = gateway.healthCheck;
+    return [
+        `${gatewayVenvDir(gateway)}/bin/smg`,
+        "launch",
+        "--host",
+        gateway.listenHost ?? DEFAULT_LISTEN_HOST,
+        "--port",
+        String(gateway.port),
+        "--policy",
+        gateway.policy,
+        "--prometheus-host",
+        "127.0.0.1",
+        "--prometheus-port",
+        String(gateway.prometheusPort),
+        "--health-check-interval-secs",
+        String(h.intervalSeconds),
+        "--health-check-timeout-secs",
+        String(h.timeoutSeconds),
+        "--health-failure-threshold",
+        String(h.failureThreshold),
+        "--health-success-threshold",
+        String(h.successThreshold),
+        // Its log is colored text otherwise, escape codes and all, in the journal.
+        "--log-json",
+    ];
+}
+
+/** The text of `sglang-<name>.service` for the gateway. `hasApiKey`: the servers behind it require the API key, and so does it. */
+export function renderGatewayUnit(gateway: GatewayConfig, opts: { hasApiKey: boolean; owner?: UnitOwner }): string {
+    const keys = [
+        `--control-plane-api-keys sglang-serve:sglang-serve:admin:\${${GATEWAY_ENV.adminKey}}`,
+        ...(opts.hasApiKey ? [`--api-key \${${GATEWAY_ENV.apiKey}}`] : []),
+    ];
+    return [
+        "# Managed by sglang-serve; edits here are drift and are replaced by `pulumi up`.",
+        ...(opts.owner ? [ownerLine(opts.owner)] : []),
+        "[Unit]",
+        `Description=${escapeSpecifiers(`SGLang model gateway ${gateway.name} (smg ${gateway.smgVersion})`)}`,
+        "After=network-online.target",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        `EnvironmentFile=${environmentFilePath(gateway.name)}`,
+        "# The keys are ${...} from the 0600 EnvironmentFile: smg takes them only as flags, and renames its process once started.",
+        `ExecStart=${[renderExecStart(gatewayArgv(gateway)), ...keys].join(" \\\n    ")}`,
+        "Restart=on-failure",
+        `RestartSec=${RESTART_SECONDS}`,
+        "# smg waits 5 s for in-flight requests to settle on SIGTERM.",
+        "TimeoutStopSec=30",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "",
+    ].join("\n");
+}
+
+/** The gateway's 0600 EnvironmentFile: the admin key, and the servers' API key when they require one. */
+export function renderGatewayEnvironmentFile(keys: { adminKey: string; apiKey?: string }): string {
+    return renderEnvironmentFile({ [GATEWAY_ENV.adminKey]: keys.adminKey, ...(keys.apiKey !== undefined ? { [GATEWAY_ENV.apiKey]: keys.apiKey } : {}) });
+}
+
+/**
+ * `python3 -I -c GATEWAY_ADMIN_SCRIPT <env file> <method> <url> [<json body>]`
+ * on the gateway's box: one request to the gateway with the admin key read
+ * from its EnvironmentFile there (so the key is on no command line and never
+ * leaves the box); a POST of a worker gets the servers' API key from the same
+ * file. Prints `{"status": <HTTP status, 0 when nothing answered>, "body": <text>}`.
+ */
+export const GATEWAY_ADMIN_SCRIPT = `import json, sys, urllib.error, urllib.request
+env_file, method, url = sys.argv[1:4]
+body = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+keys = {}
+with open(env_file, encoding="utf-8") as f:
+    for line in f:
+        name, eq, value = line.strip().partition("=")
+        if eq and not name.startswith("#"):
+            keys[name] = value
+if body is not None and method == "POST" and "${GATEWAY_ENV.apiKey}" in keys:
+    body["api_key"] = keys["${GATEWAY_ENV.apiKey}"]
+data = None if body is None else json.dumps(body).encode()
+headers = {"Authorization": "Bearer " + keys.get("${GATEWAY_ENV.adminKey}", ""), "Content-Type": "application/json"}
+try:
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
+        status, text = r.status, r.read().decode("utf-8", "replace")
+except urllib.error.HTTPError as e:
+    status, text = e.code, e.read().decode("utf-8", "replace")
+except Exception as e:
+    status, text = 0, str(e)
+print(json.dumps({"status": status, "body": text[:20000]}))
+`;
+
+export function gatewayAdminArgv(gatewayName: string, method: "GET" | "POST" | "DELETE", url: string, body?: unknown): string[] {
+    return ["python3", "-I", "-c", GATEWAY_ADMIN_SCRIPT, environmentFilePath(gatewayName), method, url, ...(body === undefined ? [] : [JSON.stringify(body)])];
+}
+
+export interface AdminAnswer {
+    status: number;
+    body: string;
+}
+
+export function parseAdminAnswer(stdout: string): AdminAnswer {
+    const line = stdout.trim().split("\n").pop() ?? "";
+    try {
+        const parsed = JSON.parse(line) as Partial<AdminAnswer>;
+        if (typeof parsed.status === "number" && typeof parsed.body === "string") return { status: parsed.status, body: parsed.body };
+    } catch {
+        // fall through
+    }
+    return { status: 0, body: stdout.trim().slice(0, 300) };
+}
+
+/** A worker as `GET /workers` lists it. */
+export interface GatewayWorker {
+    id: string;
+    url: string;
+    /** pending, ready, not_ready, failed or draining. */
+    status: string;
+    /** Requests the gateway has in flight to it. */
+    load: number;
+}
+
+/** The workers of `GET /workers` (`{workers: [...]}`). Throws on another shape. */
+export function parseWorkers(body: string): GatewayWorker[] {
+    const parsed = JSON.parse(body) as { workers?: unknown };
+    if (!Array.isArray(parsed.workers)) throw new Error(`GET /workers gave no worker list: ${body.slice(0, 200)}`);
+    return parsed.workers.map((w: Record<string, unknown>) => ({
+        id: String(w.id),
+        url: String(w.url),
+        status: String(w.status ?? (w.is_healthy ? "ready" : "not_ready")),
+        load: Number(w.load ?? 0),
+    }));
+}
+
+/** The gateway's workers against the declared ones: what is missing, what it has that is not declared, what is declared but not ready. */
+export interface WorkerDrift {
+    missing: string[];
+    extra: GatewayWorker[];
+    notReady: GatewayWorker[];
+}
+
+export function workerDrift(declared: readonly string[], listed: readonly GatewayWorker[]): WorkerDrift {
+    return {
+        missing: declared.filter((url) => !listed.some((w) => w.url === url)),
+        extra: listed.filter((w) => !declared.includes(w.url)),
+        notReady: listed.filter((w) => declared.includes(w.url) && w.status !== "ready"),
+    };
+}
+
+export function hasWorkerDrift(d: WorkerDrift): boolean {
+    return d.missing.length + d.extra.length + d.notReady.length > 0;
+}
+
+/** The drift in words, one clause per kind; empty when there is none. */
+export function describeWorkerDrift(d: WorkerDrift): string[] {
+    return [
+        ...d.missing.map((url) => `worker ${url} is not registered`),
+        ...d.extra.map((w) => `worker ${w.url} is registered (${w.status}) but not declared`),
+        ...d.notReady.map((w) => `worker ${w.url} is ${w.status}, not ready`),
+    ];
+}
