@@ -2,14 +2,40 @@ import * as pulumi from "./components/pulumi";
 import { loadStackConfig } from "./components/stack-config";
 import { declareBox, declareServer } from "./components/stack-resources";
 import { SglangGateway } from "./components/sglang-gateway";
-import { workerUrl } from "./core/gateway";
+import { gatewayAdminUrl, GatewayMembership, workerUrl } from "./core/gateway";
 
 const pulumiConfig = new pulumi.Config();
 const loaded = loadStackConfig(pulumiConfig);
 const { boxes: boxConfigs, servers: serverConfigs, readiness } = loaded;
 
 const boxes = new Map(boxConfigs.map(({ host, container }) => [host.name, declareBox(host, container)]));
-const declared = serverConfigs.map((service) => ({ service, ...declareServer(boxes.get(service.box)!, service, readiness) }));
+
+// Behind a gateway, a server's rollout takes it out and puts it back, and waits for the rollouts of the
+// maxUnavailable servers before it (in the order of `servers`): one wave, one server at a time by default.
+const gatewayConfig = loaded.gateway;
+const rollingOrder = gatewayConfig ? serverConfigs.filter((s) => gatewayConfig.workers.includes(s.name)) : [];
+if (gatewayConfig && rollingOrder.length > 1) {
+    pulumi.log.info(
+        `servers behind the gateway ${gatewayConfig.name} roll out ${gatewayConfig.rolling.maxUnavailable} at a time, in this order: ${rollingOrder.map((s) => s.name).join(", ")}`,
+    );
+}
+const declared: Array<{ service: (typeof serverConfigs)[number] } & ReturnType<typeof declareServer>> = [];
+for (const service of serverConfigs) {
+    const place = rollingOrder.indexOf(service);
+    const step = gatewayConfig?.rolling.maxUnavailable ?? 1;
+    const before = place >= step ? declared.find((d) => d.service === rollingOrder[place - step]) : undefined;
+    const gateway =
+        gatewayConfig && place >= 0
+            ? pulumi.output(boxes.get(gatewayConfig.box)!.serverConnection).apply((connection): GatewayMembership => ({
+                  connection,
+                  name: gatewayConfig.name,
+                  adminUrl: gatewayAdminUrl(gatewayConfig),
+                  workerUrl: workerUrl(service),
+                  drainTimeoutSeconds: gatewayConfig.rolling.drainTimeoutSeconds,
+              }))
+            : undefined;
+    declared.push({ service, ...declareServer(boxes.get(service.box)!, service, readiness, { gateway, after: before ? [before.server] : [] }) });
+}
 
 /** Per server, by name: where it serves and what the last `up` verified of it. */
 const servers = Object.fromEntries(
@@ -29,7 +55,6 @@ const servers = Object.fromEntries(
 );
 
 // The gateway, once the servers behind it serve: each registered as a worker.
-const gatewayConfig = loaded.gateway;
 const behind = gatewayConfig ? declared.filter((d) => gatewayConfig.workers.includes(d.service.name)) : [];
 const gateway = gatewayConfig
     ? new SglangGateway(

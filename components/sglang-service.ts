@@ -8,6 +8,7 @@ import type { ServingFigures } from "../core/serving-figures";
 import { flagMap } from "../core/flag-map";
 import { boxExpectations } from "../core/box-facts";
 import { venvPlanOf } from "../core/venv-layout";
+import type { GatewayMembership } from "../core/gateway";
 import { Connection } from "./connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
@@ -27,6 +28,8 @@ export interface SglangServiceArgs {
     gpuMemoryMiB?: number;
     /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview (providers/sglang-verdict.ts). */
     gpuName?: string;
+    /** The gateway the server is behind: its rollouts take it out and put it back (providers/gateway-drain.ts). */
+    gateway?: pulumi.Input<GatewayMembership>;
 }
 
 class SglangServiceResource extends DynamicResource<ServiceProps, ServiceOutputs> {
@@ -94,6 +97,7 @@ export class SglangService extends pulumi.ComponentResource {
                 takeOverFrom: service.takeOverFrom,
                 expectBox: boxExpectations(service, args.gpuMemoryMiB),
                 venv: venvPlanOf(service, argv),
+                gateway: args.gateway,
                 revision: undefined,
                 servingVerified: undefined,
                 activeState: undefined,

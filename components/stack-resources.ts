@@ -5,6 +5,7 @@ import { GpuHost } from "./gpu-host";
 import { LxcContainer } from "./lxc-container";
 import { ReadinessCheck } from "./readiness-check";
 import { SglangService } from "./sglang-service";
+import type { GatewayMembership } from "../core/gateway";
 
 // The stack's resources, declared from its validated config: the box (the GPU
 // host and, with pct-exec, the container) and a server on it (the service and
@@ -64,7 +65,12 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
 }
 
 /** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`, named by the server alone. */
-export function declareServer(box: Box, service: ServiceConfig, readiness: ReadinessConfig): { server: SglangService; check: ReadinessCheck } {
+export function declareServer(
+    box: Box,
+    service: ServiceConfig,
+    readiness: ReadinessConfig,
+    behind: { gateway?: pulumi.Input<GatewayMembership>; after?: pulumi.Resource[] } = {},
+): { server: SglangService; check: ReadinessCheck } {
     const server = new SglangService(
         service.name,
         {
@@ -75,8 +81,10 @@ export function declareServer(box: Box, service: ServiceConfig, readiness: Readi
             gpuIndices: service.gpus ?? box.gpuIndices,
             gpuMemoryMiB: box.gpuMemoryMiB,
             gpuName: box.gpuName,
+            ...(behind.gateway ? { gateway: behind.gateway } : {}),
         },
-        { dependsOn: [box.placement] },
+        // Behind a gateway, after the servers before it (index.ts): one rolls out at a time.
+        { dependsOn: [box.placement, ...(behind.after ?? [])] },
     );
     const check = new ReadinessCheck(`${service.name}-ready`, {
         connection: box.serverConnection,

@@ -368,6 +368,18 @@ export const GatewaySchema = z.strictObject({
         .array(z.string().regex(SERVICE_NAME, { error: "must be a server's name" }))
         .min(1)
         .optional(),
+    /**
+     * How a change to the servers behind it rolls out: at most maxUnavailable
+     * of them out of the gateway at once (in the order of `servers`), each
+     * taken out, drained to no request in flight by SGLang's own count
+     * (/v1/loads) or for drainTimeoutSeconds, rolled out, and put back.
+     */
+    rolling: z
+        .strictObject({
+            maxUnavailable: fromNumericString(z.int().min(1, { error: "must be at least 1: one server out of the gateway at a time" }).max(64)).default(1),
+            drainTimeoutSeconds: fromNumericString(z.int().min(0).max(86400)).default(300),
+        })
+        .prefault({}),
 });
 
 /** A machine the stack runs servers on: the GPU host and, with pct-exec, its LXC container. */

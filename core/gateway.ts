@@ -17,7 +17,16 @@
 import type { GatewayConfig, ServiceConfig } from "./config-schema";
 import { isLoopback } from "./config-values";
 import { DEFAULT_LISTEN_HOST } from "./sglang-rules";
-import { environmentFilePath, escapeSpecifiers, ownerLine, renderEnvironmentFile, renderExecStart, RESTART_SECONDS, UnitOwner } from "./systemd-unit";
+import {
+    environmentFilePath,
+    escapeSpecifiers,
+    serverConfigFilePath,
+    ownerLine,
+    renderEnvironmentFile,
+    renderExecStart,
+    RESTART_SECONDS,
+    UnitOwner,
+} from "./systemd-unit";
 import { releaseVenvDir } from "./venv-layout";
 
 /** The keys' names in the gateway's EnvironmentFile, as its unit expands them. */
@@ -202,4 +211,56 @@ export function describeWorkerDrift(d: WorkerDrift): string[] {
         ...d.extra.map((w) => `worker ${w.url} is registered (${w.status}) but not declared`),
         ...d.notReady.map((w) => `worker ${w.url} is ${w.status}, not ready`),
     ];
+}
+
+/** A server behind the gateway, as its rollout sees it (a prop of the SglangService): where the gateway is, and the server's worker URL. */
+export interface GatewayMembership {
+    /** The gateway's box, where its admin API is asked. */
+    connection: { address: string; port: number; user: string; hostKey: string; topology: "direct" | "pct-exec"; vmid?: number };
+    /** gateway.name: its EnvironmentFile holds the admin key. */
+    name: string;
+    adminUrl: string;
+    workerUrl: string;
+    drainTimeoutSeconds: number;
+}
+
+/**
+ * `python3 -I -c SERVER_LOAD_SCRIPT <server config file> <endpoint>` on the
+ * server's box: SGLang's own count of the requests it holds (GET /v1/loads,
+ * `aggregate.total_reqs`: running and waiting; every release from 0.5.9), with
+ * the server's API key read there from its 0600 config file when it has one.
+ * Prints `{"status": <HTTP status, 0 when nothing answered>, "total": <count or null>}`.
+ */
+export const SERVER_LOAD_SCRIPT = `import json, re, sys, urllib.error, urllib.request
+config_file, endpoint = sys.argv[1:3]
+headers = {}
+try:
+    with open(config_file, encoding="utf-8") as f:
+        m = re.search(r'^api-key: "([^"]*)"', f.read(), re.M)
+    if m:
+        headers["Authorization"] = "Bearer " + m.group(1)
+except OSError:
+    pass
+try:
+    with urllib.request.urlopen(urllib.request.Request(endpoint + "/v1/loads?include=core", headers=headers), timeout=10) as r:
+        body = json.loads(r.read().decode("utf-8", "replace"))
+        print(json.dumps({"status": r.status, "total": body.get("aggregate", {}).get("total_reqs")}))
+except urllib.error.HTTPError as e:
+    print(json.dumps({"status": e.code, "total": None}))
+except Exception:
+    print(json.dumps({"status": 0, "total": None}))
+`;
+
+export function serverLoadArgv(serverName: string, endpoint: string): string[] {
+    return ["python3", "-I", "-c", SERVER_LOAD_SCRIPT, serverConfigFilePath(serverName), endpoint];
+}
+
+/** The requests a server holds, from SERVER_LOAD_SCRIPT's line; undefined when it gave no count. */
+export function parseServerLoad(stdout: string): number | undefined {
+    try {
+        const parsed = JSON.parse(stdout.trim().split("\n").pop() ?? "") as { status?: number; total?: unknown };
+        return parsed.status === 200 && typeof parsed.total === "number" ? parsed.total : undefined;
+    } catch {
+        return undefined;
+    }
 }

@@ -9,9 +9,9 @@ import { sha256 } from "../core/digest";
 import { deployApiKeyFrom, gatewayAdminKeyFrom } from "../core/deploy-secrets";
 import { describeWorkerDrift, GatewayWorker, hasWorkerDrift, renderGatewayEnvironmentFile, workerDrift } from "../core/gateway";
 import { decideDelete, decideWrite, parseOwner } from "../core/ownership";
-import { redact } from "../core/redact";
 import { unitOwner } from "../core/systemd-unit";
 import { STAGING_MARKER } from "../core/venv-layout";
+import { waitFor } from "../remote/await/wait-for";
 import { GatewayAdmin } from "../remote/gateway-admin";
 import type { RemoteHost } from "../remote/remote-host";
 import { stageVenv } from "../remote/venv-staging";
@@ -26,7 +26,6 @@ import { unitPaths } from "./unit-view";
 /** How long the gateway may take to answer /liveness after a start, and its workers to turn ready. */
 const LIVE_TIMEOUT_MS = 60_000;
 const WORKERS_READY_TIMEOUT_MS = 120_000;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The keys from the deploy run's environment; throws naming what is missing. */
 function deployKeys(inputs: GatewayProps): { adminKey: string; apiKey?: string } {
@@ -60,13 +59,20 @@ async function apply(run: ProviderRun, inputs: GatewayProps): Promise<GatewayOut
         await remote.runChecked(["systemctl", "restart", inputs.unitName]);
     }
     const admin = new GatewayAdmin(remote, gatewayNameOf(inputs), inputs.adminUrl);
-    await until(tag, "the gateway to answer /liveness", LIVE_TIMEOUT_MS, () => admin.live(), keys);
-    const registered = await registerWorkers(tag, admin, inputs, keys);
+    await waitFor({
+        tag,
+        what: "the gateway to answer /liveness",
+        timeoutMs: LIVE_TIMEOUT_MS,
+        say,
+        ok: () => admin.live(),
+        state: () => `journalctl -u ${inputs.unitName} on the box says why it does not`,
+    });
+    const registered = await registerWorkers(tag, admin, inputs);
     return { ...inputs, activeState: "active", registered };
 }
 
 /** Registers the declared workers that are missing, removes those not declared, and waits until every declared one is ready. */
-async function registerWorkers(tag: string, admin: GatewayAdmin, inputs: GatewayProps, keys: { adminKey: string; apiKey?: string }): Promise<GatewayWorker[]> {
+async function registerWorkers(tag: string, admin: GatewayAdmin, inputs: GatewayProps): Promise<GatewayWorker[]> {
     const declared = inputs.workers.map((w) => w.url);
     const drift = workerDrift(declared, await admin.workers());
     for (const url of drift.missing) {
@@ -78,48 +84,15 @@ async function registerWorkers(tag: string, admin: GatewayAdmin, inputs: Gateway
         await admin.remove(worker);
     }
     let listed: GatewayWorker[] = [];
-    await until(
+    await waitFor({
         tag,
-        `workers ${inputs.workers.map((w) => w.name).join(", ")} to be ready in the gateway`,
-        WORKERS_READY_TIMEOUT_MS,
-        async () => {
-            listed = await admin.workers();
-            return !hasWorkerDrift(workerDrift(declared, listed));
-        },
-        keys,
-        () => describeWorkerDrift(workerDrift(declared, listed)).join("; "),
-    );
+        what: `workers ${inputs.workers.map((w) => w.name).join(", ")} to be ready in the gateway`,
+        timeoutMs: WORKERS_READY_TIMEOUT_MS,
+        say,
+        ok: async () => !hasWorkerDrift(workerDrift(declared, (listed = await admin.workers()))),
+        state: () => describeWorkerDrift(workerDrift(declared, listed)).join("; "),
+    });
     return listed;
-}
-
-/** Polls `ok` every second until it holds, saying what it waits for every 5 s; throws after `timeoutMs`, naming the last state. */
-async function until(
-    tag: string,
-    what: string,
-    timeoutMs: number,
-    ok: () => Promise<boolean>,
-    keys: { adminKey: string; apiKey?: string },
-    state = () => "",
-): Promise<void> {
-    const started = Date.now();
-    let said = started;
-    for (;;) {
-        if (await ok()) return;
-        const elapsed = Date.now() - started;
-        if (elapsed > timeoutMs) {
-            throw new Error(
-                redact(
-                    `${tag} waited ${Math.round(elapsed / 1000)} s for ${what}; ${state() || "no answer"}: journalctl -u ${tag.slice(1, -1)} on the box says why`,
-                    [keys.adminKey, keys.apiKey ?? ""],
-                ),
-            );
-        }
-        if (Date.now() - said >= 5000) {
-            say(`${tag} waiting for ${what} — ${Math.round(elapsed / 1000)} s${state() ? `: ${state()}` : ""}`);
-            said = Date.now();
-        }
-        await sleep(1000);
-    }
 }
 
 /** `sglang-<name>.service` -> `<name>`: the EnvironmentFile's name. */

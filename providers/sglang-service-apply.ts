@@ -13,6 +13,7 @@ import type { RemoteHost } from "../remote/remote-host";
 import { drafterDigestRefusal } from "../core/box-facts";
 import { assertBoxServes, readDrafterFacts, stagesRelease } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
+import { outOfGateway } from "./gateway-drain";
 import { ResourceInitFailed } from "./resource-provider";
 import { waitServing } from "./serving";
 import { say } from "./say";
@@ -64,7 +65,8 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
         await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     }
-    const outputs = await rollout(run, id, inputs, live, recorded);
+    // Behind a gateway: out of it, drained, rolled out, back in (providers/gateway-drain.ts).
+    const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded));
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);
     return outputs;
 }

@@ -8,6 +8,7 @@ import type { BoxExpectations } from "../core/box-facts";
 import type { ReadinessConfig } from "../core/config-schema";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
 import type { ServingFigures } from "../core/serving-figures";
+import type { GatewayMembership } from "../core/gateway";
 import type { VenvPlan } from "../core/venv-layout";
 import type { BoxFactsRead } from "./box-facts";
 
@@ -52,6 +53,8 @@ export interface ServiceProps {
     expectBox?: BoxExpectations;
     /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv-layout.ts). */
     venv?: VenvPlan;
+    /** The gateway the server is behind (sglang-serve:gateway): a rollout takes it out, drains it, and puts it back (providers/gateway-drain.ts). */
+    gateway?: GatewayMembership;
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
     boxFacts?: BoxFactsRead;
     /**

@@ -145,12 +145,21 @@ export function serverInfo(state: ApiState): Record<string, JsonValue> {
     };
 }
 
+/** The requests SGLang runs through its scheduler (counted by /v1/loads). */
+const GENERATION_PATHS = new Set(["/generate", "/v1/chat/completions", "/v1/completions"]);
+
 export function createApi(state: ApiState): http.Server {
     const served = () => String(state.args.served_model_name);
     const created = Math.floor(Date.now() / 1000);
+    // Generation requests not answered yet: what SGLang's /v1/loads counts as running (the lab has no queue).
+    let generating = 0;
     return http.createServer((req, res) => {
         const url = new URL(req.url ?? "/", "http://lab");
         const p = url.pathname;
+        if (GENERATION_PATHS.has(p)) {
+            generating++;
+            res.once("close", () => generating--);
+        }
         const send = (status: number, body: unknown, type = "application/json") => {
             const payload = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
             res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(payload) });
@@ -187,6 +196,18 @@ export function createApi(state: ApiState): http.Server {
                     return send(200, undefined);
                 case "/ping":
                     return send(200, undefined);
+                case "/v1/loads": {
+                    // SGLang's v1_loads.py: per DP rank and in aggregate (the core section; the lab has one rank, no queue).
+                    if (!get) return send(405, { detail: "Method Not Allowed" });
+                    const load = { dp_rank: 0, num_running_reqs: generating, num_waiting_reqs: 0, num_total_reqs: generating };
+                    return send(200, {
+                        timestamp: new Date().toISOString(),
+                        version: state.release,
+                        dp_rank_count: 1,
+                        loads: [load],
+                        aggregate: { total_running_reqs: generating, total_waiting_reqs: 0, total_reqs: generating },
+                    });
+                }
                 case "/server_info":
                 case "/get_server_info":
                     if (!get) return send(405, { detail: "Method Not Allowed" });
