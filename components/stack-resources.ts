@@ -1,19 +1,20 @@
 import * as pulumi from "./pulumi";
-import type { ContainerConfig, HostConfig, ReadinessConfig, ServiceConfig } from "../core/config-schema";
+import type { ContainerConfig, HostConfig, ReadinessConfig, ServerConfig, ServiceConfig, StackConfig } from "../core/config-schema";
 import { Connection } from "./connection";
 import { GpuHost } from "./gpu-host";
 import { LxcContainer } from "./lxc-container";
 import { ReadinessCheck } from "./readiness-check";
 import { SglangService } from "./sglang-service";
-import type { GatewayMembership } from "../core/gateway";
+import { gatewayAdminUrl, GatewayMembership, workerUrl } from "../core/gateway";
+import { SglangGateway } from "./sglang-gateway";
 
-// The stack's resources, declared from its validated config: the box (the GPU
-// host and, with pct-exec, the container) and a server on it (the service and
-// its readiness check) per declared server. index.ts declares the stack's
-// servers; the bench's fleet program (bench/fleet/index.ts) declares several
-// on one box with the same functions, so both declare the same resources
-// under the same names (URNs): a server keeps its resources when a stack moves
-// it from `service` into `servers`.
+// The stack's resources, declared from its validated config: per box the GPU
+// host and, with pct-exec, the container; per server the service and its
+// readiness check; the gateway in front of them. index.ts declares the stack
+// (declareStack); the bench's fleet program (bench/fleet/index.ts) declares
+// several servers on one box with the same functions, so both declare the same
+// resources under the same names (URNs): a server keeps its resources when a
+// stack moves it from `service` into `servers`.
 
 /** Where the servers run: the GPU host, and the container when there is one. */
 export interface Box {
@@ -98,4 +99,59 @@ export function declareServer(
         readiness,
     });
     return { server, check };
+}
+
+/** A declared server: its config, service and readiness check. */
+export interface DeclaredServer {
+    service: ServerConfig;
+    server: SglangService;
+    check: ReadinessCheck;
+}
+
+/**
+ * The whole stack: its boxes, by name; its servers, in declared order; and
+ * the gateway. A server behind the gateway is declared after the
+ * gateway.rolling.maxUnavailable servers before it (in the order of
+ * `servers`): its rollout, which takes it out of the gateway and puts it
+ * back (providers/gateway-drain.ts), waits for theirs. The gateway waits for
+ * the servers it fronts to serve.
+ */
+export function declareStack(config: StackConfig): { boxes: Map<string, Box>; servers: DeclaredServer[]; gateway?: SglangGateway } {
+    const boxes = new Map(config.boxes.map(({ host, container }) => [host.name, declareBox(host, container)]));
+    const g = config.gateway;
+    const rollingOrder = g ? config.servers.filter((s) => g.workers.includes(s.name)) : [];
+    if (g && rollingOrder.length > 1) {
+        pulumi.log.info(
+            `servers behind the gateway ${g.name} roll out ${g.rolling.maxUnavailable} at a time, in this order: ${rollingOrder.map((s) => s.name).join(", ")}`,
+        );
+    }
+    const servers: DeclaredServer[] = [];
+    for (const service of config.servers) {
+        const place = rollingOrder.indexOf(service);
+        const before = g && place >= g.rolling.maxUnavailable ? servers.find((d) => d.service === rollingOrder[place - g.rolling.maxUnavailable]) : undefined;
+        const gateway =
+            g && place >= 0
+                ? pulumi.output(boxes.get(g.box)!.serverConnection).apply((connection): GatewayMembership => ({
+                      connection,
+                      name: g.name,
+                      adminUrl: gatewayAdminUrl(g),
+                      workerUrl: workerUrl(service),
+                      drainTimeoutSeconds: g.rolling.drainTimeoutSeconds,
+                  }))
+                : undefined;
+        servers.push({ service, ...declareServer(boxes.get(service.box)!, service, config.readiness, { gateway, after: before ? [before.server] : [] }) });
+    }
+    if (!g) return { boxes, servers };
+    const behind = servers.filter((d) => g.workers.includes(d.service.name));
+    const gateway = new SglangGateway(
+        g.name,
+        {
+            connection: boxes.get(g.box)!.serverConnection,
+            gateway: g,
+            workers: behind.map(({ service }) => ({ name: service.name, url: workerUrl(service) })),
+            requireApiKey: behind.some(({ service }) => service.requireApiKey),
+        },
+        { dependsOn: [boxes.get(g.box)!.placement, ...behind.map((d) => d.check)] },
+    );
+    return { boxes, servers, gateway };
 }

@@ -22,11 +22,13 @@ export class RecordingMocks implements pulumi.runtime.Mocks {
         "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
         "pulumi-nodejs:dynamic/sglang-serve:SglangService",
         "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
+        "pulumi-nodejs:dynamic/sglang-serve:SglangGateway",
         "random:index/randomPassword:RandomPassword",
         "sglang-serve:index:GpuHost",
         "sglang-serve:index:LxcContainer",
         "sglang-serve:index:SglangService",
         "sglang-serve:index:ReadinessCheck",
+        "sglang-serve:index:SglangGateway",
     ]);
 
     newResource(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {

@@ -23,6 +23,59 @@ async function loadProgram(stack: string, extra: Record<string, string> = {}, se
     return { mocks, program };
 }
 
+/** kpro5 with its server as two one-GPU servers behind a gateway (its H200-sized GPUs hold the model on one). */
+function serversWithGateway(): Record<string, string> {
+    const settings = committedStackSettings("kpro5") as Record<string, Record<string, unknown>>;
+    const { "sglang-serve:service": service, ...rest } = settings;
+    const host = { ...rest["sglang-serve:host"], gpus: { count: 2, name: "NVIDIA H200", memoryMiB: 143771 } };
+    const one = { ...service, tensorParallelSize: 1 };
+    const config = {
+        ...rest,
+        "sglang-serve:host": host,
+        "sglang-serve:servers": [
+            { ...one, name: "qwen", gpus: [0] },
+            { ...one, name: "qwen-b", gpus: [1], port: 30001 },
+        ],
+        "sglang-serve:gateway": { smgVersion: "1.13.0", venv: { root: "/opt/smg" }, listenHost: "0.0.0.0", endpointHost: "10.1.230.172" },
+    };
+    return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)]));
+}
+
+describe("the stack program under mocks: servers behind a gateway", () => {
+    it("declares each server with its gateway membership, and the gateway with every server as a worker", async () => {
+        const mocks = new RecordingMocks();
+        await pulumi.runtime.setMocks(mocks, "sglang-serve", "kpro5", false);
+        pulumi.runtime.setAllConfig(serversWithGateway(), []);
+        const programPath = require.resolve("../../index");
+        delete require.cache[programPath];
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const program = require(programPath) as Record<string, pulumi.Output<unknown>>;
+        // The gateway's own output: it is registered after every server and check it waits for.
+        const gatewayOutputs = program.gateway as unknown as { endpoint: pulumi.Output<string>; workers: pulumi.Output<unknown> };
+        await promiseOf(gatewayOutputs.workers);
+        const services = mocks.resources.filter((r) => r.type === SERVICE_TYPE);
+        assert.deepEqual(
+            services.map((r) => [r.inputs.unitName, (r.inputs.gateway as { workerUrl: string; adminUrl: string }).workerUrl]),
+            [
+                ["sglang-qwen.service", "http://10.1.230.172:30000"],
+                ["sglang-qwen-b.service", "http://10.1.230.172:30001"],
+            ],
+        );
+        assert.equal((services[0]!.inputs.environment as Record<string, string>).CUDA_VISIBLE_DEVICES, "0");
+        const gateway = mocks.resources.find((r) => r.type === "pulumi-nodejs:dynamic/sglang-serve:SglangGateway")!;
+        assert.equal(gateway.inputs.unitName, "sglang-gateway.service");
+        assert.equal(gateway.inputs.adminUrl, "http://127.0.0.1:30080");
+        assert.deepEqual(gateway.inputs.workers, [
+            { name: "qwen", url: "http://10.1.230.172:30000" },
+            { name: "qwen-b", url: "http://10.1.230.172:30001" },
+        ]);
+        assert.equal(gateway.inputs.requireApiKey, true);
+        assert.match(String(gateway.inputs.unitText), /ExecStart=\/opt\/smg\/venv-1\.13\.0\/bin\/smg launch/);
+        assert.equal(await promiseOf(gatewayOutputs.endpoint), "http://10.1.230.172:30080");
+        assert.equal(program.endpoint, null, "two servers: no top-level endpoint");
+    });
+});
+
 describe("the stack program under mocks", () => {
     it("declares host, container, service and readiness resources for kpro5", async () => {
         const { mocks, program } = await loadProgram("kpro5");

@@ -18,41 +18,49 @@ interface Worker {
 
 // Issue 20 item 3 on the lab box: smg, the real gateway from its wheel
 // (installed by the stack into a venv of its own, from the lab's wheelhouse),
-// in front of two one-GPU servers; each server registered as a worker, the
-// worker list read back on refresh. A lab of its own (127.0.135.x).
-describe("SGLang's gateway (smg) in front of the stack's servers", function () {
+// in front of three servers over two boxes: two one-GPU servers on kpro5 (a
+// lab with two H200-sized GPUs, 127.0.135.x), the field's TP 2 server on kpro6
+// (a second lab, 127.0.136.x, container 130); each registered as a worker,
+// the worker list read back on refresh, changes rolled one server at a time.
+describe("SGLang's gateway (smg) in front of three servers over two boxes", function () {
     this.timeout(900_000);
     const lab = useLab("gateway", 135, { gpus: [GPU, GPU] });
+    const labB = useLab("gateway-b", 136, { vmid: 130 });
     let d: Deployment;
     let gatewayUrl: string;
     /** A short chat completion, as a client of the gateway sends it. */
     let chat: Record<string, unknown>;
-    /** The stack: two one-GPU servers, `server` applied to each (the same change to both), and the gateway. */
+    /** The stack: the three servers with `server` applied to each (the same change to all), and the gateway on kpro5. */
     let config: (server?: Record<string, unknown>) => Record<string, Record<string, unknown>>;
     before(async () => {
-        const base = labStackConfig(lab.info, "pct-exec");
-        Object.assign(base["sglang-serve:host"]!.gpus as Record<string, unknown>, GPU);
-        // One start per config: a change that crashes is rolled back at once. The load's 8-token chats pull
-        // the running servers' live accept length well below the prompt set's (README, "the drift check
-        // compares live traffic"): the refresh after a run under load would call that drift at 10%.
-        base["sglang-serve:readiness"] = { ...base["sglang-serve:readiness"], startAttempts: 1, acceptLengthDropLimit: 0.5 };
-        const one: Record<string, unknown> = { ...service(base), tensorParallelSize: 1 };
+        const a = labStackConfig(lab.info, "pct-exec");
+        const b = labStackConfig(labB.info, "pct-exec");
+        Object.assign(a["sglang-serve:host"]!.gpus as Record<string, unknown>, GPU);
+        const one: Record<string, unknown> = { ...service(a), tensorParallelSize: 1 };
         chat = { model: (one.model as { servedName: string }).servedName, messages: [{ role: "user", content: "Say hello." }], max_tokens: 8 };
-        const { "sglang-serve:service": _one, ...rest } = base;
         gatewayUrl = `http://${lab.info.container.address}:30080`;
         config = (server = {}) => ({
-            ...rest,
+            "sglang-serve:boxes": [
+                { host: a["sglang-serve:host"], container: a["sglang-serve:container"] },
+                { host: { ...b["sglang-serve:host"], name: "kpro6" }, container: b["sglang-serve:container"] },
+            ] as unknown as Record<string, unknown>,
             "sglang-serve:servers": [
-                { ...one, ...server, name: "qwen", gpus: [0] },
-                { ...one, ...server, name: "qwen-b", gpus: [1], port: 30001 },
+                { ...one, ...server, name: "qwen", box: "kpro5", gpus: [0] },
+                { ...one, ...server, name: "qwen-b", box: "kpro5", gpus: [1], port: 30001 },
+                { ...service(b), ...server, name: "qwen-c", box: "kpro6" },
             ] as unknown as Record<string, unknown>,
             "sglang-serve:gateway": {
+                box: "kpro5",
                 smgVersion: LAB_GATEWAY_RELEASE,
                 venv: { root: "/opt/smg", findLinks: [CT_WHEELHOUSE], pipArgs: ["--no-index"] },
                 listenHost: "0.0.0.0",
                 endpointHost: lab.info.container.address,
                 healthCheck: { intervalSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1 },
             },
+            // One start per config: a change that crashes is rolled back at once. The load's 8-token chats pull
+            // the running servers' live accept length well below the prompt set's (README, "the drift check
+            // compares live traffic"): the refresh after a run under load would call that drift at 10%.
+            "sglang-serve:readiness": { ...a["sglang-serve:readiness"], startAttempts: 1, acceptLengthDropLimit: 0.5 },
         });
         d = await Deployment.create("lab", config());
         d.giveApiKey(API_KEY);
@@ -64,18 +72,26 @@ describe("SGLang's gateway (smg) in front of the stack's servers", function () {
         return { status: res.status, body: await res.json().catch(() => undefined) };
     };
     const workers = async () => ((await admin("GET", "/workers")).body as { workers: Worker[] }).workers;
+    /** The three servers' worker URLs, each ready, as the sorted list GET /workers gives. */
+    const allReady = () =>
+        [`${lab.info.container.address}:30000`, `${lab.info.container.address}:30001`, `${labB.info.container.address}:30000`]
+            .map((a) => [`http://${a}`, "ready"])
+            .sort();
+    /** The three servers' MainPIDs: qwen, qwen-b (kpro5), qwen-c (kpro6). */
+    const mainPids = async () => [
+        await mainPid(lab.labDir, "sglang-qwen.service"),
+        await mainPid(lab.labDir, "sglang-qwen-b.service"),
+        await mainPid(labB.labDir, "sglang-qwen-c.service"),
+    ];
 
     it("installs smg and registers each server as a worker; clients are served through it; a worker removed by hand is drift that up repairs", async () => {
-        const { labDir, info } = lab;
+        const { labDir } = lab;
         {
             const up = await d.up();
-            expectExit(up, 0, "up of two servers and the gateway");
+            expectExit(up, 0, "up of three servers over two boxes and the gateway");
             assert.match(up.output, /\[sglang-gateway\.service\] staging smg 1\.13\.0 in \/opt\/smg\/venv-1\.13\.0/);
             assert.match(up.output, /\[sglang-gateway\.service\] registering worker http:\/\/127\.0\.135\.29:30001 \(qwen-b\)/);
-            assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), [
-                [`http://${info.container.address}:30000`, "ready"],
-                [`http://${info.container.address}:30001`, "ready"],
-            ]);
+            assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), allReady());
             // The keys are in the 0600 file; the unit names them only.
             const unit = await onBox(labDir, "container", "cat /etc/systemd/system/sglang-gateway.service");
             assert.ok(!unit.includes(ADMIN_KEY) && !unit.includes(API_KEY), "no key in the unit file");
@@ -102,7 +118,7 @@ describe("SGLang's gateway (smg) in front of the stack's servers", function () {
             assert.match(repair.output, /registering worker http:\/\/127\.0\.135\.29:30001 \(qwen-b\)/);
             assert.doesNotMatch(repair.output, /rollout:/, "no server restarted");
             assert.equal(await mainPid(labDir, "sglang-qwen-b.service"), pid);
-            assert.equal((await workers()).filter((w) => w.status === "ready").length, 2);
+            assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), allReady());
             expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "the gateway as declared");
         }
     });
@@ -135,13 +151,19 @@ describe("SGLang's gateway (smg) in front of the stack's servers", function () {
         return { fewest: () => fewest, stop: async () => ((running = false), await loop) };
     }
 
-    /** Starts of each server (the lab's launch events), by port. */
-    const launches = (port: number) =>
-        simulatorEvents(lab.labDir).filter((e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`)).length;
+    /** Starts of each server (the labs' launch events): qwen, qwen-b, qwen-c. */
+    const launches = () =>
+        [
+            [lab.labDir, 30000],
+            [lab.labDir, 30001],
+            [labB.labDir, 30000],
+        ].map(
+            ([dir, port]) => simulatorEvents(dir as string).filter((e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`)).length,
+        );
 
-    it("rolls one flag changed on both servers one at a time while clients send through the gateway: no request fails, one server out at most, each restarted once", async () => {
-        const pids = [await mainPid(lab.labDir, "sglang-qwen.service"), await mainPid(lab.labDir, "sglang-qwen-b.service")];
-        const starts = [launches(30000), launches(30001)];
+    it("rolls one flag changed on three servers over two boxes one at a time while clients send through the gateway: no request fails, one server out at most, each restarted once", async () => {
+        const pids = await mainPids();
+        const starts = launches();
         d.writeConfig(config({ maxRunningRequests: 32 }));
         const load = loadThroughGateway();
         const watch = watchWorkers();
@@ -152,25 +174,36 @@ describe("SGLang's gateway (smg) in front of the stack's servers", function () {
             await watch.stop();
             await load.stop();
         }
-        expectExit(up, 0, "up of the change to both servers");
-        assert.match(up.output, /servers behind the gateway gateway roll out 1 at a time, in this order: qwen, qwen-b/);
-        // qwen first, back in the gateway before qwen-b leaves it.
+        expectExit(up, 0, "up of the change to the three servers");
+        assert.match(up.output, /servers behind the gateway gateway roll out 1 at a time, in this order: qwen, qwen-b, qwen-c/);
+        // Each back in the gateway before the next leaves it.
         const order = [
-            ...up.output.matchAll(/\[(sglang-qwen(?:-b)?)\.service\] (taking the server out of the gateway|putting the server back into the gateway)/g),
+            ...up.output.matchAll(/\[(sglang-qwen(?:-b|-c)?)\.service\] (taking the server out of the gateway|putting the server back into the gateway)/g),
         ].map((m) => `${m[1]} ${m[2]!.split(" ")[0]}`);
-        assert.deepEqual(order, ["sglang-qwen taking", "sglang-qwen putting", "sglang-qwen-b taking", "sglang-qwen-b putting"]);
-        assert.match(up.output, /\[sglang-qwen\.service\] drained: no request in flight/);
+        assert.deepEqual(order, [
+            "sglang-qwen taking",
+            "sglang-qwen putting",
+            "sglang-qwen-b taking",
+            "sglang-qwen-b putting",
+            "sglang-qwen-c taking",
+            "sglang-qwen-c putting",
+        ]);
+        assert.match(up.output, /\[sglang-qwen-c\.service\] drained: no request in flight/);
         assert.deepEqual(load.counts.failed, [], `of ${load.counts.sent} requests through the gateway`);
         assert.ok(load.counts.sent > 20, `the clients kept sending (${load.counts.sent} requests)`);
-        assert.equal(watch.fewest(), 1, "never both servers out of the gateway, and each out once");
-        assert.notEqual(await mainPid(lab.labDir, "sglang-qwen.service"), pids[0]);
-        assert.notEqual(await mainPid(lab.labDir, "sglang-qwen-b.service"), pids[1]);
-        assert.deepEqual([launches(30000) - starts[0]!, launches(30001) - starts[1]!], [1, 1], "each server started once");
-        expectExit(await d.run(["preview", "--refresh", "--expect-no-changes", "--diff"]), 0, "both servers and the gateway as declared");
+        assert.equal(watch.fewest(), 2, "never more than one server out of the gateway");
+        const after = await mainPids();
+        after.forEach((pid, i) => assert.notEqual(pid, pids[i], `server ${i} restarted`));
+        assert.deepEqual(
+            launches().map((n, i) => n - starts[i]!),
+            [1, 1, 1],
+            "each server started once",
+        );
+        expectExit(await d.run(["preview", "--refresh", "--expect-no-changes", "--diff"]), 0, "the servers and the gateway as declared");
     });
 
-    it("stops the wave at a change whose server dies at start: the first is rolled back and back in the gateway, the second untouched, no request fails, up names the server", async () => {
-        const pids = [await mainPid(lab.labDir, "sglang-qwen.service"), await mainPid(lab.labDir, "sglang-qwen-b.service")];
+    it("stops the wave at a change whose server dies at start: the first is rolled back and back in the gateway, the other two untouched, no request fails, up names the server", async () => {
+        const pids = await mainPids();
         setFaults({ crashAfterSeconds: 1, whenArgs: ["--max-running-requests", "24"] }, lab.labDir);
         d.writeConfig(config({ maxRunningRequests: 24 }));
         const load = loadThroughGateway();
@@ -182,15 +215,14 @@ describe("SGLang's gateway (smg) in front of the stack's servers", function () {
             clearFaults(lab.labDir);
         }
         assert.notEqual(up.code, 0, up.output);
+        assert.match(up.output, /rollout of sglang-qwen\.service failed: /);
         assert.match(up.output, /previous unit was put back and is ready again/);
         assert.match(up.output, /\[sglang-qwen\.service\] putting the server back into the gateway/);
-        assert.doesNotMatch(up.output, /\[sglang-qwen-b\.service\] (taking|rollout)/, "the wave stopped before qwen-b");
+        assert.doesNotMatch(up.output, /\[sglang-qwen-[bc]\.service\] (taking|rollout)/, "the wave stopped before qwen-b");
         assert.deepEqual(load.counts.failed, [], `of ${load.counts.sent} requests through the gateway`);
-        assert.equal(await mainPid(lab.labDir, "sglang-qwen-b.service"), pids[1], "qwen-b untouched");
-        assert.notEqual(await mainPid(lab.labDir, "sglang-qwen.service"), pids[0], "qwen serves again from its previous unit");
-        assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), [
-            [`http://${lab.info.container.address}:30000`, "ready"],
-            [`http://${lab.info.container.address}:30001`, "ready"],
-        ]);
+        const after = await mainPids();
+        assert.notEqual(after[0], pids[0], "qwen serves again from its previous unit");
+        assert.deepEqual(after.slice(1), pids.slice(1), "qwen-b and qwen-c untouched");
+        assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), allReady());
     });
 });
