@@ -143,6 +143,41 @@ function distInfo(site: string, version: string): string {
 }
 
 /**
+ * `python3 -m venv` with the container's python3, chrooted into its image in a
+ * mount namespace of its own. Tried twice when a signal kills it: fresh-clone
+ * runs saw it SIGKILLed, with no output, twice in about twenty full runs, and
+ * the killer was not found (no timeout of ours sends SIGKILL here).
+ */
+function makeVenv(optDir: string, rootfsImage: string, venv: string, dir: string): void {
+    for (let attempt = 1; ; attempt++) {
+        fs.rmSync(dir, { recursive: true, force: true });
+        fs.mkdirSync(dir, { recursive: true });
+        const r = spawnSync(
+            "unshare",
+            [
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                'mount --bind "$1" "$2/opt" && exec chroot "$2" /usr/bin/python3 -B -m venv --without-pip "$3"',
+                "sh",
+                optDir,
+                rootfsImage,
+                venv,
+            ],
+            // Well under a second alone; minutes when ten test files bring up their labs at once on two cores.
+            { encoding: "utf8", timeout: 240_000 },
+        );
+        if (r.status === 0) return;
+        if (r.signal && !r.error && attempt === 1) continue;
+        throw new Error(
+            `lab: python3 -m venv ${venv} in the container's image failed (${r.signal ? `killed by ${r.signal}${r.error ? `: ${r.error.message}` : ""}` : `exit ${r.status}`}): ${r.stderr}`,
+        );
+    }
+}
+
+/**
  * Makes the venvs under `optDir` (the lab directory the container has at
  * /opt): the venv itself once, with the container's python3 (chroot into the
  * rootfs image, in a mount namespace of its own); the .pth and the console
@@ -154,28 +189,7 @@ export function ensureVenvs(optDir: string, rootfsImage: string, releases: strin
         const info = distInfo(site, version);
         const dir = path.join(optDir, path.posix.relative("/opt", venv));
         if (!fs.existsSync(path.join(dir, "pyvenv.cfg"))) {
-            fs.mkdirSync(dir, { recursive: true });
-            const r = spawnSync(
-                "unshare",
-                [
-                    "--mount",
-                    "--propagation",
-                    "private",
-                    "sh",
-                    "-c",
-                    'mount --bind "$1" "$2/opt" && exec chroot "$2" /usr/bin/python3 -B -m venv --without-pip "$3"',
-                    "sh",
-                    optDir,
-                    rootfsImage,
-                    venv,
-                ],
-                // Well under a second alone; minutes when ten test files bring up their labs at once on two cores.
-                { encoding: "utf8", timeout: 240_000 },
-            );
-            if (r.status !== 0)
-                throw new Error(
-                    `lab: python3 -m venv ${venv} in the container's image failed (${r.signal ? `killed by ${r.signal}${r.error ? `: ${r.error.message}` : ""}` : `exit ${r.status}`}): ${r.stderr}`,
-                );
+            makeVenv(optDir, rootfsImage, venv, dir);
         }
         const lib = path.join(dir, "lib");
         const py = fs.readdirSync(lib).find((d) => /^python3\.\d+$/.test(d));
