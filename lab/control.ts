@@ -312,7 +312,14 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
         writeJsonAtomic(L.pids, { hostHolder, ...(hostSshd ? { hostSshd } : {}) });
         // Proxmox starts onboot containers when the host boots.
         if (readConf(info, vmid)?.options.get("onboot") === "1") {
-            const r = runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
+            const start = () => runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "start", String(vmid)], { timeoutMs: 90_000 });
+            let r = start();
+            if (r.code !== 0) {
+                // lxc-start's daemonized start was seen to fail once under a full test run's load ("Failed to
+                // receive the container state"): the lab tries once more from a stopped container.
+                runInMachine(hostHolder, info.lxc.cgroupDir, ["/usr/local/sbin/pct", "stop", String(vmid)], { timeoutMs: 60_000 });
+                r = start();
+            }
             if (r.code !== 0) throw new Error(`lab: pct start ${vmid} failed (exit ${r.code}): ${r.stderr.trim()}`);
             // The container boots its systemd before ssh.service listens: seconds alone, more under a full test run's load (20 s was seen to run out).
             await waitListening(containerAddress, sshPort, 90_000);
