@@ -8,6 +8,7 @@
  * server's.
  */
 import { GatewayWorker, parseServerLoad, serverLoadArgv } from "../core/gateway";
+import { serviceNameOf } from "../core/unit-read";
 import { GatewayAdmin } from "../remote/gateway-admin";
 import { waitFor } from "../remote/await/wait-for";
 import type { RemoteHost } from "../remote/remote-host";
@@ -64,11 +65,10 @@ export async function outOfGateway<T>(run: ProviderRun, inputs: ServiceProps, ro
 /** Waits until SGLang's own count of the requests the server holds is 0, at most `timeoutSeconds`; says what it waits for. */
 async function drain(remote: RemoteHost, inputs: ServiceProps, timeoutSeconds: number): Promise<void> {
     const tag = `[${inputs.unitName}]`;
-    const name = inputs.unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
     const started = Date.now();
     let said = started;
     for (;;) {
-        const r = await remote.run(serverLoadArgv(name, inputs.endpoint));
+        const r = await remote.run(serverLoadArgv(serviceNameOf(inputs.unitName), inputs.endpoint));
         const held = parseServerLoad(r.stdout);
         const elapsed = Math.round((Date.now() - started) / 1000);
         if (held === undefined) {

@@ -10,6 +10,7 @@ import { deployApiKeyFrom, gatewayAdminKeyFrom } from "../core/deploy-secrets";
 import { describeWorkerDrift, GatewayWorker, hasWorkerDrift, renderGatewayEnvironmentFile, workerDrift } from "../core/gateway";
 import { decideDelete, decideWrite, parseOwner } from "../core/ownership";
 import { unitOwner } from "../core/systemd-unit";
+import { serviceNameOf } from "../core/unit-read";
 import { STAGING_MARKER } from "../core/venv-layout";
 import { waitFor } from "../remote/await/wait-for";
 import { GatewayAdmin } from "../remote/gateway-admin";
@@ -58,7 +59,7 @@ async function apply(run: ProviderRun, inputs: GatewayProps): Promise<GatewayOut
         say(`${tag} ${live.unitText === null ? "starting" : "restarting"} the gateway (smg ${inputs.venv.release}) at ${inputs.endpoint}`);
         await remote.runChecked(["systemctl", "restart", inputs.unitName]);
     }
-    const admin = new GatewayAdmin(remote, gatewayNameOf(inputs), inputs.adminUrl);
+    const admin = new GatewayAdmin(remote, serviceNameOf(inputs.unitName), inputs.adminUrl);
     await waitFor({
         tag,
         what: "the gateway to answer /liveness",
@@ -95,11 +96,6 @@ async function registerWorkers(tag: string, admin: GatewayAdmin, inputs: Gateway
     return listed;
 }
 
-/** `sglang-<name>.service` -> `<name>`: the EnvironmentFile's name. */
-function gatewayNameOf(props: Pick<GatewayProps, "unitName">): string {
-    return props.unitName.replace(/^sglang-/, "").replace(/\.service$/, "");
-}
-
 function assertMayWrite(remote: RemoteHost, inputs: GatewayProps, unitText: string | null): void {
     const self = parseOwner(inputs.owner);
     if (!self) return;
@@ -113,7 +109,7 @@ async function read(run: ProviderRun, props: GatewayOutputs): Promise<GatewayOut
     const live = await run.unitReads.read(remote, props.unitName, "");
     let registered: GatewayWorker[] | undefined;
     try {
-        registered = live.activeState === "active" ? await new GatewayAdmin(remote, gatewayNameOf(props), props.adminUrl).workers() : [];
+        registered = live.activeState === "active" ? await new GatewayAdmin(remote, serviceNameOf(props.unitName), props.adminUrl).workers() : [];
     } catch (e) {
         say(`[${props.unitName}] the worker list was not read (${(e as Error).message.slice(0, 200)}); the last one recorded stands`);
         registered = props.registered;
