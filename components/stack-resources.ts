@@ -11,10 +11,9 @@ import { SglangGateway } from "./sglang-gateway";
 // The stack's resources, declared from its validated config: per box the GPU
 // host and, with pct-exec, the container; per server the service and its
 // readiness check; the gateway in front of them. index.ts declares the stack
-// (declareStack); the bench's fleet program (bench/fleet/index.ts) declares
-// several servers on one box with the same functions, so both declare the same
-// resources under the same names (URNs): a server keeps its resources when a
-// stack moves it from `service` into `servers`.
+// (declareStack). A server's resources are named by the server, a box's by
+// the box, whether the stack writes `service` or `servers`: a server keeps its
+// resources (URNs) when a stack moves it from `service` into `servers`.
 
 /** Where the servers run: the GPU host, and the container when there is one. */
 export interface Box {
@@ -32,7 +31,7 @@ export interface Box {
 }
 
 /** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
-export function declareBox(host: HostConfig, container: ContainerConfig | undefined): Box {
+function declareBox(host: HostConfig, container: ContainerConfig | undefined): Box {
     const hostConnection: Connection = {
         address: host.address,
         port: host.port,
@@ -66,7 +65,7 @@ export function declareBox(host: HostConfig, container: ContainerConfig | undefi
 }
 
 /** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`, named by the server alone. */
-export function declareServer(
+function declareServer(
     box: Box,
     service: ServiceConfig,
     readiness: ReadinessConfig,

@@ -118,13 +118,19 @@ function labInfoIfWritten(labDir: string): LabInfo | null {
     }
 }
 
+/** The most GPUs a lab has: PCI bus numbers 0x41 upwards, ascending in index order (CUDA_DEVICE_ORDER=PCI_BUS_ID), below 0x100. */
+const MAX_LAB_GPUS = 32;
+
 function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
+    if (gpus.length > MAX_LAB_GPUS) throw new Error(`a lab has at most ${MAX_LAB_GPUS} GPUs, asked for ${gpus.length}`);
+    // Buses 0x20 apart as on the field's boards, closer where more GPUs must fit.
+    const busStep = Math.min(0x20, Math.floor((0xff - 0x41) / Math.max(1, gpus.length - 1)));
     return gpus.map((g, i) => ({
         index: i,
         name: g.name,
         memoryMiB: g.memoryMiB,
         uuid: `GPU-1a6b0c3e-5d2f-4e7a-9b8c-${String(i).padStart(12, "0")}`,
-        busId: `00000000:${(0x41 + i * 0x20).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
+        busId: `00000000:${(0x41 + i * busStep).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
     }));
 }
 

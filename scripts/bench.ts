@@ -4,13 +4,14 @@
 //
 //   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
-//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash fleet stacks
-//   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3
+//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash rolling fleet stacks
+//   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3 --rolling-runs 3
 //   npm run bench -- --fleet 1,4,16 --stacks 1,4,16 --fleet-runs 3
 //   npm run bench -- --ref HEAD            the project as committed (default: the work tree as it is)
 //
 // Labs: 127.0.120.5 / 127.0.120.29 (the stack), 127.0.121.5 / 127.0.121.29
-// (the fleet), in temporary directories, always taken down at the end.
+// (the fleet), 127.0.122.x and 127.0.123.x (the gateway's two boxes), in
+// temporary directories, always taken down at the end.
 // bench/README.md says what each figure measures and how.
 import * as fs from "fs";
 import * as os from "os";
@@ -19,6 +20,7 @@ import { execFileSync } from "child_process";
 import { parseArgs } from "node:util";
 import { labDown, labUp, readLabInfo } from "../lab/control";
 import { labStackConfig } from "../lab/stack";
+import { GATEWAY_LAB_GPU } from "../lab/gateway-stack";
 import { createFloorProject, expectCode, Floors, runEngine, stopRunningEngines, useTree } from "../bench/lib/engine";
 import { Report, table } from "../bench/lib/figures";
 import { FLEET_GPU, planFleet } from "../bench/lib/fleet-plan";
@@ -30,6 +32,7 @@ import { phaseFleet } from "../bench/phases/fleet";
 import { phasePreview } from "../bench/phases/preview";
 import { phaseProfile } from "../bench/phases/profile";
 import { phaseRefresh } from "../bench/phases/refresh";
+import { phaseRolling } from "../bench/phases/rolling";
 import { phaseCrash, phaseReadiness } from "../bench/phases/rollouts";
 import { phaseUp } from "../bench/phases/up";
 import { phaseUpgrade } from "../bench/phases/upgrade";
@@ -37,7 +40,8 @@ import { phaseVerdict } from "../bench/phases/verdict";
 
 const repo = path.resolve(__dirname, "..");
 const API_KEY = "bench-lab-api-key-0123456789abcdef";
-const PHASES = ["preview", "verdict", "refresh", "up", "downtime", "upgrade", "profile", "readiness", "crash", "fleet", "stacks"] as const;
+const GATEWAY_ADMIN_KEY = "bench-lab-gateway-admin-key-0123456789";
+const PHASES = ["preview", "verdict", "refresh", "up", "downtime", "upgrade", "profile", "readiness", "crash", "rolling", "fleet", "stacks"] as const;
 type Phase = (typeof PHASES)[number];
 
 // ---------------------------------------------------------------------------
@@ -48,6 +52,7 @@ const { values: options } = parseArgs({
         runs: { type: "string" },
         rollouts: { type: "string" },
         crashes: { type: "string" },
+        "rolling-runs": { type: "string" },
         "fast-rollouts": { type: "string" },
         fleet: { type: "string" },
         stacks: { type: "string" },
@@ -82,6 +87,7 @@ if (options.help) {
 const RUNS = intArg("runs", 5);
 const ROLLOUTS = intArg("rollouts", 5);
 const CRASHES = intArg("crashes", 3);
+const ROLLING_RUNS = intArg("rolling-runs", 3);
 const FAST_ROLLOUTS = intArg("fast-rollouts", 3);
 const FLEET = listArg("fleet", [1, 4, 16]);
 const STACKS = listArg("stacks", [1, 4]);
@@ -110,6 +116,10 @@ async function main(): Promise<void> {
     const started = new Date();
     const labDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-lab-"));
     const fleetLabDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-fleet-lab-"));
+    const gatewayLabDirs = {
+        a: fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-gateway-lab-")),
+        b: fs.mkdtempSync(path.join(os.tmpdir(), "sglang-bench-gateway-b-lab-")),
+    };
     const cleanup: Array<() => void> = [];
     const report = new Report();
     /** The work tree as it was when the bench started (see bench/lib/snapshot.ts). */
@@ -137,7 +147,7 @@ async function main(): Promise<void> {
                     /* best effort */
                 }
             }
-            for (const dir of [labDir, fleetLabDir]) {
+            for (const dir of [labDir, fleetLabDir, gatewayLabDirs.a, gatewayLabDirs.b]) {
                 try {
                     await labDown(dir);
                 } catch (e) {
@@ -155,7 +165,7 @@ async function main(): Promise<void> {
         });
     }
     try {
-        const needMain = [...phases].some((p) => p !== "fleet" && p !== "stacks");
+        const needMain = [...phases].some((p) => p !== "rolling" && p !== "fleet" && p !== "stacks");
         if (needMain) {
             log(`lab up in ${labDir} (127.0.120.5 / 127.0.120.29)`);
             await labUp({ labDir, hostAddress: "127.0.120.5", containerAddress: "127.0.120.29", fresh: true });
@@ -185,14 +195,31 @@ async function main(): Promise<void> {
             if (phases.has("readiness")) await phaseReadiness(report, d, config, labDir, info, { rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS });
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);
         }
+        if (phases.has("rolling")) {
+            log(`gateway labs up in ${gatewayLabDirs.a} (127.0.122.x, 2 GPUs) and ${gatewayLabDirs.b} (127.0.123.x, container 130)`);
+            await labUp({
+                labDir: gatewayLabDirs.a,
+                hostAddress: "127.0.122.5",
+                containerAddress: "127.0.122.29",
+                fresh: true,
+                gpus: [GATEWAY_LAB_GPU, GATEWAY_LAB_GPU],
+            });
+            await labUp({ labDir: gatewayLabDirs.b, hostAddress: "127.0.123.5", containerAddress: "127.0.123.29", fresh: true, vmid: 130 });
+            const labs = {
+                a: { labDir: gatewayLabDirs.a, info: readLabInfo(gatewayLabDirs.a) },
+                b: { labDir: gatewayLabDirs.b, info: readLabInfo(gatewayLabDirs.b) },
+            };
+            await phaseRolling(report, tree, labs, ROLLING_RUNS, { apiKey: API_KEY, adminKey: GATEWAY_ADMIN_KEY }, cleanup);
+        }
         if (phases.has("fleet") || phases.has("stacks")) {
-            log(`fleet lab up in ${fleetLabDir} (127.0.121.5 / 127.0.121.29, 2 GPUs of ${FLEET_GPU.memoryMiB / 1024} GiB)`);
+            const gpuCount = FLEET_PLAN.all.length;
+            log(`fleet lab up in ${fleetLabDir} (127.0.121.5 / 127.0.121.29, ${gpuCount} GPUs of ${Math.round(FLEET_GPU.memoryMiB / 1024)} GiB)`);
             await labUp({
                 labDir: fleetLabDir,
                 hostAddress: "127.0.121.5",
                 containerAddress: "127.0.121.29",
                 fresh: true,
-                gpus: [FLEET_GPU, FLEET_GPU],
+                gpus: Array.from({ length: gpuCount }, () => FLEET_GPU),
             });
             await phaseFleet(report, tree, fleetLabDir, readLabInfo(fleetLabDir), FLEET_PLAN, { stacks: FLEET_STACKS, runs: FLEET_RUNS }, API_KEY, cleanup);
         }
@@ -215,6 +242,7 @@ async function main(): Promise<void> {
             rollouts: ROLLOUTS,
             fastRollouts: FAST_ROLLOUTS,
             crashes: CRASHES,
+            rollingRuns: ROLLING_RUNS,
             fleet: FLEET,
             stacks: STACKS,
             fleetRuns: FLEET_RUNS,

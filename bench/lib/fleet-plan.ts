@@ -1,19 +1,18 @@
 /**
- * The fleet lab's GPUs: two of them, large enough for every server of the
- * fleet phases at TP 2 side by side (the simulator reserves
- * --mem-fraction-static of each GPU per server; nvidia-smi shows the sum).
- * Each server's static pool, 0.02 x 2 TiB = 41 GiB per GPU, holds its
- * 24.2 GiB of weights per GPU plus the KV cache; 45 servers fill 0.9 of the
- * GPUs (the default phases place 1 + 4 + 16 + 4 = 25).
+ * The fleet lab's GPUs: one per server of the fleet phases, each holding its
+ * server's 27B model at TP 1 (a stack's servers on one box have GPUs of their
+ * own: core/config-rules.ts). The lab numbers at most 32 GPUs
+ * (lab/control.ts gpuSpecs); the default phases place 1 + 4 + 16 + 4 = 25.
  */
-export const FLEET_GPU = { name: "NVIDIA Bench-Fleet 2TB", memoryMiB: 2 * 1024 * 1024 };
-export const FLEET_MEM_FRACTION = 0.02;
-export const FLEET_MAX_SERVERS = Math.floor(0.9 / FLEET_MEM_FRACTION);
+export const FLEET_GPU = { name: "NVIDIA H200", memoryMiB: 143771 };
+export const FLEET_MAX_SERVERS = 32;
 export const FLEET_BASE_PORT = 30000;
 
 export interface FleetMember {
     name: string;
     port: number;
+    /** Its GPU, numbered as in the container. */
+    gpu: number;
 }
 
 /**
@@ -21,7 +20,7 @@ export interface FleetMember {
  * adopted by one stack is refused to every other, so each fleet program and
  * each one-service stack gets servers of its own, all on the one fleet box:
  * the program of N has `n<N>-0` .. `n<N>-<N-1>`, the i-th one-service stack
- * `s<i>`; ports 30000 upwards in that order.
+ * `s<i>`; ports 30000 upwards and GPUs 0 upwards in that order.
  */
 export interface FleetPlan {
     /** The fleet program's members, by N. */
@@ -39,7 +38,7 @@ export function planFleet(programSizes: number[], stackCount: number): FleetPlan
     if (new Set(programSizes).size !== programSizes.length) throw new Error(`--fleet lists a size twice: ${programSizes.join(",")}`);
     const all: FleetMember[] = [];
     const member = (name: string): FleetMember => {
-        const m = { name, port: FLEET_BASE_PORT + all.length };
+        const m = { name, port: FLEET_BASE_PORT + all.length, gpu: all.length };
         all.push(m);
         return m;
     };
@@ -48,7 +47,7 @@ export function planFleet(programSizes: number[], stackCount: number): FleetPlan
     if (all.length > FLEET_MAX_SERVERS) {
         throw new Error(
             `the fleet phases need ${all.length} servers (--fleet ${programSizes.join(",")} and ${stackCount} one-service stacks) ` +
-                `but the fleet lab's GPUs hold ${FLEET_MAX_SERVERS}: ask for smaller --fleet or --stacks sizes`,
+                `but the fleet lab has ${FLEET_MAX_SERVERS} GPUs, one per server: ask for smaller --fleet or --stacks sizes`,
         );
     }
     return { programs, stacks, all };

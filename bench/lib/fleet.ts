@@ -7,25 +7,39 @@ import { renderSecretFiles } from "../../core/deploy-secrets";
 import { ENVIRONMENT_DIRECTORY, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
 import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
-import { FLEET_GPU, FLEET_MEM_FRACTION, FleetMember } from "./fleet-plan";
+import { FLEET_GPU, FleetMember } from "./fleet-plan";
 
-/** A one-service stack config for the fleet lab: the lab stack's, with the fleet GPUs and the member's name and port. */
-export function fleetStackConfig(info: LabMachines, member: FleetMember): StackConfigFile {
+/** The fleet lab's box: its host with `gpuCount` FLEET_GPUs, every one passed through to the container. */
+function fleetBox(info: LabMachines, gpuCount: number): StackConfigFile {
     const config = labStackConfig(info, "pct-exec");
-    Object.assign(config["sglang-serve:host"].gpus as Record<string, unknown>, { name: FLEET_GPU.name, memoryMiB: FLEET_GPU.memoryMiB });
-    Object.assign(config["sglang-serve:service"], { name: member.name, port: member.port, memFractionStatic: FLEET_MEM_FRACTION });
+    Object.assign(config["sglang-serve:host"]!.gpus as Record<string, unknown>, { ...FLEET_GPU, count: gpuCount });
+    config["sglang-serve:container"]!.gpus = Array.from({ length: gpuCount }, (_, i) => i);
     return config;
 }
 
-/** The config of the fleet program (bench/fleet/index.ts): the first member's stack config plus the list. */
-export function fleetProgramConfig(info: LabMachines, members: FleetMember[]): StackConfigFile {
-    const config = fleetStackConfig(info, members[0]!);
-    return { ...config, "sglang-serve:fleet": members as unknown as Record<string, unknown> };
+/** A member's server: the lab stack's, at TP 1 on its own GPU, with its name and port. */
+function fleetServer(config: StackConfigFile, member: FleetMember): Record<string, unknown> {
+    return { ...config["sglang-serve:service"], name: member.name, port: member.port, gpus: [member.gpu], tensorParallelSize: 1 };
+}
+
+/** A one-service stack config for the fleet lab (of `gpuCount` GPUs): the lab stack's, serving the member. */
+export function fleetStackConfig(info: LabMachines, member: FleetMember, gpuCount: number): StackConfigFile {
+    const config = fleetBox(info, gpuCount);
+    config["sglang-serve:service"] = fleetServer(config, member);
+    return config;
+}
+
+/** A fleet program's config: the stack program (index.ts) with the members as its `servers`, on the one fleet box. */
+export function fleetProgramConfig(info: LabMachines, members: FleetMember[], gpuCount: number): StackConfigFile {
+    const config = fleetBox(info, gpuCount);
+    const servers = members.map((m) => fleetServer(config, m));
+    delete config["sglang-serve:service"];
+    return { ...config, "sglang-serve:servers": servers as unknown as Record<string, unknown> };
 }
 
 function validatedService(config: StackConfigFile): ServiceConfig {
-    const strip = (k: string) => config[`sglang-serve:${k}`];
-    const r = validateStackConfig({ host: strip("host"), container: strip("container"), service: strip("service"), readiness: strip("readiness") });
+    const section = (k: string) => config[`sglang-serve:${k}`];
+    const r = validateStackConfig({ host: section("host"), container: section("container"), service: section("service"), readiness: section("readiness") });
     if (!r.ok) throw new Error(`fleet config: ${formatConfigIssues(r.issues)}`);
     return r.config.servers[0]!;
 }
@@ -34,16 +48,14 @@ function validatedService(config: StackConfigFile): ServiceConfig {
  * Puts the members' units on the box and starts them, written exactly as the
  * stack renders them (components/sglang-service.ts: renderUnit with secrets,
  * the API key in a 0600 EnvironmentFile), so that `up` adopts them as
- * "already runs the declared config" instead of rolling them out one by one.
- * (A rollout stops and waits for the GPUs to be free of every compute
- * process: with other servers on the same GPUs that never happens, so the
- * stack as it is cannot roll out a fleet that shares GPUs; see the report.)
+ * "already runs the declared config" instead of rolling them out one by one
+ * (the fleet phases measure what a no-op costs, not 25 rollouts).
  */
-export async function preplaceFleet(labDir: string, info: LabInfo, members: FleetMember[], apiKey: string): Promise<void> {
+export async function preplaceFleet(labDir: string, info: LabInfo, members: FleetMember[], gpuCount: number, apiKey: string): Promise<void> {
     const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
     const lines = ["set -e", `mkdir -p ${ENVIRONMENT_DIRECTORY}`];
     for (const m of members) {
-        const service = validatedService(fleetStackConfig(info, m));
+        const service = validatedService(fleetStackConfig(info, m, gpuCount));
         const unit = unitName(service.name);
         const files = renderSecretFiles({ apiKey, environment: {} });
         lines.push(

@@ -10,8 +10,8 @@ const repo = path.resolve(__dirname, "..", "..");
 /** What an engine run uses from the work tree: the project (as a deployment has it), the wrapper scripts, the engine's build inputs. */
 const FILES = [...PROJECT_FILES, ".pulumi-version"];
 const DIRS = [...PROJECT_DIRS, "scripts", "tools/engine"];
-/** The measuring programs: always from the work tree, whatever is measured. */
-const BENCH_DIRS = ["bench/floor", "bench/fleet"];
+/** The measuring program (the floor): always from the work tree, whatever is measured. */
+const BENCH_DIRS = ["bench/floor"];
 
 /**
  * A copy of the parts of the work tree an engine run uses, taken when the

@@ -1,9 +1,6 @@
-import * as fs from "fs";
-import * as path from "path";
 import { simulatorEvents } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import type { Deployment } from "../../lab/deployment";
-import type { StackConfigFile } from "../../lab/stack";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
 import { fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
@@ -30,17 +27,16 @@ export async function phaseFleet(
 ): Promise<void> {
     const sizes = [...plan.programs.keys()];
     const stackSizes = counts.stacks;
-    log(`fleet: placing ${plan.all.length} servers (ports ${plan.all[0]?.port}..${plan.all.at(-1)?.port}) in the fleet lab's container`);
-    await preplaceFleet(fleetLabDir, fleetInfo, plan.all, apiKey);
+    const gpuCount = plan.all.length;
+    log(`fleet: placing ${gpuCount} servers (ports ${plan.all[0]?.port}..${plan.all.at(-1)?.port}, a GPU each) in the fleet lab's container`);
+    await preplaceFleet(fleetLabDir, fleetInfo, plan.all, gpuCount, apiKey);
     const launchedAfterPlacing = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length;
 
-    // (B) one operation over N services: the fleet program.
+    // (B) one operation over N services: the stack program with N servers.
     const programs = new Map<number, Deployment>();
     for (const [n, members] of plan.programs) {
-        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members) as unknown as StackConfigFile);
+        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members, gpuCount));
         cleanup.push(() => d.cleanup());
-        // The program is the snapshot's bench/fleet/index.ts, whose imports resolve in the snapshot.
-        fs.writeFileSync(path.join(d.dir, "index.ts"), `export * from ${JSON.stringify(path.join(tree.dir, "bench", "fleet"))};\n`);
         d.giveApiKey(apiKey);
         const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
         log(`  fleet program N=${n}: deployed (adopted) in ${(r.wallMs / 1000).toFixed(1)} s`);
@@ -49,7 +45,7 @@ export async function phaseFleet(
     // (A) N one-service stacks (the stack program as it is, one stack per server).
     const stacks: Deployment[] = [];
     for (const member of plan.stacks) {
-        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member));
+        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member, gpuCount));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);
@@ -59,6 +55,13 @@ export async function phaseFleet(
     const launched = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length - launchedAfterPlacing;
     if (launched > 0) throw new Error(`adopting the fleet restarted ${launched} server(s): the placed units differ from what the stack renders`);
 
+    // A program's first preview runs the declared release's code once per server (SGLang's verdict,
+    // providers/sglang-verdict.ts); later ones keep each verdict by its request. Both are figures.
+    for (const [n, d] of programs) {
+        const p = expectCode(await runEngine(d, ["preview", "--refresh", "--expect-no-changes"]), 0, `fleet first preview --refresh N=${n}`);
+        report.figure(`fleet.programPreviewFirst.${n}`, `fleet: one program with ${n} service(s), first preview --refresh`, "s", [p.wallMs / 1000]);
+        log(`  fleet program N=${n}: first preview --refresh ${(p.wallMs / 1000).toFixed(2)} s (SGLang's verdict once per server)`);
+    }
     const fleetMs: Record<number, number[]> = {};
     const fleetSsh: Record<number, SshSample[]> = {};
     const fleetPreviewMs: Record<number, number[]> = {};

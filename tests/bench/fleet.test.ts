@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { validateStackConfig } from "../../core/config";
 import { formatConfigIssues } from "../../core/config-issues";
 import { fleetProgramConfig, fleetStackConfig } from "../../bench/lib/fleet";
-import { FLEET_GPU, FLEET_MAX_SERVERS, FLEET_MEM_FRACTION, planFleet } from "../../bench/lib/fleet-plan";
+import { FLEET_GPU, FLEET_MAX_SERVERS, planFleet } from "../../bench/lib/fleet-plan";
 import type { LabMachines, StackConfigFile } from "../../lab/stack";
 import { promiseOf, RecordingMocks, SERVICE_TYPE } from "../components/recording-mocks";
 
@@ -34,13 +34,7 @@ const MACHINES: LabMachines = {
 };
 
 function validated(config: StackConfigFile) {
-    const section = (k: string) => config[`sglang-serve:${k}`];
-    const result = validateStackConfig({
-        host: section("host"),
-        container: section("container"),
-        service: section("service"),
-        readiness: section("readiness"),
-    });
+    const result = validateStackConfig(Object.fromEntries(Object.entries(config).map(([k, v]) => [k.replace(/^sglang-serve:/, ""), v])));
     if (!result.ok) throw new Error(formatConfigIssues(result.issues));
     return result.config;
 }
@@ -63,7 +57,10 @@ describe("bench fleet plan", () => {
     it("refuses sizes the fleet lab's GPUs cannot hold, naming the options", () => {
         assert.throws(
             () => planFleet([1, 4, 16, 32], 4),
-            (e: Error) => /need 57 servers/.test(e.message) && /--fleet 1,4,16,32/.test(e.message) && new RegExp(`hold ${FLEET_MAX_SERVERS}`).test(e.message),
+            (e: Error) =>
+                /need 57 servers/.test(e.message) &&
+                /--fleet 1,4,16,32/.test(e.message) &&
+                new RegExp(`has ${FLEET_MAX_SERVERS} GPUs, one per server`).test(e.message),
         );
     });
 
@@ -71,41 +68,53 @@ describe("bench fleet plan", () => {
         assert.throws(() => planFleet([4, 4], 0), /--fleet lists a size twice: 4,4/);
     });
 
-    it("plans servers that validate as stacks and fit the fleet lab's GPUs together", () => {
-        const plan = planFleet([1, 4, 16], 16);
+    it("plans servers that validate as stacks, each on a GPU of its own, and programs that validate as one stack", () => {
+        const plan = planFleet([1, 4, 16], 11);
+        assert.equal(plan.all.length, FLEET_MAX_SERVERS);
         for (const member of plan.all) {
             const {
                 servers: [service],
                 boxes: [box],
-            } = validated(fleetStackConfig(MACHINES, member));
+            } = validated(fleetStackConfig(MACHINES, member, plan.all.length));
             assert.equal(service!.name, member.name);
             assert.equal(service!.port, member.port);
+            assert.deepEqual(service!.gpus, [member.gpu]);
             assert.equal(box!.host.gpus.memoryMiB, FLEET_GPU.memoryMiB);
+            assert.equal(box!.host.gpus.count, FLEET_MAX_SERVERS);
         }
-        assert.ok(FLEET_MAX_SERVERS * FLEET_MEM_FRACTION <= 1, `${FLEET_MAX_SERVERS} servers of ${FLEET_MEM_FRACTION} overfill the GPUs`);
-        assert.ok(plan.all.length <= FLEET_MAX_SERVERS);
+        assert.deepEqual(new Set(plan.all.map((m) => m.gpu)).size, plan.all.length, "no GPU given twice");
+        // The stack's own rules (disjoint GPUs, unique ports on the box) take each program as it is.
+        for (const members of plan.programs.values()) {
+            const { servers } = validated(fleetProgramConfig(MACHINES, members, plan.all.length));
+            assert.deepEqual(
+                servers.map((s) => [s.name, s.port, s.gpus]),
+                members.map((m) => [m.name, m.port, [m.gpu]]),
+            );
+        }
     });
 });
 
 describe("bench fleet program under mocks", () => {
-    it("declares one host and container, and per member the service and readiness check the stack program declares", async () => {
-        const members = planFleet([1, 4], 0).programs.get(4)!;
+    it("is the stack program: one host and container, and per member the service and readiness check", async () => {
+        const plan = planFleet([1, 4], 0);
+        const members = plan.programs.get(4)!;
         const mocks = new RecordingMocks();
         await pulumi.runtime.setMocks(mocks, "sglang-serve", "fleet4", false);
-        const config = fleetProgramConfig(MACHINES, members);
+        const config = fleetProgramConfig(MACHINES, members, plan.all.length);
         // No secret in the config: the servers require the key, whose value only the deploy run gives.
         pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)])), []);
-        const programPath = require.resolve("../../bench/fleet/index");
+        const programPath = require.resolve("../../index");
         delete require.cache[programPath];
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const program = require(programPath) as Record<"endpoints" | "liveServerArgs", Record<string, pulumi.Output<unknown>>>;
-        const resolved = (outputs: Record<string, pulumi.Output<unknown>>) =>
-            Promise.all(Object.entries(outputs).map(async ([k, v]) => [k, await promiseOf(v)])).then(Object.fromEntries);
+        const program = require(programPath) as { servers: Record<string, { endpoint: pulumi.Output<string>; liveServerArgs: pulumi.Output<unknown> }> };
         // The readiness checks' outputs: every resource is registered once they resolve.
-        assert.deepEqual(Object.keys(await resolved(program.liveServerArgs)), ["n4-0", "n4-1", "n4-2", "n4-3"]);
-        const endpoints = await resolved(program.endpoints);
-
-        assert.deepEqual(endpoints, Object.fromEntries(members.map((m) => [m.name, `http://127.0.121.29:${m.port}`])));
+        const servers = await Promise.all(
+            Object.entries(program.servers).map(async ([name, s]) => [name, await promiseOf(s.endpoint), await promiseOf(s.liveServerArgs)] as const),
+        );
+        assert.deepEqual(
+            servers.map(([name, endpoint]) => [name, endpoint]),
+            members.map((m) => [m.name, `http://127.0.121.29:${m.port}`]),
+        );
         const named = (type: string) => mocks.resources.filter((r) => r.type === `sglang-serve:index:${type}`).map((r) => r.name);
         assert.deepEqual(named("GpuHost"), ["kpro5"]);
         assert.deepEqual(named("LxcContainer"), ["ct129"]);

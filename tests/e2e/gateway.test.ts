@@ -1,14 +1,13 @@
 import * as assert from "node:assert/strict";
 import { clearFaults, setFaults, simulatorEvents } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
-import { labStackConfig } from "../../lab/stack";
-import { CT_WHEELHOUSE, LAB_GATEWAY_RELEASE } from "../../lab/sglang/venvs";
+import { everyServer, GATEWAY_LAB_GPU, gatewayScenario, GatewayScenario } from "../../lab/gateway-stack";
+import { loadThroughGateway } from "../../lab/gateway-load";
 import { httpGetJson, httpPostJson } from "../../remote/probe";
-import { mainPid, onBox, service, useLab } from "./lab-box";
+import { mainPid, onBox, useLab } from "./lab-box";
 
 const API_KEY = "e2e-gateway-api-key-0123456789abc";
 const ADMIN_KEY = "e2e-gateway-admin-key-0123456789ab";
-const GPU = { name: "NVIDIA H200", memoryMiB: 143771 };
 
 interface Worker {
     id: string;
@@ -18,51 +17,22 @@ interface Worker {
 
 // Issue 20 item 3 on the lab box: smg, the real gateway from its wheel
 // (installed by the stack into a venv of its own, from the lab's wheelhouse),
-// in front of three servers over two boxes: two one-GPU servers on kpro5 (a
-// lab with two H200-sized GPUs, 127.0.135.x), the field's TP 2 server on kpro6
-// (a second lab, 127.0.136.x, container 130); each registered as a worker,
-// the worker list read back on refresh, changes rolled one server at a time.
+// in front of three servers over two boxes (lab/gateway-stack.ts): two
+// one-GPU servers on kpro5 (a lab with two H200-sized GPUs, 127.0.135.x), the
+// field's TP 2 server on kpro6 (a second lab, 127.0.136.x, container 130);
+// each registered as a worker, the worker list read back on refresh, changes
+// rolled one server at a time.
 describe("SGLang's gateway (smg) in front of three servers over two boxes", function () {
     this.timeout(900_000);
-    const lab = useLab("gateway", 135, { gpus: [GPU, GPU] });
+    const lab = useLab("gateway", 135, { gpus: [GATEWAY_LAB_GPU, GATEWAY_LAB_GPU] });
     const labB = useLab("gateway-b", 136, { vmid: 130 });
     let d: Deployment;
+    let scenario: GatewayScenario;
     let gatewayUrl: string;
-    /** A short chat completion, as a client of the gateway sends it. */
-    let chat: Record<string, unknown>;
-    /** The stack: the three servers with `server` applied to each (the same change to all), and the gateway on kpro5. */
-    let config: (server?: Record<string, unknown>) => Record<string, Record<string, unknown>>;
     before(async () => {
-        const a = labStackConfig(lab.info, "pct-exec");
-        const b = labStackConfig(labB.info, "pct-exec");
-        Object.assign(a["sglang-serve:host"]!.gpus as Record<string, unknown>, GPU);
-        const one: Record<string, unknown> = { ...service(a), tensorParallelSize: 1 };
-        chat = { model: (one.model as { servedName: string }).servedName, messages: [{ role: "user", content: "Say hello." }], max_tokens: 8 };
-        gatewayUrl = `http://${lab.info.container.address}:30080`;
-        config = (server = {}) => ({
-            "sglang-serve:boxes": [
-                { host: a["sglang-serve:host"], container: a["sglang-serve:container"] },
-                { host: { ...b["sglang-serve:host"], name: "kpro6" }, container: b["sglang-serve:container"] },
-            ] as unknown as Record<string, unknown>,
-            "sglang-serve:servers": [
-                { ...one, ...server, name: "qwen", box: "kpro5", gpus: [0] },
-                { ...one, ...server, name: "qwen-b", box: "kpro5", gpus: [1], port: 30001 },
-                { ...service(b), ...server, name: "qwen-c", box: "kpro6" },
-            ] as unknown as Record<string, unknown>,
-            "sglang-serve:gateway": {
-                box: "kpro5",
-                smgVersion: LAB_GATEWAY_RELEASE,
-                venv: { root: "/opt/smg", findLinks: [CT_WHEELHOUSE], pipArgs: ["--no-index"] },
-                listenHost: "0.0.0.0",
-                endpointHost: lab.info.container.address,
-                healthCheck: { intervalSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1 },
-            },
-            // One start per config: a change that crashes is rolled back at once. The load's 8-token chats pull
-            // the running servers' live accept length well below the prompt set's (README, "the drift check
-            // compares live traffic"): the refresh after a run under load would call that drift at 10%.
-            "sglang-serve:readiness": { ...a["sglang-serve:readiness"], startAttempts: 1, acceptLengthDropLimit: 0.5 },
-        });
-        d = await Deployment.create("lab", config());
+        scenario = gatewayScenario(lab.info, labB.info);
+        gatewayUrl = scenario.gatewayUrl;
+        d = await Deployment.create("lab", scenario.config());
         d.giveApiKey(API_KEY);
         d.giveGatewayAdminKey(ADMIN_KEY);
     });
@@ -73,10 +43,7 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
     };
     const workers = async () => ((await admin("GET", "/workers")).body as { workers: Worker[] }).workers;
     /** The three servers' worker URLs, each ready, as the sorted list GET /workers gives. */
-    const allReady = () =>
-        [`${lab.info.container.address}:30000`, `${lab.info.container.address}:30001`, `${labB.info.container.address}:30000`]
-            .map((a) => [`http://${a}`, "ready"])
-            .sort();
+    const allReady = () => scenario.workerUrls.map((url) => [url, "ready"]).sort();
     /** The three servers' MainPIDs: qwen, qwen-b (kpro5), qwen-c (kpro6). */
     const mainPids = async () => [
         await mainPid(lab.labDir, "sglang-qwen.service"),
@@ -99,7 +66,7 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
 
             // A client of the gateway: the data plane takes the servers' key, not the admin key.
             for (let i = 0; i < 4; i++) {
-                const r = await httpPostJson(`${gatewayUrl}/v1/chat/completions`, chat, { bearer: API_KEY, timeoutMs: 30_000 });
+                const r = await httpPostJson(`${gatewayUrl}/v1/chat/completions`, scenario.chat, { bearer: API_KEY, timeoutMs: 30_000 });
                 assert.ok("status" in r && r.status === 200, `request ${i} through the gateway: ${JSON.stringify(r).slice(0, 300)}`);
             }
             const refused = await httpGetJson(`${gatewayUrl}/workers`, { bearer: API_KEY, timeoutMs: 10_000 });
@@ -123,21 +90,6 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
         }
     });
 
-    /** Chat completions through the gateway, two at a time, for as long as it runs: every answer that is not a 200 counts. */
-    function loadThroughGateway() {
-        const counts = { sent: 0, failed: [] as string[] };
-        let running = true;
-        const client = async () => {
-            while (running) {
-                const r = await httpPostJson(`${gatewayUrl}/v1/chat/completions`, chat, { bearer: API_KEY, timeoutMs: 30_000 });
-                counts.sent++;
-                if (!("status" in r) || r.status !== 200) counts.failed.push(JSON.stringify(r).slice(0, 200));
-            }
-        };
-        const clients = [client(), client()];
-        return { counts, stop: async () => ((running = false), await Promise.all(clients)) };
-    }
-
     /** The fewest workers the gateway listed ready at once while it runs (polled every 200 ms). */
     function watchWorkers() {
         let fewest = Infinity;
@@ -153,19 +105,18 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
 
     /** Starts of each server (the labs' launch events): qwen, qwen-b, qwen-c. */
     const launches = () =>
-        [
-            [lab.labDir, 30000],
-            [lab.labDir, 30001],
-            [labB.labDir, 30000],
-        ].map(
-            ([dir, port]) => simulatorEvents(dir as string).filter((e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`)).length,
+        scenario.placement.map(
+            ({ box, port }) =>
+                simulatorEvents(box === "a" ? lab.labDir : labB.labDir).filter(
+                    (e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`),
+                ).length,
         );
 
     it("rolls one flag changed on three servers over two boxes one at a time while clients send through the gateway: no request fails, one server out at most, each restarted once", async () => {
         const pids = await mainPids();
         const starts = launches();
-        d.writeConfig(config({ maxRunningRequests: 32 }));
-        const load = loadThroughGateway();
+        d.writeConfig(scenario.config(everyServer({ maxRunningRequests: 32 })));
+        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY);
         const watch = watchWorkers();
         let up;
         try {
@@ -205,8 +156,8 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
     it("stops the wave at a change whose server dies at start: the first is rolled back and back in the gateway, the other two untouched, no request fails, up names the server", async () => {
         const pids = await mainPids();
         setFaults({ crashAfterSeconds: 1, whenArgs: ["--max-running-requests", "24"] }, lab.labDir);
-        d.writeConfig(config({ maxRunningRequests: 24 }));
-        const load = loadThroughGateway();
+        d.writeConfig(scenario.config(everyServer({ maxRunningRequests: 24 })));
+        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY);
         let up;
         try {
             up = await d.up();
