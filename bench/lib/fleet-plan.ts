@@ -29,9 +29,16 @@ export interface FleetPlan {
     stacks: FleetMember[];
     /** Every server the bench places on the box. */
     all: FleetMember[];
+    /**
+     * Every server's `--watchdog-timeout`: a value no earlier bench run
+     * declared, so that each program's first preview runs SGLang's verdict
+     * (providers/sglang-verdict.ts keeps verdicts by their request, across
+     * runs) as it would for a fleet declared anew.
+     */
+    watchdogTimeoutSeconds: number;
 }
 
-export function planFleet(programSizes: number[], stackCount: number): FleetPlan {
+export function planFleet(programSizes: number[], stackCount: number, watchdogTimeoutSeconds = 300 + (Date.now() % 1_000_000) / 1000): FleetPlan {
     for (const n of programSizes) {
         if (!Number.isInteger(n) || n < 1) throw new Error(`--fleet sizes must be positive integers, got ${n}`);
     }
@@ -50,5 +57,5 @@ export function planFleet(programSizes: number[], stackCount: number): FleetPlan
                 `but the fleet lab has ${FLEET_MAX_SERVERS} GPUs, one per server: ask for smaller --fleet or --stacks sizes`,
         );
     }
-    return { programs, stacks, all };
+    return { programs, stacks, all, watchdogTimeoutSeconds };
 }

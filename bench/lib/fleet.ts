@@ -7,32 +7,40 @@ import { renderSecretFiles } from "../../core/deploy-secrets";
 import { ENVIRONMENT_DIRECTORY, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
 import { httpGetJson } from "../../remote/probe";
 import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
-import { FLEET_GPU, FleetMember } from "./fleet-plan";
+import { FLEET_GPU, FleetMember, FleetPlan } from "./fleet-plan";
 
-/** The fleet lab's box: its host with `gpuCount` FLEET_GPUs, every one passed through to the container. */
-function fleetBox(info: LabMachines, gpuCount: number): StackConfigFile {
+/** The fleet lab's box: its host with a FLEET_GPU per planned server, every one passed through to the container. */
+function fleetBox(info: LabMachines, plan: FleetPlan): StackConfigFile {
+    const gpuCount = plan.all.length;
     const config = labStackConfig(info, "pct-exec");
     Object.assign(config["sglang-serve:host"]!.gpus as Record<string, unknown>, { ...FLEET_GPU, count: gpuCount });
     config["sglang-serve:container"]!.gpus = Array.from({ length: gpuCount }, (_, i) => i);
     return config;
 }
 
-/** A member's server: the lab stack's, at TP 1 on its own GPU, with its name and port. */
-function fleetServer(config: StackConfigFile, member: FleetMember): Record<string, unknown> {
-    return { ...config["sglang-serve:service"], name: member.name, port: member.port, gpus: [member.gpu], tensorParallelSize: 1 };
+/** A member's server: the lab stack's, at TP 1 on its own GPU, with its name, port and the plan's watchdog timeout. */
+function fleetServer(config: StackConfigFile, member: FleetMember, plan: FleetPlan): Record<string, unknown> {
+    return {
+        ...config["sglang-serve:service"],
+        name: member.name,
+        port: member.port,
+        gpus: [member.gpu],
+        tensorParallelSize: 1,
+        extraArgs: ["--watchdog-timeout", String(plan.watchdogTimeoutSeconds)],
+    };
 }
 
-/** A one-service stack config for the fleet lab (of `gpuCount` GPUs): the lab stack's, serving the member. */
-export function fleetStackConfig(info: LabMachines, member: FleetMember, gpuCount: number): StackConfigFile {
-    const config = fleetBox(info, gpuCount);
-    config["sglang-serve:service"] = fleetServer(config, member);
+/** A one-service stack config for the fleet lab: the lab stack's, serving the member. */
+export function fleetStackConfig(info: LabMachines, member: FleetMember, plan: FleetPlan): StackConfigFile {
+    const config = fleetBox(info, plan);
+    config["sglang-serve:service"] = fleetServer(config, member, plan);
     return config;
 }
 
 /** A fleet program's config: the stack program (index.ts) with the members as its `servers`, on the one fleet box. */
-export function fleetProgramConfig(info: LabMachines, members: FleetMember[], gpuCount: number): StackConfigFile {
-    const config = fleetBox(info, gpuCount);
-    const servers = members.map((m) => fleetServer(config, m));
+export function fleetProgramConfig(info: LabMachines, members: FleetMember[], plan: FleetPlan): StackConfigFile {
+    const config = fleetBox(info, plan);
+    const servers = members.map((m) => fleetServer(config, m, plan));
     delete config["sglang-serve:service"];
     return { ...config, "sglang-serve:servers": servers as unknown as Record<string, unknown> };
 }
@@ -51,11 +59,12 @@ function validatedService(config: StackConfigFile): ServiceConfig {
  * "already runs the declared config" instead of rolling them out one by one
  * (the fleet phases measure what a no-op costs, not 25 rollouts).
  */
-export async function preplaceFleet(labDir: string, info: LabInfo, members: FleetMember[], gpuCount: number, apiKey: string): Promise<void> {
+export async function preplaceFleet(labDir: string, info: LabInfo, plan: FleetPlan, apiKey: string): Promise<void> {
+    const members = plan.all;
     const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
     const lines = ["set -e", `mkdir -p ${ENVIRONMENT_DIRECTORY}`];
     for (const m of members) {
-        const service = validatedService(fleetStackConfig(info, m, gpuCount));
+        const service = validatedService(fleetStackConfig(info, m, plan));
         const unit = unitName(service.name);
         const files = renderSecretFiles({ apiKey, environment: {} });
         lines.push(

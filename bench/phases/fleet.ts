@@ -27,15 +27,14 @@ export async function phaseFleet(
 ): Promise<void> {
     const sizes = [...plan.programs.keys()];
     const stackSizes = counts.stacks;
-    const gpuCount = plan.all.length;
-    log(`fleet: placing ${gpuCount} servers (ports ${plan.all[0]?.port}..${plan.all.at(-1)?.port}, a GPU each) in the fleet lab's container`);
-    await preplaceFleet(fleetLabDir, fleetInfo, plan.all, gpuCount, apiKey);
+    log(`fleet: placing ${plan.all.length} servers (ports ${plan.all[0]?.port}..${plan.all.at(-1)?.port}, a GPU each) in the fleet lab's container`);
+    await preplaceFleet(fleetLabDir, fleetInfo, plan, apiKey);
     const launchedAfterPlacing = simulatorEvents(fleetLabDir).filter((e) => e.event === "launched").length;
 
     // (B) one operation over N services: the stack program with N servers.
     const programs = new Map<number, Deployment>();
     for (const [n, members] of plan.programs) {
-        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members, gpuCount));
+        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
@@ -45,7 +44,7 @@ export async function phaseFleet(
     // (A) N one-service stacks (the stack program as it is, one stack per server).
     const stacks: Deployment[] = [];
     for (const member of plan.stacks) {
-        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member, gpuCount));
+        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);

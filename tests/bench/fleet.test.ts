@@ -75,7 +75,7 @@ describe("bench fleet plan", () => {
             const {
                 servers: [service],
                 boxes: [box],
-            } = validated(fleetStackConfig(MACHINES, member, plan.all.length));
+            } = validated(fleetStackConfig(MACHINES, member, plan));
             assert.equal(service!.name, member.name);
             assert.equal(service!.port, member.port);
             assert.deepEqual(service!.gpus, [member.gpu]);
@@ -85,7 +85,7 @@ describe("bench fleet plan", () => {
         assert.deepEqual(new Set(plan.all.map((m) => m.gpu)).size, plan.all.length, "no GPU given twice");
         // The stack's own rules (disjoint GPUs, unique ports on the box) take each program as it is.
         for (const members of plan.programs.values()) {
-            const { servers } = validated(fleetProgramConfig(MACHINES, members, plan.all.length));
+            const { servers } = validated(fleetProgramConfig(MACHINES, members, plan));
             assert.deepEqual(
                 servers.map((s) => [s.name, s.port, s.gpus]),
                 members.map((m) => [m.name, m.port, [m.gpu]]),
@@ -100,7 +100,7 @@ describe("bench fleet program under mocks", () => {
         const members = plan.programs.get(4)!;
         const mocks = new RecordingMocks();
         await pulumi.runtime.setMocks(mocks, "sglang-serve", "fleet4", false);
-        const config = fleetProgramConfig(MACHINES, members, plan.all.length);
+        const config = fleetProgramConfig(MACHINES, members, plan);
         // No secret in the config: the servers require the key, whose value only the deploy run gives.
         pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)])), []);
         const programPath = require.resolve("../../index");
