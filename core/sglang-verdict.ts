@@ -12,6 +12,7 @@ import { extraFlags } from "./extra-args";
 import { flagMap } from "./flag-map";
 import { OWNED_FLAGS } from "./sglang-rules";
 import { serviceFromUnit } from "./systemd-unit";
+import type { OracleCase } from "../sglang-release/oracle";
 
 export type VerdictEntry = "sglang-serve" | "launch-server";
 
@@ -94,6 +95,18 @@ export function standInArgv(request: VerdictRequest, modelDir: string, drafterDi
     return request.argv.map((a, i) => (i > 0 && request.argv[i - 1]!.startsWith("--") && folders.has(a) ? folders.get(a)! : a));
 }
 
+/** The run of the release's code a request asks for (sglang-release/oracle.ts OracleCase), its folders the local stand-ins. */
+export function verdictCase(request: VerdictRequest, standIns: { model: string; drafter?: string }): OracleCase {
+    return {
+        argv: standInArgv(request, standIns.model, standIns.drafter),
+        entry: request.entry,
+        // The GPUs' name reaches the stubs as the lab's driver would report it.
+        env: { ...request.env, ...(request.gpus.name !== undefined ? { SGLANG_LAB_GPU_NAME: request.gpus.name } : {}) },
+        gpuCount: request.gpus.count,
+        ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
+    };
+}
+
 /** The oracle's answer (sglang-release/oracle.ts OracleResult), the fields read here. */
 export interface ReleaseAnswer {
     status: "ok" | "argparse-error" | "exception" | "exit";
@@ -172,9 +185,9 @@ export interface VerdictFailure {
  * that the typed config owns, or that an extraArgs element sets; else the
  * owned flag whose value in `argv` the message names (`no_buffer do not
  * support overlap schedule`, `Unknown speculative algorithm name: MTP`);
- * else the command line as a whole (`service`). Not the traceback's lines:
- * Python shows one line of a multi-line assertion, which may name a setting
- * the failure is not about.
+ * else the command line as a whole (`service`). The traceback's line is
+ * read only for a message that names nothing (verdictFailures): Python shows
+ * one line of a multi-line assertion, which may name one setting of several.
  */
 export function verdictKeyOf(message: string, extraArgs: readonly string[], argv: readonly string[] = []): string {
     const word = (v: string) => new RegExp(`(^|[^A-Za-z0-9_])${v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^A-Za-z0-9_])`);
@@ -200,7 +213,10 @@ export function verdictKeyOf(message: string, extraArgs: readonly string[], argv
 export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest, extraArgs: readonly string[]): VerdictFailure[] {
     if (verdict.status === "ok" || verdict.error === undefined) return [];
     const at = verdict.error.lastIndexOf(` ${AT}`);
-    const property = verdictKeyOf(at >= 0 ? verdict.error.slice(0, at) : verdict.error, extraArgs, request.argv);
+    const message = at >= 0 ? verdict.error.slice(0, at) : verdict.error;
+    // A message that names no setting (`AssertionError`, a TypeError on a value left unset): the line that raised it does.
+    const byMessage = verdictKeyOf(message, extraArgs, request.argv);
+    const property = byMessage === "service" && at >= 0 ? verdictKeyOf(verdict.error.slice(at), extraArgs, request.argv) : byMessage;
     const about = property === "service" ? "the rendered command line" : property;
     return [
         {

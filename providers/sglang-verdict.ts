@@ -12,7 +12,7 @@ import * as os from "os";
 import * as path from "path";
 import {
     ReleaseVerdict,
-    standInArgv,
+    verdictCase,
     VerdictFailure,
     verdictFailures,
     verdictKey,
@@ -132,22 +132,9 @@ export async function releaseVerdict(request: VerdictRequest, label: string): Pr
             fs.mkdirSync(drafter);
             fs.writeFileSync(path.join(drafter, "config.json"), request.drafter.configJson);
         }
-        const env: Record<string, string> = { ...request.env };
-        if (request.gpus.name !== undefined) env.SGLANG_LAB_GPU_NAME = request.gpus.name;
-        const [answer] = await runOracle(
-            request.version,
-            [
-                {
-                    argv: standInArgv(request, model, drafter),
-                    entry: request.entry,
-                    env,
-                    gpuCount: request.gpus.count,
-                    ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
-                },
-            ],
-            { jobs: 1, env: withoutDeploySecrets(process.env) },
-        );
-        const verdict = verdictOf(answer!, request, { model, ...(drafter ? { drafter } : {}) });
+        const standIns = { model, ...(drafter ? { drafter } : {}) };
+        const [answer] = await runOracle(request.version, [verdictCase(request, standIns)], { jobs: 1, env: withoutDeploySecrets(process.env) });
+        const verdict = verdictOf(answer!, request, standIns);
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const tmp = `${file}.${process.pid}.tmp`;
         fs.writeFileSync(tmp, JSON.stringify(verdict));

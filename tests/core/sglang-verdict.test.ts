@@ -105,7 +105,7 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         assert.equal(verdictKeyOf("/models/m has no config.json", [], argv), "service", "nor are paths");
     });
 
-    it("shows the line that raised an error whose message names no setting, and files it under the command line", () => {
+    it("shows the line that raised an error whose message names no setting, and files it under the setting that line names", () => {
         const unitText = unitOf();
         const r = verdictRequest({ version: "0.5.23", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
         assert.ok(!("unavailable" in r));
@@ -120,12 +120,15 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         const verdict = verdictOf(answer("", ASSERTION), r, { model: "/tmp/x/model" });
         assert.equal(verdict.error, "AssertionError (at `and cfg.speculative_num_draft_tokens is None`)");
         const [failure] = verdictFailures(verdict, r, []);
-        // Python shows one line of the multi-line assertion: the setting it names is not evidence of the key.
-        assert.equal(failure!.property, "service");
+        // Python shows one line of the multi-line assertion: the setting it names is one the failure is about, and the reason shows the line.
+        assert.equal(failure!.property, "service.speculative.numDraftTokens");
         assert.match(
             failure!.reason,
-            /SGLang 0\.5\.23's own code refuses .*: AssertionError \(at `and cfg\.speculative_num_draft_tokens is None`\); fix: change the rendered command line/,
+            /SGLang 0\.5\.23's own code refuses .*: AssertionError \(at `and cfg\.speculative_num_draft_tokens is None`\); fix: change service\.speculative\.numDraftTokens/,
         );
+        // A line that names no setting either: the command line as a whole.
+        const bare = verdictOf(answer("", ASSERTION.replace("and cfg.speculative_num_draft_tokens is None", "and x is None")), r, { model: "/tmp/x/model" });
+        assert.equal(verdictFailures(bare, r, [])[0]!.property, "service");
         const named = verdictOf(answer("served_model_name cannot contain a colon", ASSERTION), r, { model: "/tmp/x/model" });
         assert.equal(named.error, "AssertionError: served_model_name cannot contain a colon", "a message that names a setting stands alone");
         assert.equal(verdictOf(answer("", ""), r, { model: "/tmp/x/model" }).error, "AssertionError", "no traceback, nothing to add");

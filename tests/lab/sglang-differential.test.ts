@@ -10,17 +10,19 @@ import { runDifferential } from "./sglang-differential";
 const CASES = Number(process.env.SGLANG_SERVE_DIFFERENTIAL_CASES ?? 250);
 const SEED = 20261201;
 
-// The stack's SGLang rules (core/sglang-releases.ts, core/sglang-server-args.ts)
-// judged by the real releases: for each, CASES generated stack configs, the
-// stack's verdict against what that release's own `sglang serve` CLI and
-// ServerArgs do with the command line the stack renders.
+// The stack's judgement at preview judged by the real releases: for each,
+// CASES generated stack configs, the stack's verdict (its own SGLang rules,
+// core/sglang-releases.ts and core/sglang-server-args.ts, then SGLang's own
+// verdict on the rendered unit, filed under a stack key as the preview files
+// it) against what that release's own `sglang serve` CLI, ServerArgs and
+// check_server_args do with the command line the stack renders.
 describe("the stack's SGLang rules against the real releases (differential)", function () {
     this.timeout(300_000);
     before(async () => {
         await ensureInstalled();
     });
 
-    for (const version of ["0.5.9", "0.5.10", "0.5.11"]) {
+    for (const version of ["0.5.9", "0.5.10", "0.5.11", "0.5.23"]) {
         it(`agrees with SGLang ${version} on accept/reject, and names the key SGLang's error is about, for ${CASES} generated configs`, async () => {
             const r = await runDifferential(version, CASES, SEED);
             console.log(

@@ -1,9 +1,14 @@
 /**
  * The differential test's machinery: stack configs generated with fast-check
  * (biased to the speculative / mamba / radix / architecture corners), each
- * judged twice, by the stack (validateStackConfig) and by the real SGLang
- * release (sglang-release/oracle.py: the release's own `sglang serve` CLI
- * and ServerArgs, hardware stubbed) on the command line the stack renders.
+ * judged twice: by the stack as its preview judges it (validateStackConfig,
+ * then SGLang's own verdict on the rendered unit: core/sglang-verdict.ts, as
+ * providers/sglang-verdict.ts asks it, with the key it files a refusal under),
+ * and by the real SGLang release (sglang-release/oracle.py: the release's own
+ * `sglang serve` CLI, ServerArgs and check_server_args, hardware stubbed) on
+ * the command line the stack renders. Where the stack's own rules refuse, the
+ * release judges the command line rendered without them: the rules must never
+ * refuse what the release accepts.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -11,6 +16,8 @@ import * as path from "node:path";
 import fc from "fast-check";
 import { validateStackConfig } from "../../core/config";
 import { renderArgv } from "../../core/sglang-args";
+import { renderUnit } from "../../core/systemd-unit";
+import { verdictCase, verdictFailures, verdictOf, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
 import { fieldConfig, FieldRaw } from "../core/fixtures";
 import { OracleResult, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
@@ -111,6 +118,7 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
 const SGLANG_KEYS = /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs)/;
 
 export interface StackVerdict {
+    /** The stack's own rules and, where they accept, SGLang's verdict (after runDifferential asked it). */
     accepted: boolean;
     /** How the rendered command starts the server: `sglang serve`, or `python -m sglang.launch_server` (before 0.5.10). */
     entry?: "sglang-serve" | "launch-server";
@@ -118,8 +126,11 @@ export interface StackVerdict {
     /** Problems outside what SGLang judges: the case is outside the comparison's domain. */
     otherKeys: string[];
     argv?: string[];
+    /** Where the rules accept: what the preview asks the release, and the local stand-ins of the box's folders. */
+    verdict?: { request: VerdictRequest; standIns: { model: string; drafter: string }; extraArgs: string[] };
 }
 
+/** The stack's own rules on the service; where they accept, the request the preview sends to the release. */
 export function stackVerdict(service: Record<string, unknown>, folders: Record<string, string>): StackVerdict {
     const raw = fieldConfig() as FieldRaw & Record<string, unknown>;
     (raw as Record<string, unknown>).service = service;
@@ -128,10 +139,28 @@ export function stackVerdict(service: Record<string, unknown>, folders: Record<s
         const keys = result.issues.map((i) => i.path);
         return { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
     }
-    const argv = renderArgv(result.config.servers[0]!);
-    const arch = result.config.servers[0]!.model.architecture ?? "";
+    const server = result.config.servers[0]!;
+    const host = result.config.boxes[0]!.host;
+    const argv = renderArgv(server);
+    const arch = server.model.architecture ?? "";
     const entry = argv.includes("sglang.launch_server") ? "launch-server" : "sglang-serve";
-    return { accepted: true, entry, keys: [], otherKeys: [], argv: localPaths(argv, result.config.servers[0]!.model.path, folders[arch]!, folders.drafter!) };
+    const standIns = { model: folders[arch]!, drafter: folders.drafter! };
+    const request = verdictRequest({
+        version: server.sglangVersion,
+        unitText: renderUnit(server, { hasSecrets: true }),
+        gpus: { count: host.gpus.count, memoryMiB: host.gpus.memoryMiB, name: host.gpus.name },
+        modelConfigJson: fs.readFileSync(path.join(standIns.model, "config.json"), "utf8"),
+        drafterConfigJson: fs.readFileSync(path.join(standIns.drafter, "config.json"), "utf8"),
+    });
+    if ("unavailable" in request) throw new Error(`no verdict request for ${JSON.stringify(service)}: ${request.unavailable}`);
+    return {
+        accepted: true,
+        entry,
+        keys: [],
+        otherKeys: [],
+        argv: localPaths(argv, server.model.path, standIns.model, standIns.drafter),
+        verdict: { request, standIns, extraArgs: server.extraArgs },
+    };
 }
 
 /** The rendered flags with the box's model folders replaced by local ones with the same config.json. */
@@ -152,10 +181,26 @@ export function keysOfSglangError(r: OracleResult): string[] {
     if (/is not compatible with radix cache|extra_buffer is not supported|extra_buffer is not compatible with --disable-radix-cache/.test(text)) {
         return ["service.mambaSchedulerStrategy", "service.disableRadixCache"];
     }
-    if (/mamba_track_interval \d+ must be greater/.test(text)) return ["service.speculative.numDraftTokens", "service.extraArgs[0]"];
+    // 0.5.23 asserts it without a message; the traceback shows the assertion.
+    if (/mamba_track_interval \d+ must be greater|assert view\.mamba_track_interval >= view\.speculative_num_draft_tokens/.test(text)) {
+        return ["service.speculative.numDraftTokens", "service.extraArgs[0]"];
+    }
+    if (/no_buffer do not support overlap schedule|--mamba-radix-cache-strategy extra_buffer needs mamba state/.test(text))
+        return ["service.mambaSchedulerStrategy"];
+    // 0.5.23 checks the algorithm's name in ServerArgs, older releases in argparse's choices.
+    if (/Unknown speculative algorithm name/.test(text)) return ["service.speculative.algorithm"];
     if (/DFLASH speculative decoding requires/.test(text)) return ["service.speculative.draftModelPath"];
     if (/Spec v2 currently only supports topk/.test(text)) return ["service.speculative.eagleTopk", "service.environment.SGLANG_ENABLE_SPEC_V2"];
     if (r.exceptionType === "TypeError" && /NoneType/.test(text)) return ["service.speculative.eagleTopk"];
+    // 0.5.23: without numSteps, topk and draft tokens must be left unset too (SGLang chooses all three); the
+    // assertion shows one line of the three settings' condition.
+    if (
+        r.exceptionType === "AssertionError" &&
+        (r.message ?? "") === "" &&
+        /in _handle_eagle_family\s+and cfg\.speculative_num_draft_tokens is None/.test(text)
+    ) {
+        return ["service.speculative.numSteps", "service.speculative.eagleTopk", "service.speculative.numDraftTokens"];
+    }
     if (r.exceptionType === "AssertionError" && (r.message ?? "") === "") return ["service.speculative.numSteps"];
     return [`(unmapped: ${r.exceptionType}: ${(r.message ?? "").slice(0, 120)})`];
 }
@@ -189,12 +234,20 @@ export async function runDifferential(
     const inDomain = judged.filter((j) => j.stack.otherKeys.length === 0);
     // What the stack refused is still run through SGLang: on the argv it would render without the rules.
     const entry = inDomain.find((j) => j.stack.entry)?.stack.entry ?? "sglang-serve";
-    const cases = inDomain.map((j) => ({
-        argv: j.stack.argv ?? unvalidatedArgv(j.service, folders),
-        entry: j.stack.entry ?? entry,
-        env: (j.service.environment as Record<string, string>) ?? {},
-    }));
+    // Where the rules accept, one run answers both: it is the preview's verdict, and the release's judgement of the command line.
+    const cases = inDomain.map((j) =>
+        j.stack.verdict
+            ? verdictCase(j.stack.verdict.request, j.stack.verdict.standIns)
+            : { argv: unvalidatedArgv(j.service, folders), entry: j.stack.entry ?? entry, env: (j.service.environment as Record<string, string>) ?? {} },
+    );
     const results = await runOracle(version, cases);
+    inDomain.forEach((j, i) => {
+        const v = j.stack.verdict;
+        if (!v) return;
+        const failures = verdictFailures(verdictOf(results[i]!, v.request, v.standIns), v.request, v.extraArgs);
+        j.stack.accepted = failures.length === 0;
+        j.stack.keys = failures.map((f) => f.property);
+    });
     const result: DifferentialResult = {
         version,
         cases: count,
