@@ -4,6 +4,7 @@
 // front of three servers over two lab boxes: two one-GPU servers on kpro5 (a
 // lab with two H200-sized GPUs) and the field's TP 2 server on kpro6 (a second
 // lab, container 130).
+import { simulatorEvents } from "./control";
 import { labStackConfig, LabMachines, StackConfigFile } from "./stack";
 import { CT_WHEELHOUSE, LAB_GATEWAY_RELEASE } from "./sglang/venvs";
 
@@ -27,6 +28,13 @@ export interface GatewayScenario {
     placement: Array<{ box: "a" | "b"; port: number }>;
     /** The stack config: the three servers, each with its entry of `changes` applied, and the gateway. */
     config(changes?: ServerChanges): StackConfigFile;
+}
+
+/** Starts of each server so far (the labs' launch events), in GATEWAY_SERVERS order; `labDirs` the labs of boxes a and b. */
+export function serverLaunches(scenario: GatewayScenario, labDirs: { a: string; b: string }): number[] {
+    return scenario.placement.map(
+        ({ box, port }) => simulatorEvents(labDirs[box]).filter((e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`)).length,
+    );
 }
 
 /** One change to every server. */

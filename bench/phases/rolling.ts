@@ -1,7 +1,6 @@
-import { simulatorEvents } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { loadThroughGateway } from "../../lab/gateway-load";
-import { GATEWAY_SERVERS, gatewayScenario, ServerChanges } from "../../lab/gateway-stack";
+import { GATEWAY_SERVERS, gatewayScenario, ServerChanges, serverLaunches } from "../../lab/gateway-stack";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
 import { log } from "../lib/log";
@@ -42,13 +41,7 @@ export async function phaseRolling(
         `rolling: 3 servers over 2 boxes behind the gateway deployed in ${(first.wallMs / 1000).toFixed(1)} s; ${runs} runs of one rollout and a rolling update, under load`,
     );
     /** Starts of the three servers so far (the labs' launch events). */
-    const launches = () =>
-        scenario.placement
-            .map(
-                ({ box, port }) =>
-                    simulatorEvents(labs[box].labDir).filter((e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`)).length,
-            )
-            .reduce((a, b) => a + b, 0);
+    const launches = () => serverLaunches(scenario, { a: labs.a.labDir, b: labs.b.labDir }).reduce((a, b) => a + b, 0);
 
     /** `up` of `changes` under load: its wall time, the requests through the gateway, and the servers it started. */
     const upUnderLoad = async (what: string) => {

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
-import { clearFaults, setFaults, simulatorEvents } from "../../lab/control";
+import { clearFaults, setFaults } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
-import { everyServer, GATEWAY_LAB_GPU, gatewayScenario, GatewayScenario } from "../../lab/gateway-stack";
+import { everyServer, GATEWAY_LAB_GPU, gatewayScenario, GatewayScenario, serverLaunches } from "../../lab/gateway-stack";
 import { loadThroughGateway } from "../../lab/gateway-load";
 import { httpGetJson, httpPostJson } from "../../remote/probe";
 import { mainPid, onBox, useLab } from "./lab-box";
@@ -104,13 +104,7 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
     }
 
     /** Starts of each server (the labs' launch events): qwen, qwen-b, qwen-c. */
-    const launches = () =>
-        scenario.placement.map(
-            ({ box, port }) =>
-                simulatorEvents(box === "a" ? lab.labDir : labB.labDir).filter(
-                    (e) => e.event === "launched" && String(e.detail ?? "").includes(`--port ${port}`),
-                ).length,
-        );
+    const launches = () => serverLaunches(scenario, { a: lab.labDir, b: labB.labDir });
 
     it("rolls one flag changed on three servers over two boxes one at a time while clients send through the gateway: no request fails, one server out at most, each restarted once", async () => {
         const pids = await mainPids();
