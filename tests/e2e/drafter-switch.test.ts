@@ -12,7 +12,8 @@ const DFLASH_FIGURES = labFigures("DFLASH", [3.536, 85.86], [4.923, 136.97], [3.
 // lab/sglang/simulator.ts): kept only when it serves at least as well as the last
 // good config. A lab of its own (127.0.127.x), beside tests/e2e/sglang-box.test.ts.
 describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the last good figures", function () {
-    this.timeout(900_000);
+    // About 2 min alone; 10-12 min under a full run's load on 2 cores (2026-12-03), close to 15.
+    this.timeout(1_500_000);
     const lab = useLab("drafter", 127);
 
     it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift; pinned by its digest, up refuses it until the new digest is declared, then rolls it out again", async () => {

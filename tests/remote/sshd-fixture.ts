@@ -100,6 +100,7 @@ export class TestSshd {
             { mode: 0o600 },
         );
         fs.mkdirSync(d.file("bin"));
+        fs.mkdirSync(d.file("home"));
         d.port = await freePort(d.address);
         fs.writeFileSync(
             d.file("sshd_config"),
@@ -116,6 +117,9 @@ export class TestSshd {
                 `PidFile ${d.file("sshd.pid")}`,
                 // Commands find the test's fake tools (pct) first.
                 `SetEnv PATH=${d.file("bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+                // An empty home: bash run by sshd reads ~/.bashrc, and this machine's root may have one that
+                // prints (CI's runs pyenv init, whose rehash races between sessions and writes to stderr).
+                `SetEnv HOME=${d.file("home")}`,
                 "LogLevel VERBOSE",
                 ...extraConfig,
                 "",
