@@ -11,13 +11,13 @@ import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, s
 import { GPU_SCOPE_ENV, unitName } from "./systemd-unit";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
+import { OWNED_FLAGS } from "./sglang-settings";
 import { argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
 import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
 import {
     API_KEY_ENV,
     ASSUMED_AUTO_MEM_FRACTION,
     DEFAULT_LISTEN_HOST,
-    OWNED_FLAGS,
     parseSglangBool,
     readsSpecV2Env,
     SPEC_V2_ENV,

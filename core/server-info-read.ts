@@ -11,32 +11,7 @@
 // its install script carries the program as this file renders it
 // (core/read-gate-reads.ts), so a change here needs the gate reinstalled.
 
-/**
- * The /server_info keys the stack reads, with the type it compares each as:
- * what core/sglang-args.ts normalizeServerInfo and core/chat-check.ts
- * checkSpeculativeActive look at. Also taken from a nested `server_args`
- * object (the shape some releases use). A value of another type (or a string
- * over SERVER_INFO_MAX_STRING characters, a number beyond 1e15) fails the
- * read on the box, naming the field, not its value; null (unset) is kept.
- */
-export const SERVER_INFO_FIELDS = {
-    model_path: "string",
-    served_model_name: "string",
-    tp_size: "number",
-    host: "string",
-    port: "number",
-    mem_fraction_static: "number",
-    max_running_requests: "number",
-    speculative_algorithm: "string",
-    speculative_draft_model_path: "string",
-    speculative_num_steps: "number",
-    speculative_eagle_topk: "number",
-    speculative_num_draft_tokens: "number",
-    mamba_scheduler_strategy: "string",
-    mamba_radix_cache_strategy: "string",
-    disable_radix_cache: "boolean",
-    version: "string",
-} as const satisfies Record<string, "string" | "number" | "boolean">;
+import { SERVER_INFO_FIELDS } from "./sglang-settings";
 
 /** The keys kept of each `internal_states[]` entry (at most SERVER_INFO_MAX_STATES entries). */
 export const SERVER_INFO_STATE_FIELDS = { avg_spec_accept_length: "number" } as const;

@@ -17,7 +17,8 @@ import { z } from "zod";
 import type { ServiceConfig } from "./config-schema";
 import { servicePython } from "./venv-layout";
 import { diffFields, FieldDiff } from "./diff";
-import { MAMBA_RADIX_CACHE_STRATEGY_FLAG, MAMBA_SCHEDULER_STRATEGY_FLAG, mambaStrategyFlag, SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
+import { SERVE_LAUNCHER_SINCE, versionAtLeast } from "./sglang-rules";
+import { flagOf, OWNED_SETTINGS, SERVER_INFO_FIELDS, settingOfFlag, type OwnedSetting, type SettingValue } from "./sglang-settings";
 
 export type Launcher = "serve" | "launch_server";
 
@@ -43,7 +44,7 @@ export interface ArgvFields {
     maxRunningRequests?: number;
     speculative?: ArgvSpeculative;
     mambaSchedulerStrategy?: string;
-    /** The flag that carries mambaSchedulerStrategy: the release's name for it (core/sglang-rules.ts mambaStrategyFlag), or the one a unit has. */
+    /** The flag that carries mambaSchedulerStrategy: the release's name for it (core/sglang-settings.ts), or the one a unit has. */
     mambaStrategyFlag?: string;
     disableRadixCache: boolean;
     /** `--config <file>`: the 0600 YAML file SGLang reads the API key from. */
@@ -105,7 +106,7 @@ export function argvFieldsOf(service: ServiceConfig, opts: RenderArgvOptions = {
               })
             : undefined,
         mambaSchedulerStrategy: service.mambaSchedulerStrategy,
-        mambaStrategyFlag: service.mambaSchedulerStrategy === undefined ? undefined : mambaStrategyFlag(service.sglangVersion),
+        mambaStrategyFlag: service.mambaSchedulerStrategy === undefined ? undefined : flagOf("service.mambaSchedulerStrategy", service.sglangVersion),
         disableRadixCache: service.disableRadixCache,
         configFile: opts.configFile,
         apiKeyInline: false,
@@ -122,76 +123,25 @@ export function renderArgv(service: ServiceConfig, opts: RenderArgvOptions = {})
     return argvFromFields(argvFieldsOf(service, opts));
 }
 
-/** The command line of the typed fields; every word is literal (the API key is in the --config file, never expanded by systemd). */
+/**
+ * The command line of the typed fields, owned settings in the table's order
+ * (core/sglang-settings.ts), then extraArgs; every word is literal (the API
+ * key is in the --config file, never expanded by systemd).
+ */
 export function argvFromFields(fields: ArgvFields): string[] {
     const argv = fields.launcher === "serve" ? [fields.executable, "serve"] : [fields.executable, "-m", "sglang.launch_server"];
-    const flag = (name: string, value: string | number | undefined) => {
-        if (value !== undefined) argv.push(name, String(value));
-    };
-    flag("--model-path", fields.modelPath);
-    flag("--served-model-name", fields.servedName);
-    flag("--tp-size", fields.tensorParallelSize);
-    flag("--host", fields.listenHost);
-    flag("--port", fields.port);
-    flag("--mem-fraction-static", fields.memFractionStatic);
-    flag("--max-running-requests", fields.maxRunningRequests);
-    const spec = fields.speculative;
-    if (spec) {
-        flag("--speculative-algorithm", spec.algorithm);
-        flag("--speculative-draft-model-path", spec.draftModelPath);
-        flag("--speculative-num-steps", spec.numSteps);
-        flag("--speculative-eagle-topk", spec.eagleTopk);
-        flag("--speculative-num-draft-tokens", spec.numDraftTokens);
+    for (const setting of OWNED_SETTINGS) {
+        const value = setting.get(fields);
+        if (value === undefined) continue;
+        const flag = (setting.flagField && fields[setting.flagField]) ?? setting.flags[0]!.flag;
+        if (setting.kind !== "switch") argv.push(flag, String(value));
+        else if (value === true) argv.push(flag);
     }
-    flag(fields.mambaStrategyFlag ?? MAMBA_SCHEDULER_STRATEGY_FLAG, fields.mambaSchedulerStrategy);
-    if (fields.disableRadixCache) argv.push("--disable-radix-cache");
-    flag("--config", fields.configFile);
     argv.push(...fields.extraArgs);
     return argv;
 }
 
-type ValueKind = "string" | "int" | "float";
-type Setter = (fields: ArgvFields, value: string) => void;
-
-function specOf(fields: ArgvFields): ArgvSpeculative {
-    fields.speculative ??= {};
-    return fields.speculative;
-}
-
-function mambaStrategy(fields: ArgvFields, flag: string, value: string): void {
-    fields.mambaSchedulerStrategy = value;
-    fields.mambaStrategyFlag = flag;
-}
-
-/** Value-taking flags the typed config owns (with argparse aliases), and where their value lands. */
-const VALUE_FLAGS: Record<string, { kind: ValueKind; set: Setter }> = {
-    "--model-path": { kind: "string", set: (f, v) => (f.modelPath = v) },
-    "--model": { kind: "string", set: (f, v) => (f.modelPath = v) },
-    "--served-model-name": { kind: "string", set: (f, v) => (f.servedName = v) },
-    "--tp-size": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
-    "--tp": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
-    "--tensor-parallel-size": { kind: "int", set: (f, v) => (f.tensorParallelSize = Number(v)) },
-    "--host": { kind: "string", set: (f, v) => (f.listenHost = v) },
-    "--port": { kind: "int", set: (f, v) => (f.port = Number(v)) },
-    "--mem-fraction-static": { kind: "float", set: (f, v) => (f.memFractionStatic = Number(v)) },
-    "--max-running-requests": { kind: "int", set: (f, v) => (f.maxRunningRequests = Number(v)) },
-    "--speculative-algorithm": { kind: "string", set: (f, v) => (specOf(f).algorithm = v) },
-    "--speculative-draft-model-path": { kind: "string", set: (f, v) => (specOf(f).draftModelPath = v) },
-    "--speculative-draft-model": { kind: "string", set: (f, v) => (specOf(f).draftModelPath = v) },
-    "--speculative-num-steps": { kind: "int", set: (f, v) => (specOf(f).numSteps = Number(v)) },
-    "--speculative-eagle-topk": { kind: "int", set: (f, v) => (specOf(f).eagleTopk = Number(v)) },
-    "--speculative-num-draft-tokens": { kind: "int", set: (f, v) => (specOf(f).numDraftTokens = Number(v)) },
-    [MAMBA_SCHEDULER_STRATEGY_FLAG]: { kind: "string", set: (f, v) => mambaStrategy(f, MAMBA_SCHEDULER_STRATEGY_FLAG, v) },
-    [MAMBA_RADIX_CACHE_STRATEGY_FLAG]: { kind: "string", set: (f, v) => mambaStrategy(f, MAMBA_RADIX_CACHE_STRATEGY_FLAG, v) },
-    "--config": { kind: "string", set: (f, v) => (f.configFile = v) },
-    "--api-key": { kind: "string", set: (f) => (f.apiKeyInline = true) },
-};
-
-const SWITCH_FLAGS: Record<string, (fields: ArgvFields) => void> = {
-    "--disable-radix-cache": (f) => (f.disableRadixCache = true),
-};
-
-function checkValue(flag: string, kind: ValueKind, value: string): void {
+function checkValue(flag: string, kind: OwnedSetting["kind"], value: string): void {
     const ok = kind === "string" || (kind === "int" && /^-?\d+$/.test(value)) || (kind === "float" && value.trim() !== "" && Number.isFinite(Number(value)));
     if (!ok) throw new ArgvError(`${flag} needs ${kind === "int" ? "a whole number" : "a number"}, got ${JSON.stringify(value)}`);
 }
@@ -240,19 +190,19 @@ export function parseArgv(argv: readonly string[]): ArgvFields {
         const eq = token.indexOf("=");
         const flag = eq === -1 ? token : token.slice(0, eq);
         const inline = eq === -1 ? undefined : token.slice(eq + 1);
-        const valueFlag = VALUE_FLAGS[flag];
-        if (valueFlag) {
-            const value = inline ?? argv[i];
-            if (inline === undefined) i++;
-            if (value === undefined) throw new ArgvError(`${flag} needs a value`);
-            checkValue(flag, valueFlag.kind, value);
-            valueFlag.set(fields, value);
-            continue;
-        }
-        const switchFlag = SWITCH_FLAGS[flag];
-        if (switchFlag) {
-            if (inline !== undefined) throw new ArgvError(`${flag} takes no value, got ${JSON.stringify(inline)}`);
-            switchFlag(fields);
+        const setting = settingOfFlag(flag);
+        if (setting) {
+            if (setting.kind === "switch") {
+                if (inline !== undefined) throw new ArgvError(`${flag} takes no value, got ${JSON.stringify(inline)}`);
+                setting.set(fields, true);
+            } else {
+                const value = inline ?? argv[i];
+                if (inline === undefined) i++;
+                if (value === undefined) throw new ArgvError(`${flag} needs a value`);
+                checkValue(flag, setting.kind, value);
+                setting.set(fields, value);
+            }
+            if (setting.flagField) fields[setting.flagField] = flag;
             continue;
         }
         // Not owned: the flag and its values stay as written (the value tokens follow on the next turns).
@@ -283,30 +233,17 @@ export type LiveServerArgs = Partial<
     >
 > & { version?: string };
 
-const nullableString = z.string().nullish();
-const nullableNumber = z.number().nullish();
+const NULLABLE = { string: z.string().nullish(), number: z.number().nullish(), boolean: z.boolean().nullish() } as const;
 
-/** The keys of `/server_info` this stack owns; everything else is ignored. */
-const ServerInfoSchema = z.object({
-    model_path: nullableString,
-    served_model_name: nullableString,
-    tp_size: nullableNumber,
-    host: nullableString,
-    port: nullableNumber,
-    mem_fraction_static: nullableNumber,
-    max_running_requests: nullableNumber,
-    speculative_algorithm: nullableString,
-    speculative_draft_model_path: nullableString,
-    speculative_num_steps: nullableNumber,
-    speculative_eagle_topk: nullableNumber,
-    speculative_num_draft_tokens: nullableNumber,
-    mamba_scheduler_strategy: nullableString,
-    mamba_radix_cache_strategy: nullableString,
-    disable_radix_cache: z.boolean().nullish(),
-    version: nullableString,
-});
+/** The keys of `/server_info` this stack reads (core/sglang-settings.ts); everything else is ignored. */
+const ServerInfoSchema = z.object(Object.fromEntries(Object.entries(SERVER_INFO_FIELDS).map(([key, type]) => [key, NULLABLE[type]])));
+type ServerInfo = Record<string, SettingValue | null | undefined>;
 
-const orUndefined = <T>(value: T | null | undefined): T | undefined => (value === null ? undefined : value);
+/** What `/server_info` reports for a setting: the value of the newest of its keys the answer has. */
+function reported(info: ServerInfo, setting: OwnedSetting): SettingValue | undefined {
+    const values = setting.serverInfo.map((key) => info[key]).filter((v): v is SettingValue => v !== null && v !== undefined);
+    return values[values.length - 1];
+}
 
 /**
  * The owned fields from `/server_info` JSON. NEXTN shows there as EAGLE with
@@ -324,41 +261,32 @@ export function normalizeServerInfo(json: unknown): LiveServerArgs {
         const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
         throw new ArgvError(`/server_info is not the expected JSON object: ${problems}`);
     }
-    const info = parsed.data;
-    const modelPath = orUndefined(info.model_path);
-    return compact<LiveServerArgs>({
-        modelPath,
-        servedName: orUndefined(info.served_model_name),
-        tensorParallelSize: orUndefined(info.tp_size),
-        listenHost: orUndefined(info.host),
-        port: orUndefined(info.port),
-        memFractionStatic: orUndefined(info.mem_fraction_static),
-        maxRunningRequests: orUndefined(info.max_running_requests),
-        speculative: liveSpeculative(info, modelPath),
-        // 0.5.14 on: mamba_radix_cache_strategy (core/sglang-rules.ts MAMBA_RADIX_CACHE_STRATEGY_SINCE).
-        mambaSchedulerStrategy: orUndefined(info.mamba_radix_cache_strategy ?? info.mamba_scheduler_strategy),
-        disableRadixCache: orUndefined(info.disable_radix_cache),
-        version: orUndefined(info.version),
-    });
+    const info = parsed.data as ServerInfo;
+    const live: LiveServerArgs = {};
+    for (const setting of OWNED_SETTINGS) {
+        if (setting.drift === "speculative") continue;
+        const value = reported(info, setting);
+        if (value !== undefined) setting.set(live, value);
+    }
+    live.speculative = liveSpeculative(info, live.modelPath);
+    live.version = typeof info.version === "string" ? info.version : undefined;
+    return compact(live);
 }
 
-function liveSpeculative(info: z.output<typeof ServerInfoSchema>, modelPath: string | undefined): ArgvSpeculative | undefined {
-    const algorithm = orUndefined(info.speculative_algorithm);
-    if (algorithm === undefined || algorithm === "" || algorithm === "NONE") return undefined;
-    let draft = orUndefined(info.speculative_draft_model_path);
-    let name = algorithm;
-    // SGLang rewrites NEXTN to EAGLE and drafts with the checkpoint's MTP layers.
-    if (algorithm === "EAGLE" && (draft === undefined || draft === modelPath)) {
-        name = "NEXTN";
-        draft = undefined;
+function liveSpeculative(info: ServerInfo, modelPath: string | undefined): ArgvSpeculative | undefined {
+    const live: Pick<ArgvFields, "speculative"> = {};
+    for (const setting of OWNED_SETTINGS) {
+        const value = setting.drift === "speculative" ? reported(info, setting) : undefined;
+        if (value !== undefined) setting.set(live, value);
     }
-    return compact<ArgvSpeculative>({
-        algorithm: name,
-        draftModelPath: draft,
-        numSteps: orUndefined(info.speculative_num_steps),
-        eagleTopk: orUndefined(info.speculative_eagle_topk),
-        numDraftTokens: orUndefined(info.speculative_num_draft_tokens),
-    });
+    const spec = live.speculative;
+    if (spec?.algorithm === undefined || spec.algorithm === "" || spec.algorithm === "NONE") return undefined;
+    // SGLang rewrites NEXTN to EAGLE and drafts with the checkpoint's MTP layers.
+    if (spec.algorithm === "EAGLE" && (spec.draftModelPath === undefined || spec.draftModelPath === modelPath)) {
+        spec.algorithm = "NEXTN";
+        delete spec.draftModelPath;
+    }
+    return spec;
 }
 
 /**
@@ -391,16 +319,11 @@ export function liveArgsDrift(declared: ArgvFields, live: LiveServerArgs): Field
         want[field] = declaredValue;
         got[field] = liveValue;
     };
-    compare("service.model.path", declared.modelPath, live.modelPath);
-    compare("service.model.servedName", declared.servedName, live.servedName);
-    compare("service.tensorParallelSize", declared.tensorParallelSize, live.tensorParallelSize);
-    compare("service.listenHost", declared.listenHost, live.listenHost);
-    compare("service.port", declared.port, live.port);
-    compare("service.memFractionStatic", declared.memFractionStatic, live.memFractionStatic);
-    compare("service.maxRunningRequests", declared.maxRunningRequests, live.maxRunningRequests);
-    compare("service.disableRadixCache", declared.disableRadixCache || undefined, live.disableRadixCache ?? false);
-    const strategy = declared.mambaSchedulerStrategy;
-    compare("service.mambaSchedulerStrategy", strategy === "auto" ? undefined : strategy, live.mambaSchedulerStrategy);
+    for (const setting of OWNED_SETTINGS) {
+        const value = setting.get(declared);
+        if (setting.drift === "compared") compare(setting.key, value === "auto" && setting.auto !== undefined ? undefined : value, setting.get(live));
+        if (setting.drift === "when-set") compare(setting.key, value, setting.get(live) ?? false);
+    }
 
     const spec = declared.speculative?.algorithm ? speculativeAsRun(declared.speculative, declared.modelPath) : undefined;
     const liveSpec = live.speculative;

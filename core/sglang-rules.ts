@@ -1,7 +1,8 @@
 /**
  * Facts about SGLang that hold across the releases the stack knows: versions,
- * the owned flags, the names SGLang reads, endpoints' timeouts. What differs
- * per release is in core/sglang-releases.ts, and what ServerArgs does with a
+ * the names SGLang reads, endpoints' timeouts. The owned settings (their
+ * flags per release) are in core/sglang-settings.ts, what else differs per
+ * release in core/sglang-releases.ts, and what ServerArgs does with a
  * command line in core/sglang-server-args.ts.
  */
 
@@ -43,21 +44,6 @@ export const SERVE_LAUNCHER_SINCE = "0.5.10";
 export const MAMBA_SCHEDULER_STRATEGIES = ["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"] as const;
 /** The first release whose strategy choices include `extra_buffer_lazy` (0.5.13's MAMBA_SCHEDULER_STRATEGY_CHOICES; not 0.5.12's). */
 export const EXTRA_BUFFER_LAZY_SINCE = "0.5.13";
-
-/**
- * The strategy's flag by release: `--mamba-scheduler-strategy` to 0.5.13;
- * 0.5.14 renamed it `--mamba-radix-cache-strategy` (server_args.py, the old
- * name a deprecated alias, which 0.5.23's argparse no longer knows), and
- * `/server_info` reports it as `mamba_radix_cache_strategy`.
- */
-export const MAMBA_RADIX_CACHE_STRATEGY_SINCE = "0.5.14";
-export const MAMBA_SCHEDULER_STRATEGY_FLAG = "--mamba-scheduler-strategy";
-export const MAMBA_RADIX_CACHE_STRATEGY_FLAG = "--mamba-radix-cache-strategy";
-
-/** The flag that carries the mamba strategy for a release. */
-export function mambaStrategyFlag(version: string): string {
-    return versionAtLeast(version, MAMBA_RADIX_CACHE_STRATEGY_SINCE) ? MAMBA_RADIX_CACHE_STRATEGY_FLAG : MAMBA_SCHEDULER_STRATEGY_FLAG;
-}
 
 /** The environment switch for the V2 speculative worker (overlap scheduler); see core/sglang-releases.ts. */
 export const SPEC_V2_ENV = "SGLANG_ENABLE_SPEC_V2";
@@ -119,32 +105,3 @@ export const ASSUMED_AUTO_MEM_FRACTION = 0.85;
  * from the 0600 config file given as `--config` (core/sglang-args.ts).
  */
 export const API_KEY_ENV = "SGLANG_API_KEY";
-
-/**
- * Flags the typed service config renders, with their argparse aliases, mapped
- * to the config key that owns them: extraArgs may not set these, and a unit
- * read back maps them to typed fields.
- */
-export const OWNED_FLAGS: Readonly<Record<string, string>> = {
-    "--model-path": "service.model.path",
-    "--model": "service.model.path",
-    "--served-model-name": "service.model.servedName",
-    "--tp-size": "service.tensorParallelSize",
-    "--tp": "service.tensorParallelSize",
-    "--tensor-parallel-size": "service.tensorParallelSize",
-    "--host": "service.listenHost",
-    "--port": "service.port",
-    "--mem-fraction-static": "service.memFractionStatic",
-    "--max-running-requests": "service.maxRunningRequests",
-    "--speculative-algorithm": "service.speculative.algorithm",
-    "--speculative-draft-model-path": "service.speculative.draftModelPath",
-    "--speculative-draft-model": "service.speculative.draftModelPath",
-    "--speculative-num-steps": "service.speculative.numSteps",
-    "--speculative-eagle-topk": "service.speculative.eagleTopk",
-    "--speculative-num-draft-tokens": "service.speculative.numDraftTokens",
-    [MAMBA_SCHEDULER_STRATEGY_FLAG]: "service.mambaSchedulerStrategy",
-    [MAMBA_RADIX_CACHE_STRATEGY_FLAG]: "service.mambaSchedulerStrategy",
-    "--disable-radix-cache": "service.disableRadixCache",
-    "--api-key": "service.requireApiKey (the key's value comes from SGLANG_SERVE_API_KEY at deploy)",
-    "--config": "service.requireApiKey (the stack's 0600 config file carries the API key)",
-};

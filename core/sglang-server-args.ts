@@ -14,10 +14,10 @@
  *   -> _handle_speculative_decoding (3286-3600)
  */
 import { SglangRelease } from "./sglang-releases";
+import { flagOf, settingOfKey } from "./sglang-settings";
 import {
     EXTRA_BUFFER_LAZY_SINCE,
     MAMBA_SCHEDULER_STRATEGIES,
-    mambaStrategyFlag,
     parseSglangBool,
     radixSpeculativeError,
     readsSpecV2Env,
@@ -153,7 +153,7 @@ export function judgeServerArgs(release: SglangRelease, input: ServerArgsInput):
         }
     };
     const choicesOk = phase(() => argparseChoices(release, input));
-    if (runs.mambaSchedulerStrategy === "auto") runs.mambaSchedulerStrategy = "no_buffer";
+    if (runs.mambaSchedulerStrategy === "auto") runs.mambaSchedulerStrategy = settingOfKey("service.mambaSchedulerStrategy").auto!;
     phase(() => mambaRadixCache(release, input, runs, warnings));
     if (choicesOk) phase(() => speculativeDecoding(release, input, runs, warnings));
     phase(() => launchChecks(input));
@@ -186,7 +186,7 @@ function argparseChoices(release: SglangRelease, input: ServerArgsInput): void {
         const choices = MAMBA_SCHEDULER_STRATEGIES.filter((c) => c !== "extra_buffer_lazy");
         refuse(
             "service.mambaSchedulerStrategy",
-            `sglang serve: error: argument ${mambaStrategyFlag(release.version)}: invalid choice: '${strategy}' (choose from ${choices.map((c) => `'${c}'`).join(", ")})`,
+            `sglang serve: error: argument ${flagOf("service.mambaSchedulerStrategy", release.version)}: invalid choice: '${strategy}' (choose from ${choices.map((c) => `'${c}'`).join(", ")})`,
             `extra_buffer_lazy is a choice from SGLang ${EXTRA_BUFFER_LAZY_SINCE} on: use extra_buffer, or set service.sglangVersion to ${EXTRA_BUFFER_LAZY_SINCE} or later`,
         );
     }

@@ -10,8 +10,9 @@
 import { sha256 } from "./digest";
 import { extraFlags } from "./extra-args";
 import { flagMap } from "./flag-map";
-import { OWNED_FLAGS } from "./sglang-rules";
+import { OWNED_FLAGS } from "./sglang-settings";
 import { serviceFromUnit } from "./systemd-unit";
+import { parserArgvOf } from "./venv-layout";
 import type { OracleCase } from "../sglang-release/oracle";
 
 export type VerdictEntry = "sglang-serve" | "launch-server";
@@ -63,15 +64,7 @@ export function verdictRequest(inputs: VerdictInputs): VerdictRequest | { unavai
         return { unavailable: `the drafter's ${drafterPath}/config.json could not be read` };
     }
     // The flags after the program (`<venv>/bin/sglang serve`, `<python> -m sglang.launch_server`), as the preview shows them.
-    const argv: string[] = [];
-    const rest = unit.argv.slice(flagMap(unit.argv).command.length);
-    for (let i = 0; i < rest.length; i++) {
-        if (rest[i] === "--config") {
-            i++;
-            continue;
-        }
-        argv.push(rest[i]!);
-    }
+    const argv = parserArgvOf(unit.argv);
     return {
         version: inputs.version,
         entry: fields.launcher === "serve" ? "sglang-serve" : "launch-server",

@@ -11,7 +11,7 @@ import fc from "fast-check";
 import * as yaml from "js-yaml";
 import { CONFIG_NAMESPACE, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config-schema";
 import { isRecord } from "../../core/is-record";
-import { OWNED_FLAGS } from "../../core/sglang-rules";
+import { OWNED_FLAGS } from "../../core/sglang-settings";
 
 const repo = path.join(__dirname, "..", "..");
 

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import fc from "fast-check";
 import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang-argparse";
-import { OWNED_FLAGS } from "../../core/sglang-rules";
+import { OWNED_FLAGS } from "../../core/sglang-settings";
 import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
@@ -33,7 +33,7 @@ const NAMED: string[][] = [
  * given and given wrongly (a value outside the choices or of another type, a
  * value to a switch, values missing or surplus, an abbreviation), and flags
  * the release does not have. Left out: the options the stack owns (refused
- * before argparse: core/sglang-rules.ts OWNED_FLAGS) and those whose value
+ * before argparse: core/sglang-settings.ts OWNED_FLAGS) and those whose value
  * SGLang's own type function reads (JSON, sizes), which the replay leaves to
  * the release.
  */
