@@ -567,7 +567,10 @@ function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {
  * reported at its flag's element: none may set what the typed config owns,
  * directly or as an argparse abbreviation, and none may repeat unless SGLang
  * accumulates it (core/extra-args.ts ACCUMULATING_FLAGS: none in the releases
- * known here, so a repeat would silently drop all but the last).
+ * known here, so a repeat would silently drop all but the last). Returns
+ * whether the release's argparse may judge them too: not when one sets an
+ * owned flag (that is the typed config's to say); a repeat is, since the
+ * release refuses an earlier bad value before it would keep the last.
  */
 function extraArgsRule(service: ServiceConfig, f: Findings): boolean {
     const seen = new Map<string, number>();
@@ -601,7 +604,6 @@ function extraArgsRule(service: ServiceConfig, f: Findings): boolean {
                 `${path} repeats ${flag} (first at service.extraArgs[${first}]): SGLang's argparse keeps only the last one. ` +
                     `Keep one; several values go after a single flag, as ["${flag}", "a", "b"].`,
             );
-            clean = false;
         }
         if (first === undefined) seen.set(flag, index);
     }

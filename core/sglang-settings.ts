@@ -43,7 +43,7 @@ export interface OwnedSetting {
     kind: SettingKind;
     /** `/server_info` keys that report it, oldest release's first: the last one an answer has wins. */
     serverInfo: readonly string[];
-    /** What SGLang runs when the stack declares `auto` (ServerArgs' own pick); absent where `auto` is not a value. */
+    /** What SGLang runs when the stack declares `auto` (ServerArgs' own pick, in the releases core/sglang-releases.ts lists); absent where `auto` is not a value. */
     auto?: string;
     drift: DriftRule;
     /**
@@ -195,7 +195,8 @@ export const OWNED_SETTINGS: readonly OwnedSetting[] = [
         aliases: [],
         kind: "string",
         serverInfo: ["mamba_scheduler_strategy", "mamba_radix_cache_strategy"],
-        // ServerArgs resolves `auto` to no_buffer (0.5.9 to 0.5.23: _handle_mamba_radix_cache).
+        // What ServerArgs resolves `auto` to in the releases the stack's own rules model (0.5.9 to 0.5.11,
+        // core/sglang-releases.ts; _handle_mamba_radix_cache). 0.5.23 picks by the model and speculation; its own code judges it.
         auto: "no_buffer",
         drift: "compared",
         flagField: "mambaStrategyFlag",

@@ -176,23 +176,25 @@ export interface VerdictFailure {
  * The stack key a message of SGLang's is about: the first flag it names
  * (`--kv-cache-dtype`, or a ServerArgs field such as `served_model_name`)
  * that the typed config owns, or that an extraArgs element sets; else the
- * owned flag whose value in `argv` the message names (`no_buffer do not
- * support overlap schedule`, `Unknown speculative algorithm name: MTP`);
+ * owned or extraArgs flag whose value in `argv` the message names (`no_buffer
+ * do not support overlap schedule`, `Unknown speculative algorithm name:
+ * MTP`, `backend 'triton' provides neither`);
  * else the command line as a whole (`service`). The traceback's line is
  * read only for a message that names nothing (verdictFailures): Python shows
  * one line of a multi-line assertion, which may name one setting of several.
  */
 export function verdictKeyOf(message: string, extraArgs: readonly string[], argv: readonly string[] = []): string {
     const word = (v: string) => new RegExp(`(^|[^A-Za-z0-9_])${v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^A-Za-z0-9_])`);
+    const extra = extraFlags(extraArgs);
     const valueNamed = Object.entries(flagMap(argv).flags)
-        .filter(([flag, v]) => OWNED_FLAGS[flag] !== undefined && v.length >= 3 && !/^[\d.]+$/.test(v) && !v.includes("/") && word(v).test(message))
+        .filter(([flag]) => OWNED_FLAGS[flag] !== undefined || extra.some((f) => f.flag === flag))
+        .filter(([, v]) => v.length >= 3 && !/^[\d.]+$/.test(v) && !v.includes("/") && word(v).test(message))
         .map(([flag]) => flag);
     const named = [
         ...[...message.matchAll(/--[a-z0-9][a-z0-9-]*/g)].map((m) => m[0]),
         ...[...message.matchAll(/\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g)].map((m) => `--${m[0].replace(/_/g, "-")}`),
         ...valueNamed,
     ];
-    const extra = extraFlags(extraArgs);
     for (const flag of named) {
         const owner = OWNED_FLAGS[flag];
         if (owner !== undefined) return owner.replace(/ \(.*$/, "");

@@ -105,6 +105,16 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         assert.equal(verdictKeyOf("/models/m has no config.json", [], argv), "service", "nor are paths");
     });
 
+    it("files a message that names an extraArgs flag's value (and no flag) under that element (0.5.23: `backend 'triton' provides neither`)", () => {
+        const extra = ["--kv-cache-dtype", "fp8_e4m3", "--attention-backend", "triton"];
+        const argv = ["--model-path", "/models/m", "--tp-size", "2", ...extra];
+        assert.equal(
+            verdictKeyOf("NVFP4 prefill supports an FP8 E4M3 workspace or native NVFP4, but backend 'triton' provides neither.", extra, argv),
+            "service.extraArgs[2]",
+        );
+        assert.equal(verdictKeyOf("the backend does not work here", extra, argv), "service", "a word that is no value of theirs is no evidence");
+    });
+
     it("shows the line that raised an error whose message names no setting, and files it under the setting that line names", () => {
         const unitText = unitOf();
         const r = verdictRequest({ version: "0.5.23", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });

@@ -12,7 +12,10 @@ async function main(): Promise<void> {
     if (!version) throw new Error("usage: sglang-differential-report.ts <sglang version> [count]");
     const count = Number(process.argv[3] ?? 1000);
     const r = await runDifferential(version, count, 20261201);
-    console.log(`SGLang ${version}: ${r.compared} configs, ${r.agreed} agree, ${r.disagreements.length} disagree`);
+    console.log(
+        `SGLang ${version}: ${r.compared} configs, ${r.agreed} agree (${r.acceptedBoth} accepted by both, ${r.rejectedBoth} rejected by both under SGLang's key, ` +
+            `${r.rejectedBothExtraArgsFirst} of them after SGLang's ServerArgs refused extraArgs first), ${r.disagreements.length} disagree`,
+    );
     const groups = new Map<string, number>();
     for (const d of r.disagreements) {
         const stack = d.stack.accepted ? "the stack accepts" : `the stack rejects ${d.stack.keys.join(", ")}`;

@@ -15,6 +15,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import { validateStackConfig } from "../../core/config";
+import { argparseTable, type ArgparseOption } from "../../core/sglang-argparse";
+import { OWNED_FLAGS } from "../../core/sglang-settings";
 import { renderArgv } from "../../core/sglang-args";
 import { renderUnit } from "../../core/systemd-unit";
 import { verdictCase, verdictFailures, verdictOf, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
@@ -69,6 +71,71 @@ export interface Case {
 
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
 
+/**
+ * Flags of real launch commands (issue 18's survey: SGLang's docs and
+ * cookbook, model cards), as written there: some a release has, some it
+ * refuses (a choice it lacks, a flag it renamed or never had), some
+ * ServerArgs refuses (a context length above the model's 262,144 tokens).
+ */
+const REAL_COMMAND_FLAGS: readonly (readonly string[])[] = [
+    ["--reasoning-parser", "qwen3"],
+    ["--tool-call-parser", "qwen3_coder"],
+    ["--trust-remote-code"],
+    ["--enable-metrics"],
+    ["--cuda-graph-bs", "1", "2", "4", "8"],
+    ["--json-model-override-args", '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}'],
+    ["--context-length", "32768"],
+    ["--context-length", "300000"],
+    ["--kv-cache-dtype", "fp8_e4m3"],
+    ["--chunked-prefill-size", "4096"],
+    ["--attention-backend", "triton"],
+    ["--enable-ep-moe"],
+    ["--disable-log-requests"],
+    ["--kv-cache-dtype=fp9"],
+    ["--enable-metrics=true"],
+];
+
+/** The release's own options a generated extraArgs element may use: not owned by the typed config, not one that ends argparse (help, version). */
+function extraOptions(version: string): ArgparseOption[] {
+    const table = argparseTable(version);
+    if (!table) throw new Error(`no argparse table for SGLang ${version}`);
+    return table.options.filter(
+        (o) =>
+            o.flags[0]!.startsWith("--") &&
+            !o.flags.some((f) => f in OWNED_FLAGS || Object.keys(OWNED_FLAGS).some((owned) => owned.startsWith(f))) &&
+            !o.flags.includes("--help") &&
+            !o.flags.includes("--version"),
+    );
+}
+
+/**
+ * One extraArgs flag with its values, as separate elements: from real
+ * commands, or drawn from the release's own options, mostly the ways argparse
+ * refuses (a value outside the choices, a value that is not a number, a
+ * value given to a switch, a missing value) and some it takes (a choice).
+ */
+function extraArgArbitrary(version: string): fc.Arbitrary<string[]> {
+    const options = extraOptions(version);
+    const oneValue = options.filter((o) => o.nargs === null && !o.append);
+    const withChoices = oneValue.filter((o) => (o.choices ?? []).some((c) => typeof c === "string"));
+    const numeric = oneValue.filter((o) => (o.type === "int" || o.type === "float") && o.choices === null);
+    const switches = options.filter((o) => o.nargs === 0);
+    const flag = (o: ArgparseOption) => o.flags.find((f) => f.startsWith("--"))!;
+    return fc.oneof(
+        { weight: 5, arbitrary: fc.constantFrom(...REAL_COMMAND_FLAGS).map((a) => [...a]) },
+        { weight: 1, arbitrary: fc.constantFrom(...withChoices).map((o) => [flag(o), "not-a-choice"]) },
+        { weight: 1, arbitrary: fc.constantFrom(...numeric).map((o) => [flag(o), "many"]) },
+        { weight: 1, arbitrary: fc.constantFrom(...switches).map((o) => [`${flag(o)}=true`]) },
+        { weight: 1, arbitrary: fc.constantFrom(...oneValue).map((o) => [flag(o)]) },
+        {
+            weight: 2,
+            arbitrary: fc
+                .constantFrom(...withChoices)
+                .chain((o) => fc.constantFrom(...(o.choices ?? []).filter((c) => typeof c === "string")).map((c) => [flag(o), String(c)])),
+        },
+    );
+}
+
 /** Service sections over the corners SGLang judges; everything else as the field config has it. */
 export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, unknown>> {
     const algorithm = fc.oneof(
@@ -94,28 +161,40 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
             specV2: maybe(fc.constantFrom("1", "0", "true", "false")),
             trackInterval: fc.option(fc.constantFrom(2, 8, 256), { nil: undefined, freq: 4 }),
             maxRunningRequests: fc.option(fc.constantFrom(8, 64), { nil: undefined, freq: 4 }),
+            // Each flag once: the stack refuses a repeated flag argparse would keep the last of (core/config-rules.ts).
+            extraArgs: fc.oneof(
+                { weight: 2, arbitrary: fc.constant([]) },
+                { weight: 1, arbitrary: fc.uniqueArray(extraArgArbitrary(version), { minLength: 1, maxLength: 2, selector: (a) => a[0]!.split("=")[0]! }) },
+            ),
+            servedName: fc.oneof({ weight: 9, arbitrary: fc.constant("qwen3.6-27b") }, { weight: 1, arbitrary: fc.constant("qwen3.6:27b") }),
+            port: fc.constantFrom(30000, 8000, 40123),
+            // What fits is the stack's fit rule's to judge (SGLang's own check is at weight loading, past the oracle): values that fit.
+            memFractionStatic: fc.option(fc.constantFrom(0.7, 0.85, 0.93), { nil: undefined, freq: 3 }),
         })
         .map((g) => {
             const field = fieldConfig().service as Record<string, unknown>;
             const service: Record<string, unknown> = {
                 ...field,
                 sglangVersion: version,
-                model: { ...(field.model as object), architecture: g.architecture },
+                model: { ...(field.model as object), architecture: g.architecture, servedName: g.servedName },
+                port: g.port,
                 disableRadixCache: g.disableRadixCache,
                 environment: g.specV2 === undefined ? {} : { SGLANG_ENABLE_SPEC_V2: g.specV2 },
-                extraArgs: g.trackInterval === undefined ? [] : [`--mamba-track-interval=${g.trackInterval}`],
+                extraArgs: [...(g.trackInterval === undefined ? [] : [`--mamba-track-interval=${g.trackInterval}`]), ...g.extraArgs.flat()],
             };
             if (g.speculative) service.speculative = Object.fromEntries(Object.entries(g.speculative).filter(([, v]) => v !== undefined));
             else delete service.speculative;
             if (g.mambaSchedulerStrategy) service.mambaSchedulerStrategy = g.mambaSchedulerStrategy;
             else delete service.mambaSchedulerStrategy;
             if (g.maxRunningRequests !== undefined) service.maxRunningRequests = g.maxRunningRequests;
+            if (g.memFractionStatic !== undefined) service.memFractionStatic = g.memFractionStatic;
+            else delete service.memFractionStatic;
             return service;
         });
 }
 
 /** Config keys whose problems are SGLang's to judge (the rest of the schema is the stack's own business). */
-const SGLANG_KEYS = /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs)/;
+const SGLANG_KEYS = /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs|model\.servedName)/;
 
 export interface StackVerdict {
     /** The stack's own rules and, where they accept, SGLang's verdict (after runDifferential asked it). */
@@ -170,20 +249,52 @@ function localPaths(rendered: string[], modelPath: string, modelDir: string, dra
     return argv.map((a) => (a === modelPath ? modelDir : a === "/models/drafter" ? drafterDir : a));
 }
 
+/**
+ * The extraArgs elements an SGLang message names: the elements of a flag
+ * (the flag's, its values') the message names as `--flag`, as its ServerArgs
+ * field (`context_length`), or by a value of it (`backend 'triton'`; words of
+ * three letters or more, not numbers or paths).
+ */
+function extraArgsNamed(message: string, extraArgs: readonly string[]): string[] {
+    const word = (w: string) => new RegExp(`(^|[^A-Za-z0-9_-])${w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^A-Za-z0-9_-])`);
+    const groups: { flag: string; indices: number[]; values: string[] }[] = [];
+    extraArgs.forEach((element, i) => {
+        if (element.startsWith("--")) {
+            const eq = element.indexOf("=");
+            groups.push({ flag: eq === -1 ? element : element.slice(0, eq), indices: [i], values: eq === -1 ? [] : [element.slice(eq + 1)] });
+        } else if (groups.length > 0) {
+            groups[groups.length - 1]!.indices.push(i);
+            groups[groups.length - 1]!.values.push(element);
+        }
+    });
+    return groups
+        .filter(
+            (g) =>
+                word(g.flag).test(message) ||
+                word(g.flag.slice(2).replace(/-/g, "_")).test(message) ||
+                g.values.some((v) => v.length >= 3 && !/^[\d.]+$/.test(v) && !v.includes("/") && word(v).test(message)),
+        )
+        .flatMap((g) => g.indices.map((i) => `service.extraArgs[${i}]`));
+}
+
 /** The config keys a real SGLang error is about (any of them counts as the stack naming it). */
-export function keysOfSglangError(r: OracleResult): string[] {
+export function keysOfSglangError(r: OracleResult, extraArgs: readonly string[]): string[] {
     const text = `${r.exceptionType ?? ""}: ${r.message ?? ""} ${r.stderr ?? ""}`;
+    const message = `${r.exceptionType ?? ""}: ${r.message ?? ""}`;
     if (r.status === "argparse-error") {
-        if (/--speculative-algorithm/.test(text)) return ["service.speculative.algorithm"];
-        if (/--mamba-(scheduler|radix-cache)-strategy/.test(text)) return ["service.mambaSchedulerStrategy"];
-        return ["(argparse)"];
+        // The message, not stderr: argparse's usage line there lists every option.
+        if (/--speculative-algorithm/.test(message)) return ["service.speculative.algorithm"];
+        if (/--mamba-(scheduler|radix-cache)-strategy/.test(message)) return ["service.mambaSchedulerStrategy"];
+        const named = extraArgsNamed(r.message ?? "", extraArgs);
+        return named.length > 0 ? named : ["(argparse)"];
     }
+    if (/served_model_name cannot contain a colon/.test(text)) return ["service.model.servedName"];
     if (/is not compatible with radix cache|extra_buffer is not supported|extra_buffer is not compatible with --disable-radix-cache/.test(text)) {
         return ["service.mambaSchedulerStrategy", "service.disableRadixCache"];
     }
     // 0.5.23 asserts it without a message; the traceback shows the assertion.
     if (/mamba_track_interval \d+ must be greater|assert view\.mamba_track_interval >= view\.speculative_num_draft_tokens/.test(text)) {
-        return ["service.speculative.numDraftTokens", "service.extraArgs[0]"];
+        return ["service.speculative.numDraftTokens", `service.extraArgs[${extraArgs.findIndex((a) => a.startsWith("--mamba-track-interval"))}]`];
     }
     if (/no_buffer do not support overlap schedule|--mamba-radix-cache-strategy extra_buffer needs mamba state/.test(text))
         return ["service.mambaSchedulerStrategy"];
@@ -202,6 +313,11 @@ export function keysOfSglangError(r: OracleResult): string[] {
         return ["service.speculative.numSteps", "service.speculative.eagleTopk", "service.speculative.numDraftTokens"];
     }
     if (r.exceptionType === "AssertionError" && (r.message ?? "") === "") return ["service.speculative.numSteps"];
+    const named = extraArgsNamed(message, extraArgs);
+    if (named.length > 0) return named;
+    // Past the cases above, a message that names no setting (`TRTLLM MHA backend for prefill is only supported on
+    // Blackwell GPUs`) is about the command line as a whole, the key the preview files it under (core/sglang-verdict.ts).
+    if (!/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(r.message ?? "")) return ["service"];
     return [`(unmapped: ${r.exceptionType}: ${(r.message ?? "").slice(0, 120)})`];
 }
 
@@ -219,7 +335,21 @@ export interface DifferentialResult {
     agreed: number;
     acceptedBoth: number;
     rejectedBoth: number;
+    /**
+     * Of rejectedBoth: the stack's own rules refused, and SGLang's ServerArgs
+     * refused first an extraArgs setting (the rules replay only the release's
+     * argparse for extraArgs; its ServerArgs checks, such as a context length
+     * above the model's, are the verdict's, asked where the rules accept). The
+     * key was compared on the command line without those extraArgs, which is
+     * what the preview judges next once the rules' problems are fixed.
+     */
+    rejectedBothExtraArgsFirst: number;
     disagreements: Disagreement[];
+}
+
+/** A service's extraArgs the stack's own rules judge beyond argparse: the mamba track interval (core/config-rules.ts). */
+function rulesJudgedExtraArgs(extraArgs: readonly string[]): string[] {
+    return extraArgs.filter((a) => a.startsWith("--mamba-track-interval"));
 }
 
 export async function runDifferential(
@@ -241,6 +371,30 @@ export async function runDifferential(
             : { argv: unvalidatedArgv(j.service, folders), entry: j.stack.entry ?? entry, env: (j.service.environment as Record<string, string>) ?? {} },
     );
     const results = await runOracle(version, cases);
+    // Refused by the rules, and by SGLang's ServerArgs first for a setting of extraArgs: judged again without them.
+    const extraArgsFirst = inDomain.flatMap((j, i) => {
+        const r = results[i]!;
+        const extraArgs = (j.service.extraArgs as string[]) ?? [];
+        const judged = rulesJudgedExtraArgs(extraArgs);
+        if (j.stack.verdict || r.status !== "exception" || judged.length === extraArgs.length) return [];
+        if (keysOfSglangError(r, extraArgs).some((k) => j.stack.keys.includes(k))) return [];
+        const service = { ...j.service, extraArgs: judged };
+        return [
+            {
+                i,
+                extraArgs: judged,
+                case: { argv: unvalidatedArgv(service, folders), entry: j.stack.entry ?? entry, env: (j.service.environment as Record<string, string>) ?? {} },
+            },
+        ];
+    });
+    const without =
+        extraArgsFirst.length > 0
+            ? await runOracle(
+                  version,
+                  extraArgsFirst.map((e) => e.case),
+              )
+            : [];
+    const judgedWithout = new Map(extraArgsFirst.map((e, n) => [e.i, { result: without[n]!, extraArgs: e.extraArgs }]));
     inDomain.forEach((j, i) => {
         const v = j.stack.verdict;
         if (!v) return;
@@ -256,13 +410,18 @@ export async function runDifferential(
         agreed: 0,
         acceptedBoth: 0,
         rejectedBoth: 0,
+        rejectedBothExtraArgsFirst: 0,
         disagreements: [],
     };
     inDomain.forEach((j, i) => {
         const r = results[i]!;
         const sglangAccepts = r.status === "ok";
         let agree = sglangAccepts === j.stack.accepted;
-        if (agree && !sglangAccepts) agree = keysOfSglangError(r).some((k) => j.stack.keys.includes(k));
+        const again = judgedWithout.get(i);
+        if (agree && again) {
+            agree = again.result.status !== "ok" && keysOfSglangError(again.result, again.extraArgs).some((k) => j.stack.keys.includes(k));
+            if (agree) result.rejectedBothExtraArgsFirst++;
+        } else if (agree && !sglangAccepts) agree = keysOfSglangError(r, (j.service.extraArgs as string[]) ?? []).some((k) => j.stack.keys.includes(k));
         if (agree) {
             result.agreed++;
             if (sglangAccepts) result.acceptedBoth++;
