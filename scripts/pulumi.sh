@@ -55,13 +55,15 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 cd "$project"
 stack_known() {
-  # A file backend's stack is a file: look before asking the CLI (saves ~0.2 s a command).
+  # A file backend's stack is a file (project-scoped, or the legacy layout): no file, no stack. Looking
+  # saves asking the CLI, about 0.25 CPU-s a command.
   if [[ $PULUMI_BACKEND_URL == file://* ]]; then
     local dir="${PULUMI_BACKEND_URL#file://}/.pulumi/stacks" name
     name="$(sed -n 's/^name: *//p' Pulumi.yaml | head -n 1)"
     for f in "$dir/$name/$1.json" "$dir/$name/$1.json.gz" "$dir/$1.json" "$dir/$1.json.gz"; do
       [ -f "$f" ] && return 0
     done
+    return 1
   fi
   pulumi stack ls --json 2>/dev/null | grep -q "\"name\": \"$1\""
 }
