@@ -264,22 +264,16 @@ export function normalizeServerInfo(json: unknown): LiveServerArgs {
     const info = parsed.data as ServerInfo;
     const live: LiveServerArgs = {};
     for (const setting of OWNED_SETTINGS) {
-        if (setting.drift === "speculative") continue;
         const value = reported(info, setting);
         if (value !== undefined) setting.set(live, value);
     }
-    live.speculative = liveSpeculative(info, live.modelPath);
+    live.speculative = speculativeAsReported(live.speculative, live.modelPath);
     live.version = typeof info.version === "string" ? info.version : undefined;
     return compact(live);
 }
 
-function liveSpeculative(info: ServerInfo, modelPath: string | undefined): ArgvSpeculative | undefined {
-    const live: Pick<ArgvFields, "speculative"> = {};
-    for (const setting of OWNED_SETTINGS) {
-        const value = setting.drift === "speculative" ? reported(info, setting) : undefined;
-        if (value !== undefined) setting.set(live, value);
-    }
-    const spec = live.speculative;
+/** The speculative settings `/server_info` reports, as the stack declares them: none for no algorithm, NEXTN for EAGLE on the model's own head. */
+function speculativeAsReported(spec: ArgvSpeculative | undefined, modelPath: string | undefined): ArgvSpeculative | undefined {
     if (spec?.algorithm === undefined || spec.algorithm === "" || spec.algorithm === "NONE") return undefined;
     // SGLang rewrites NEXTN to EAGLE and drafts with the checkpoint's MTP layers.
     if (spec.algorithm === "EAGLE" && (spec.draftModelPath === undefined || spec.draftModelPath === modelPath)) {

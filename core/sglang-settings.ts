@@ -259,18 +259,19 @@ export function settingSpellings(setting: OwnedSetting): string[] {
     return [...setting.flags.map((f) => f.flag), ...setting.aliases];
 }
 
+/** Every flag an owned setting is read from (its names in every release, its aliases), with that setting. */
+const SETTING_OF_FLAG: ReadonlyMap<string, OwnedSetting> = new Map(OWNED_SETTINGS.flatMap((s) => settingSpellings(s).map((flag) => [flag, s] as const)));
+
 /**
  * Every flag an owned setting is read from, mapped to the stack key that
  * owns it: extraArgs may not set these, and a unit read back maps them to
  * typed fields.
  */
-export const OWNED_FLAGS: Readonly<Record<string, string>> = Object.fromEntries(
-    OWNED_SETTINGS.flatMap((s) => settingSpellings(s).map((flag) => [flag, s.key])),
-);
+export const OWNED_FLAGS: Readonly<Record<string, string>> = Object.fromEntries([...SETTING_OF_FLAG].map(([flag, s]) => [flag, s.key]));
 
 /** The owned setting a flag sets, with argparse's other spellings of it. */
 export function settingOfFlag(flag: string): OwnedSetting | undefined {
-    return OWNED_SETTINGS.find((s) => settingSpellings(s).includes(flag));
+    return SETTING_OF_FLAG.get(flag);
 }
 
 /** The type the read on the box copies a `/server_info` value as. */
