@@ -26,6 +26,12 @@ bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-installed}")"
 export PATH="$bin:$PATH"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+# The dynamic-provider plugin loads the SDK before any project file: defer the
+# two packages it loads and never uses here (scripts/sdk-lazy-requires.cjs;
+# absent from a bench snapshot of an older commit).
+if [ -f "$here/scripts/sdk-lazy-requires.cjs" ]; then
+  export NODE_OPTIONS="--require \"$here/scripts/sdk-lazy-requires.cjs\"${NODE_OPTIONS:+ $NODE_OPTIONS}"
+fi
 project="${SGLANG_SERVE_PROJECT_DIR:-$here}"
 state="${SGLANG_SERVE_STATE_DIR:-$project/.pulumi-state}"
 mkdir -p "$state"
