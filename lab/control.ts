@@ -141,9 +141,6 @@ function labId(labDir: string): string {
 
 /** Processes in the host machine's mount namespace (a lab whose cgroup is gone, or from before the lab had one). */
 function namespaceProcs(pids: Partial<LabPids>, labDir: string): number[] {
-    const holder = pids.hostHolder;
-    const ns = holder && isAlive(holder) ? mountNs(holder) : null;
-    const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []);
     const ours = (pid: number) =>
         ["cmdline", "environ"].some((f) => {
             try {
@@ -152,6 +149,18 @@ function namespaceProcs(pids: Partial<LabPids>, labDir: string): number[] {
                 return false;
             }
         });
+    // The holder's pid counts only while it is still in the lab's cgroup: pids are reused (pid_max is 32768 here, and a
+    // full test run starts more processes than that), and another lab's process in its place would name that lab's namespace.
+    const holder = pids.hostHolder;
+    const inLabCgroup = (pid: number) => {
+        try {
+            return fs.readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(`/sglang-lab-${labId(labDir)}/`);
+        } catch {
+            return false;
+        }
+    };
+    const ns = holder && isAlive(holder) && inLabCgroup(holder) ? mountNs(holder) : null;
+    const recorded = readJson<string[]>(path.join(labPaths(labDir).state, "namespaces.json"), []);
     const out = new Set<number>();
     if (ns) for (const p of pidsInNamespace(ns)) out.add(p);
     // A recorded namespace counts only while a process in it belongs to this lab (inode numbers are reused).
