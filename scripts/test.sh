@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (`npm test`): type-check, lint (eslint, prettier --check:
-# zero findings), then every suite with mocha: pure logic, remote I/O against
+# zero findings), and every suite with mocha: pure logic, remote I/O against
 # a real sshd, the providers at the fake-box seam, the components under mocks,
 # the lab (real LXC, systemd, SGLang's own ServerArgs; the differential test),
 # and the end-to-end deploys with the real engine against the lab; the ten
@@ -8,9 +8,22 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh
-npx tsc --noEmit -p tsconfig.json
-npx eslint .
-npx prettier --check . >/dev/null || { npx prettier --check .; exit 1; }
+# The static checks (type-check, eslint, prettier --check: about 44 CPU-s, 29 s
+# one after another) run beside the test files, which leave a core idle now
+# and then; a failing check prints its output as it ends, and fails the run.
+checks="$(mktemp -d)"
+trap 'rm -rf "$checks"' EXIT
+check() {
+  local name=$1
+  shift
+  if ! "$@" > "$checks/$name.log" 2>&1; then
+    { echo "npm test: $name failed:"; cat "$checks/$name.log"; } >&2
+    touch "$checks/failed"
+  fi
+}
+check typecheck npx tsc --noEmit -p tsconfig.json &
+check eslint npx eslint . &
+check prettier npx prettier --check . &
 # Every test file in its own mocha worker, SGLANG_SERVE_TEST_JOBS at a time
 # (default 10: the end-to-end files spend much of their time waiting on
 # servers, deadlines and healthy windows, so many more workers than cores keep
@@ -31,4 +44,8 @@ if [ $# -eq 0 ]; then
   for f in tests/lab/*.test.ts; do [ "$f" = "$differential" ] || lab+=("$f"); done
   set -- "$differential" "${e2e[@]}" "${lab[@]}" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
 fi
-npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@"
+status=0
+npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@" || status=$?
+wait
+if [ -e "$checks/failed" ]; then exit 1; fi
+exit "$status"
