@@ -23,6 +23,7 @@ import {
     mountNs,
     nsPid,
     pidsInNamespace,
+    pinMountNamespaces,
     removeCgroup,
     runInMachine,
     sleep,
@@ -366,8 +367,26 @@ export async function labDown(labDir = defaultLabDir()): Promise<{ killed: numbe
     }
     const victims = labProcesses(info, pids, labDir);
     // The lab's mount namespaces (its host's, its container's): whatever runs in them is the lab's.
-    const outer = mountNs(process.pid);
-    const namespaces = new Set(victims.map(mountNs).filter((ns): ns is string => ns !== null && ns !== outer));
+    // Held open until the strays are found: a namespace whose last process dies is freed, and its inode number can then
+    // name another lab's new namespace (labs go up and down side by side), whose processes are not this lab's to kill.
+    const pinned = pinMountNamespaces(victims, mountNs(process.pid));
+    try {
+        await killLab(cgroupDir, victims, [...pinned.keys()]);
+    } finally {
+        for (const fd of pinned.values()) fs.closeSync(fd);
+    }
+    fs.rmSync(L.pids, { force: true });
+    fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
+    // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
+    if (info) fs.rmSync(path.join(info.mounts.host["/run"]!, "lxc"), { recursive: true, force: true });
+    if (info && fs.existsSync(L.state)) {
+        for (const f of fs.readdirSync(L.state)) if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
+    }
+    return { killed: victims.length };
+}
+
+/** SIGKILLs the lab's processes, removes its cgroups, then kills what entered its (pinned) namespaces from outside. */
+async function killLab(cgroupDir: string | undefined, victims: number[], namespaces: string[]): Promise<void> {
     if (cgroupDir) killCgroup(cgroupDir);
     killTree(victims, "SIGKILL");
     const left = await waitGone(victims, 10_000);
@@ -383,18 +402,10 @@ export async function labDown(labDir = defaultLabDir()): Promise<{ killed: numbe
         if (busy.length > 0) throw new Error(`lab: cgroups still busy after down: ${busy.join(", ")}`);
     }
     // A process that entered one of them from outside the lab's cgroup (an attach still in flight while the lab went down).
-    const strays = [...namespaces].flatMap(pidsInNamespace);
+    const strays = namespaces.flatMap(pidsInNamespace);
     killTree(strays, "SIGKILL");
     const straysLeft = await waitGone(strays, 10_000);
     if (straysLeft.length > 0) throw new Error(`lab: processes still alive in the lab's namespaces after SIGKILL: ${straysLeft.join(", ")}`);
-    fs.rmSync(L.pids, { force: true });
-    fs.rmSync(path.join(L.state, "namespaces.json"), { force: true });
-    // LXC's locks and runtime files lived in the host's /run (a lab directory): nothing of them outlives the lab.
-    if (info) fs.rmSync(path.join(info.mounts.host["/run"]!, "lxc"), { recursive: true, force: true });
-    if (info && fs.existsSync(L.state)) {
-        for (const f of fs.readdirSync(L.state)) if (/^ct-\d+\.json$/.test(f)) writeJsonAtomic(path.join(L.state, f), { status: "stopped" });
-    }
-    return { killed: victims.length };
 }
 
 export function labStatus(labDir = defaultLabDir()): LabStatus {

@@ -314,6 +314,27 @@ export function mountNs(pid: number): string | null {
     }
 }
 
+/**
+ * Opens each process's mount namespace (other than `outer`) once. While its fd is open a namespace outlives its
+ * processes, so its inode number names no other namespace. The map's keys are mountNs's names, its values the fds.
+ */
+export function pinMountNamespaces(pids: number[], outer: string | null): Map<string, number> {
+    const pinned = new Map<string, number>();
+    for (const pid of pids) {
+        let fd: number;
+        try {
+            fd = fs.openSync(`/proc/${pid}/ns/mnt`, "r");
+        } catch {
+            continue; // gone already
+        }
+        // Named by the inode the fd holds, not by a second readlink the pid could have been reused for.
+        const ns = `mnt:[${fs.fstatSync(fd).ino}]`;
+        if (ns === outer || pinned.has(ns)) fs.closeSync(fd);
+        else pinned.set(ns, fd);
+    }
+    return pinned;
+}
+
 /** Alive and not a zombie. */
 export function isAlive(pid: number | undefined): boolean {
     if (!pid || pid <= 0) return false;
