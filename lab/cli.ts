@@ -1,6 +1,7 @@
 // `npm run lab -- up|down|status|exec <host|container> <command...>|stack-config|rootfs`
 import { labDown, labExec, labListening, labStatus, labUp, readLabInfo, writeLabStackConfig } from "./control";
 import { ensureRootfs } from "./rootfs";
+import { cacheRoot } from "../sglang-release/oracle";
 
 const USAGE = "usage: npm run lab -- up [--fresh] | down | status | exec <host|container> <command...> | stack-config | rootfs";
 
@@ -66,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
         }
         case "rootfs": {
             // The container's cached rootfs, built once (scripts/setup.sh), so labs started side by side find it.
-            ensureRootfs((m) => process.stderr.write(`${m}\n`));
+            ensureRootfs(cacheRoot(), (m) => process.stderr.write(`${m}\n`));
             return 0;
         }
         default:

@@ -38,7 +38,7 @@ import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
-import { ensureInstalled, releaseCacheRoot, releaseDir } from "../sglang-release/oracle";
+import { cacheRoot, ensureInstalled, releaseCacheRoot, releaseDir } from "../sglang-release/oracle";
 import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, CT_SYSTEM_SITE, ensureVenvs, ensureWheelhouse, systemSitePthText } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 import { readStackConfig, writeStackFile } from "./stack-file";
@@ -222,7 +222,7 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     fs.writeFileSync(L.knownHosts, `${knownHostsPattern(hostAddress, sshPort)} ${hostKey}\n${knownHostsPattern(containerAddress, sshPort)} ${ctKey}\n`);
     fs.chmodSync(L.clientKey, 0o600);
 
-    const rootfsImage = ensureRootfs(opts.log);
+    const rootfsImage = ensureRootfs(cacheRoot(), opts.log);
     // The real SGLang releases the container's venvs run (sglang-release/install.sh; instant when current).
     await ensureInstalled();
     const id = labId(labDir);

@@ -2,13 +2,12 @@
 // release of this machine, bookworm here) with systemd as init, journald,
 // dbus, Debian's OpenSSH server and python3, built once with mmdebstrap (or
 // debootstrap) from the Debian mirror apt on this machine uses, and cached in
-// ${SGLANG_SERVE_CACHE:-~/.cache/sglang-serve}/lab-rootfs/<key>/rootfs, keyed
+// <the project's cache>/lab-rootfs/<key>/rootfs, keyed
 // by the package list and the customisation below. Containers never write it:
 // each start gets a fresh writable layer over it (lab/pve/ct-runtime.ts).
 import { createHash } from "crypto";
 import { spawnSync } from "child_process";
 import * as fs from "fs";
-import * as os from "os";
 import * as path from "path";
 
 /** What the container runs: systemd 252 as PID 1 and what the stack and the simulator need in it. */
@@ -111,10 +110,6 @@ export function customizeScript(): string {
     ].join("\n");
 }
 
-export function cacheDir(): string {
-    return process.env.SGLANG_SERVE_CACHE || path.join(os.homedir(), ".cache", "sglang-serve");
-}
-
 /** The Debian release and mirror this machine's apt uses (deb822 .sources or one-line .list). */
 export function debianMirror(): { suite: string; uri: string } {
     let suite = "bookworm";
@@ -163,11 +158,12 @@ export function rootfsKey(mirror = debianMirror()): string {
 /**
  * The cached rootfs, built when missing (a minute or less; the mirror is the
  * slow part). Concurrent builders each build in their own directory; the
- * first rename wins.
+ * first rename wins. `cacheRoot`: the project's cache (sglang-release/oracle.ts
+ * cacheRoot; this file is also built for the lab's machines, which have none).
  */
-export function ensureRootfs(log: (msg: string) => void = () => undefined): string {
+export function ensureRootfs(cacheRoot: string, log: (msg: string) => void = () => undefined): string {
     const mirror = debianMirror();
-    const dir = path.join(cacheDir(), "lab-rootfs", rootfsKey(mirror));
+    const dir = path.join(cacheRoot, "lab-rootfs", rootfsKey(mirror));
     const rootfs = path.join(dir, "rootfs");
     if (fs.existsSync(path.join(dir, ".complete"))) return rootfs;
     fs.mkdirSync(dir, { recursive: true });

@@ -123,10 +123,17 @@ export async function ensureInstalled(versions: readonly string[] = [], env?: No
     if (r.code !== 0) throw new Error(`sglang-release/install.sh ${versions.join(" ")} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
 }
 
-/** install.sh's cache: `<root>/<version>/site`, `<root>/deps/site` (SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache, then sglang-serve/sglang). */
+/**
+ * The project's cache on this machine: SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache, then sglang-serve (the
+ * releases' sites, the lab's rootfs; install.sh, oracle.py and scripts/engine.sh say the same in their languages).
+ */
+export function cacheRoot(): string {
+    return process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
+}
+
+/** install.sh's cache: `<root>/<version>/site`, `<root>/deps/site`. */
 export function releaseCacheRoot(): string {
-    const root = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
-    return path.join(root, "sglang");
+    return path.join(cacheRoot(), "sglang");
 }
 
 /** Whether install.sh completed `version`'s site dir (its key file is written last). */

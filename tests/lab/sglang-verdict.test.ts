@@ -10,7 +10,7 @@ import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { boxExpectations } from "../../core/box-facts";
 import type { ServiceProps } from "../../providers/sglang-service-props";
 import { previewVerdict, pruneVerdicts, releaseVerdict, verdictFile, VERDICTS_KEPT, VerdictUnavailable } from "../../providers/sglang-verdict";
-import { ensureInstalled } from "../../sglang-release/oracle";
+import { ensureInstalled, releaseCacheRoot } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
 // Issue 18 item 1: SGLang's own verdict at preview. The unit the stack would
@@ -52,7 +52,7 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
     beforeEach(function () {
         // Verdicts are kept under the release cache: each test gets its own verdict folder by a fresh cache root that links the installed releases.
         cache = fs.mkdtempSync(path.join(os.tmpdir(), "verdict-cache-"));
-        const installed = path.join(saved || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve"), "sglang");
+        const installed = releaseCacheRoot();
         fs.mkdirSync(path.join(cache, "sglang"));
         for (const entry of fs.readdirSync(installed)) {
             if (entry !== "verdicts") fs.symlinkSync(path.join(installed, entry), path.join(cache, "sglang", entry));
