@@ -125,7 +125,8 @@ export async function ensureInstalled(versions: readonly string[] = [], env?: No
 
 /**
  * The project's cache on this machine: SGLANG_SERVE_CACHE, else XDG_CACHE_HOME or ~/.cache, then sglang-serve (the
- * releases' sites, the lab's rootfs; install.sh, oracle.py and scripts/engine.sh say the same in their languages).
+ * releases' sites, the lab's rootfs; install.sh and oracle.py find the same root). scripts/engine.sh and
+ * scripts/lint-workflows.sh keep theirs in the same sglang-serve folder, each moved by a variable of its own.
  */
 export function cacheRoot(): string {
     return process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
