@@ -114,8 +114,10 @@ describe("lab stack config", function () {
         try {
             // A checkout's kpro5 file as committed, then the step older versions' README gave
             // (`config set --secret sglang-serve:apiKey --stack kpro5`, the value on stdin): the file gets kpro5's salt.
+            // (Committed: without the salt a kpro5 stack made in this checkout wrote, under this checkout's passphrase.)
             const kpro5File = path.join(kpro5.dir, "Pulumi.kpro5.yaml");
-            fs.copyFileSync(path.join(repo, "Pulumi.kpro5.yaml"), kpro5File);
+            const committed = fs.readFileSync(path.join(repo, "Pulumi.kpro5.yaml"), "utf8").replace(/^encryptionsalt:.*\n/m, "");
+            fs.writeFileSync(kpro5File, committed);
             await kpro5.setSecret("sglang-serve:apiKey", "kpro5-field-api-key-0123456789abcdef");
             const kpro5Salt = readDoc(kpro5File).encryptionsalt;
             assert.ok(kpro5Salt, "config set --secret writes a salt into Pulumi.kpro5.yaml");
