@@ -159,7 +159,8 @@ export function rootfsKey(mirror = debianMirror()): string {
  * The cached rootfs, built when missing (a minute or less; the mirror is the
  * slow part). Concurrent builders each build in their own directory; the
  * first rename wins. `cacheRoot`: the project's cache (sglang-release/oracle.ts
- * cacheRoot; this file is also built for the lab's machines, which have none).
+ * cacheRoot), passed in because this file is also compiled for the lab's
+ * machines (lab/tsconfig.json), where sglang-release/ is not.
  */
 export function ensureRootfs(cacheRoot: string, log: (msg: string) => void = () => undefined): string {
     const mirror = debianMirror();
