@@ -194,10 +194,9 @@ export async function stopContainer(info: LabInfo, vmid: number, opts: StopOptio
         while (isRunning(info, vmid) && Date.now() < deadline) await sleep(25);
         if (isRunning(info, vmid)) throw new Error(`${r.out ? `${r.out}\n` : ""}container did not stop`);
         // LXC's monitor leaves its cgroup a moment after the container stopped; a start before that fails
-        // "Failed to create monitor cgroup" (seen under load in pct reboot, also after 10 s under a full
-        // test run's load, 2026-12-04). Bounded: a start then says why.
+        // "Failed to create monitor cgroup" (seen under load in pct reboot). Bounded: a start then says why.
         const cgroups = [path.join(info.lxc.cgroupDir, "lxc.monitor", String(vmid)), path.join(info.lxc.cgroupDir, "lxc", String(vmid))];
-        const gone = Date.now() + 60_000;
+        const gone = Date.now() + 10_000;
         while (cgroups.some((c) => fs.existsSync(c)) && Date.now() < gone) await sleep(25);
     }
     releaseRootfs(dir);
