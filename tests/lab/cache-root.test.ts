@@ -3,7 +3,7 @@ import * as os from "os";
 import * as path from "path";
 import { cacheRoot, releaseCacheRoot } from "../../sglang-release/oracle";
 
-// One cache for the releases and the lab's rootfs, found as install.sh, oracle.py and scripts/engine.sh find theirs.
+// One cache for the releases and the lab's rootfs, found as install.sh and oracle.py find theirs.
 describe("the project's cache", () => {
     const saved = { SGLANG_SERVE_CACHE: process.env.SGLANG_SERVE_CACHE, XDG_CACHE_HOME: process.env.XDG_CACHE_HOME };
     const set = (name: keyof typeof saved, value: string | undefined) => {

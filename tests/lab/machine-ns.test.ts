@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
-import { mountNs, pidsInNamespace, pinMountNamespaces, sleep, waitGone } from "../../lab/machine-ns";
+import { mountNs, pidsInNamespace, pinMountNamespaces, waitGone } from "../../lab/machine-ns";
+import { waitFor } from "./lab-fixture";
 
 // A lab's down kills what is left in its mount namespaces after its processes are gone. Labs go up and down side by
 // side, and a freed namespace's inode number goes to the next namespace made: the pin is what keeps another lab out.
@@ -14,12 +15,11 @@ describe("lab machine namespaces", function () {
         started.push(child);
         const pid = child.pid!;
         const outer = mountNs(process.pid);
-        for (let i = 0; i < 200; i++) {
+        const own = async () => {
             const ns = mountNs(pid);
-            if (ns && ns !== outer) return { pid, ns };
-            await sleep(10);
-        }
-        throw new Error(`unshare (pid ${pid}) did not enter a mount namespace of its own`);
+            return ns && ns !== outer ? ns : undefined;
+        };
+        return { pid, ns: await waitFor(`unshare (pid ${pid}) in a mount namespace of its own`, own, 2000, 10) };
     };
 
     after(() => {
