@@ -168,8 +168,14 @@ export function stageArgv(plan: VenvPlan, unitName: string): string[] {
     ];
 }
 
-/** One poll of the staging: its log, a separator, the exit status (empty while it runs), the unit's state. */
-export const STAGE_POLL_SCRIPT = `cat "$1" 2>/dev/null; echo; echo "${"---"}sglang-serve-stage---"; cat "$1.exit" 2>/dev/null || echo; systemctl is-active "$2" 2>/dev/null || true`;
+/**
+ * One poll of the staging: its log, a separator, the exit status (empty while
+ * it runs), the unit's state. The state is read first: the script writes its
+ * exit status before its unit ends, so a unit seen ended has its status
+ * written by the time the file is read. Read the other way round, a script
+ * ending between the two reads looked like a unit killed without a status.
+ */
+export const STAGE_POLL_SCRIPT = `state=$(systemctl is-active "$2" 2>/dev/null || true); cat "$1" 2>/dev/null; echo; echo "${"---"}sglang-serve-stage---"; cat "$1.exit" 2>/dev/null || echo; echo "$state"`;
 
 export interface StagePoll {
     lines: string[];

@@ -12,6 +12,7 @@ import {
     PRUNE_SCRIPT,
     servicePython,
     STAGE_NOT_OURS_EXIT,
+    STAGE_POLL_SCRIPT,
     STAGE_SCRIPT,
     STAGED_MARKER,
     STAGING_MARKER,
@@ -156,6 +157,29 @@ chmod +x "$last/bin/python3"
         fs.writeFileSync(path.join(interrupted, "half-written"), "x");
         assert.equal(stage(interrupted).exit, "0");
         assert.ok(!fs.existsSync(path.join(interrupted, "half-written")));
+    });
+
+    it("a poll that catches the install ending between its reads gets the exit status, not a unit ended without one", () => {
+        // The box's systemctl, for this poll: the staging script finishes (its last line, then its exit status) just as its unit's state is asked.
+        const bin = path.join(dir, "bin");
+        fs.mkdirSync(bin);
+        const log = path.join(dir, "stage.log");
+        fs.writeFileSync(log, "Successfully installed sglang-0.5.23\n");
+        fs.writeFileSync(
+            path.join(bin, "systemctl"),
+            `#!/bin/sh\necho "sglang-serve: pip finished" >>"${log}"\necho 0 >"${log}.exit"\necho inactive\nexit 3\n`,
+            { mode: 0o755 },
+        );
+        const r = spawnSync("sh", ["-c", STAGE_POLL_SCRIPT, "sh", log, "sglang-qwen-stage.service"], {
+            encoding: "utf8",
+            env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        });
+        assert.equal(r.status, 0, r.stderr);
+        assert.deepEqual(parseStagePoll(r.stdout), {
+            lines: ["Successfully installed sglang-0.5.23", "sglang-serve: pip finished"],
+            exitStatus: 0,
+            unitState: "inactive",
+        });
     });
 
     it("prunes this owner's staged venvs beyond keep, newest kept, never the serving one, one a unit names, another owner's or an unmarked one", () => {
