@@ -9,6 +9,7 @@ import type { LabInfo } from "../../lab/control";
 import { labPaths } from "../../lab/lab-info";
 import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
+import { startAgent, TestAgent } from "../remote/ssh-agent-fixture";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 // Issue 19, finding 1, on the lab with the real engine: a deploy job (the
@@ -34,16 +35,6 @@ function run(argv: string[], opts: { env?: NodeJS.ProcessEnv; input?: string; cw
         child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr, output: stdout + stderr }));
         child.stdin.end(opts.input ?? "");
     });
-}
-
-/** An ssh-agent of this test's own holding `key`: its socket and pid (ended by pid in `after`). */
-function startAgent(dir: string, name: string, key: string): { sock: string; pid: number } {
-    const sock = path.join(dir, `${name}.sock`);
-    const out = execFileSync("ssh-agent", ["-s", "-a", sock], { encoding: "utf8" });
-    const pid = Number(/SSH_AGENT_PID=(\d+)/.exec(out)?.[1]);
-    assert.ok(pid > 0, out);
-    execFileSync("ssh-add", ["-q", key], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: "ignore" });
-    return { sock, pid };
 }
 
 /** Every file under `dir` with its content's hash: the state backend as a whole. */
@@ -75,7 +66,7 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
     let config: StackConfigFile;
     let keyDir: string;
     let readKey: string;
-    const agents: number[] = [];
+    const agents: TestAgent[] = [];
     let backend: string;
 
     /**
@@ -98,8 +89,8 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
         delete host.sshPrivateKeyPath;
         config["sglang-serve:host"] = host;
         d = await Deployment.create("lab", config);
-        const deployAgent = startAgent(keyDir, "deploy", deployKey);
-        agents.push(deployAgent.pid);
+        const deployAgent = startAgent(path.join(keyDir, "deploy.sock"), deployKey);
+        agents.push(deployAgent);
         d.engineEnv.SSH_AUTH_SOCK = deployAgent.sock;
         d.giveApiKey(API_KEY);
         expectExit(await d.up(), 0, "up as the deploy job");
@@ -127,20 +118,12 @@ describe("a pull request's job (preview.yml) on the lab: preview and drift work,
 
         // From here on: the pull request's job. No API key, the read key alone in its agent.
         delete d.engineEnv.SGLANG_SERVE_API_KEY;
-        const readAgent = startAgent(keyDir, "read", readKey);
-        agents.push(readAgent.pid);
+        const readAgent = startAgent(path.join(keyDir, "read.sock"), readKey);
+        agents.push(readAgent);
         d.engineEnv.SSH_AUTH_SOCK = readAgent.sock;
     });
     after(async () => {
-        for (const pid of agents) {
-            if (pid > 0) {
-                try {
-                    process.kill(pid);
-                } catch {
-                    // gone already
-                }
-            }
-        }
+        for (const agent of agents) agent.stop();
         d?.cleanup();
         if (keyDir) fs.rmSync(keyDir, { recursive: true, force: true });
         if (labDir) await labDown(labDir);

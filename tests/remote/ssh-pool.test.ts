@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -7,6 +6,7 @@ import { fingerprintOfKeyBlob } from "../../core/host-key";
 import { SshError } from "../../remote/ssh-error";
 import { parsePinnedHostKey } from "../../remote/ssh-host-key";
 import { SshPool } from "../../remote/ssh-pool";
+import { startAgent, TestAgent } from "./ssh-agent-fixture";
 import { opensshFingerprint, TestSshd } from "./sshd-fixture";
 
 // Against a real sshd on 127.0.5.1 (see sshd-fixture.ts). MaxSessions 4 so
@@ -135,20 +135,25 @@ describe("SshPool against a real sshd", function () {
     });
 
     describe("with ssh-agent", () => {
-        let agent: { sock: string; stop(): void } | undefined;
+        let agentDir: string;
+        let agent: TestAgent | undefined;
+        beforeEach(() => {
+            agentDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-agent-"));
+        });
         afterEach(() => {
             agent?.stop();
             agent = undefined;
+            fs.rmSync(agentDir, { recursive: true, force: true });
         });
 
         it("logs in with a key the agent holds; the target carries only the socket path", async () => {
-            agent = await startAgent(sshd.file("client_key"));
+            agent = startAgent(path.join(agentDir, "agent.sock"), sshd.file("client_key"));
             const r = await pool.exec(sshd.target({ privateKey: undefined, agent: agent.sock }), "echo via-agent");
             assert.equal(r.stdout, "via-agent\n");
         });
 
         it("says the server refused every key of the agent, naming the socket", async () => {
-            agent = await startAgent(sshd.file("other_client_key"));
+            agent = startAgent(path.join(agentDir, "agent.sock"), sshd.file("other_client_key"));
             await assert.rejects(
                 pool.exec(sshd.target({ privateKey: undefined, agent: agent.sock }), "true"),
                 sshError("auth", /refused every key of the ssh-agent at .*agent\.sock/),
@@ -288,21 +293,3 @@ describe("pinned host keys", () => {
         );
     });
 });
-
-/** A real ssh-agent on a socket of its own, holding `keyFile`. */
-async function startAgent(keyFile: string): Promise<{ sock: string; stop(): void }> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-agent-"));
-    const sock = path.join(dir, "agent.sock");
-    const proc = spawn("ssh-agent", ["-D", "-a", sock], { stdio: "ignore" });
-    const stop = () => {
-        proc.kill("SIGKILL");
-        fs.rmSync(dir, { recursive: true, force: true });
-    };
-    for (let i = 0; i < 100 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 20));
-    const add = spawnSync("ssh-add", [keyFile], { env: { ...process.env, SSH_AUTH_SOCK: sock }, encoding: "utf8" });
-    if (add.status !== 0) {
-        stop();
-        throw new Error(`ssh-add failed: ${add.stderr}`);
-    }
-    return { sock, stop };
-}
