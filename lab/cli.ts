@@ -1,9 +1,10 @@
-// `npm run lab -- up|down|status|exec <host|container> <command...>|stack-config|rootfs`
+// `npm run lab -- up|down|status|exec <host|container> <command...>|stack-config|prepare`
 import { labDown, labExec, labListening, labStatus, labUp, readLabInfo, writeLabStackConfig } from "./control";
 import { ensureRootfs } from "./rootfs";
-import { cacheRoot } from "../sglang-release/oracle";
+import { cacheRoot, releaseCacheRoot } from "../sglang-release/oracle";
+import { ensureWheelhouse } from "./sglang/venvs";
 
-const USAGE = "usage: npm run lab -- up [--fresh] | down | status | exec <host|container> <command...> | stack-config | rootfs";
+const USAGE = "usage: npm run lab -- up [--fresh] | down | status | exec <host|container> <command...> | stack-config | prepare";
 
 function readStdin(): Promise<string> {
     return new Promise((resolve) => {
@@ -65,9 +66,11 @@ async function main(argv: string[]): Promise<number> {
             process.stdout.write(`${writeLabStackConfig()}\n`);
             return 0;
         }
-        case "rootfs": {
-            // The container's cached rootfs, built once (scripts/setup.sh), so labs started side by side find it.
-            ensureRootfs(cacheRoot(), (m) => process.stderr.write(`${m}\n`));
+        case "prepare": {
+            // The lab's cached parts, made once (scripts/setup.sh) so that labs started side by side find them: the container's rootfs, the wheelhouse.
+            const log = (m: string) => process.stderr.write(`${m}\n`);
+            ensureRootfs(cacheRoot(), log);
+            ensureWheelhouse(releaseCacheRoot(), log);
             return 0;
         }
         default:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh machine (idempotent, fast when done):
 # Debian packages the tests and the lab need, npm dependencies, the engine,
-# the SGLang releases' wheels and the lab container's rootfs.
+# the SGLang releases' wheels and the lab's cached parts.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -30,5 +30,5 @@ scripts/engine.sh >/dev/null
 scripts/engine.sh next >/dev/null
 # The real SGLang releases the lab tests use as their oracle (sglang-release/README.md).
 sglang-release/install.sh
-# The lab container's Debian rootfs (cached): built once here, not by the test files' labs at the same time.
-node --require ./ts-hook.cjs lab/cli.ts rootfs
+# The lab's cached parts (the container's Debian rootfs, the wheels its box stages from): made once here, not by the test files' labs at the same time.
+node --require ./ts-hook.cjs lab/cli.ts prepare

@@ -80,6 +80,10 @@ export function releasePins(version: string): string[] {
  * Downloads the staged release's wheel and its pins from PyPI into
  * `<releases>/wheelhouse` once (pip download --no-deps --only-binary): the
  * real wheels the lab's box installs from, without a network in the lab.
+ * scripts/setup.sh makes it before the test files' labs start; labs brought
+ * up side by side without it each download into a folder of their own, and
+ * the first to finish wins: a wheelhouse that holds these requirements is
+ * never removed, since a running lab's pip may be reading it.
  */
 export function ensureWheelhouse(releases: string, log: (line: string) => void): void {
     const requirements = [`sglang==${LAB_STAGED_RELEASE}`, ...releasePins(LAB_STAGED_RELEASE)];
@@ -87,7 +91,8 @@ export function ensureWheelhouse(releases: string, log: (line: string) => void):
     const gateway = [`smg==${LAB_GATEWAY_RELEASE}`];
     const dir = path.join(releases, "wheelhouse");
     const key = [...requirements, ...gateway].join("\n");
-    if (fs.existsSync(path.join(dir, ".requirements")) && fs.readFileSync(path.join(dir, ".requirements"), "utf8") === key) return;
+    const complete = () => fs.existsSync(path.join(dir, ".requirements")) && fs.readFileSync(path.join(dir, ".requirements"), "utf8") === key;
+    if (complete()) return;
     log(`lab: downloading the wheels the lab's box stages from (${[...requirements, ...gateway].join(" ")})`);
     const tmp = `${dir}.tmp.${process.pid}`;
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -99,11 +104,21 @@ export function ensureWheelhouse(releases: string, log: (line: string) => void):
         });
         if (r.status !== 0) throw new Error(`lab: pip download ${args.join(" ")} failed (${r.signal ?? `exit ${r.status}`}): ${r.stderr}`);
     };
-    download(["--no-deps", ...requirements]);
-    download(gateway);
-    fs.writeFileSync(path.join(tmp, ".requirements"), key);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(tmp, dir);
+    try {
+        download(["--no-deps", ...requirements]);
+        download(gateway);
+        fs.writeFileSync(path.join(tmp, ".requirements"), key);
+        if (complete()) return;
+        // Another release's wheelhouse (the pins changed): replaced.
+        fs.rmSync(dir, { recursive: true, force: true });
+        try {
+            fs.renameSync(tmp, dir);
+        } catch (e) {
+            if (!complete()) throw e;
+        }
+    } finally {
+        fs.rmSync(tmp, { recursive: true, force: true });
+    }
 }
 
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
