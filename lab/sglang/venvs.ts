@@ -109,11 +109,12 @@ export function ensureWheelhouse(releases: string, log: (line: string) => void):
         download(gateway);
         fs.writeFileSync(path.join(tmp, ".requirements"), key);
         if (complete()) return;
-        // Another release's wheelhouse (the pins changed): replaced.
-        fs.rmSync(dir, { recursive: true, force: true });
         try {
+            // Another release's wheelhouse (the pins changed) is replaced.
+            fs.rmSync(dir, { recursive: true, force: true });
             fs.renameSync(tmp, dir);
         } catch (e) {
+            // Another lab's download finished in the meantime (ENOTEMPTY on the rename or the removal): it is kept.
             if (!complete()) throw e;
         }
     } finally {

@@ -76,6 +76,24 @@ if [ -n "\${HOLD_UNTIL:-}" ]; then while [ ! -e "$HOLD_UNTIL" ]; do sleep 0.05; 
         );
     });
 
+    it("four labs whose downloads end at once all come up, and one wheelhouse is left", async () => {
+        const hold = path.join(dir, "go");
+        const labs = [0, 1, 2, 3].map(() => lab({ HOLD_UNTIL: hold }));
+        const stderr = labs.map(() => "");
+        labs.forEach((p, i) => p.stderr!.on("data", (d: Buffer) => (stderr[i] += d)));
+        const exits = labs.map((p) => new Promise<number | null>((resolve) => p.on("exit", resolve)));
+        await waitFor("the four downloads to begin", async () =>
+            labs.every((p) => fs.existsSync(path.join(releases, `wheelhouse.tmp.${p.pid}`))) ? true : undefined,
+        );
+        fs.writeFileSync(hold, "");
+        assert.deepEqual(await Promise.all(exits), [0, 0, 0, 0], stderr.join("\n"));
+        assert.equal(wheels().length, 1);
+        assert.deepEqual(
+            fs.readdirSync(releases).filter((f) => f.startsWith("wheelhouse.tmp.")),
+            [],
+        );
+    });
+
     it("replaces a wheelhouse made for other requirements", () => {
         fs.mkdirSync(path.join(releases, "wheelhouse"));
         fs.writeFileSync(path.join(releases, "wheelhouse", ".requirements"), "sglang==0.5.22\n");
