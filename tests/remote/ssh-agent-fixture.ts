@@ -3,7 +3,7 @@ import { execFileSync } from "child_process";
 /** A real ssh-agent of a test's own. */
 export interface TestAgent {
     sock: string;
-    /** Ends the agent; safe to call twice. */
+    /** Ends the agent (SIGTERM: it removes its socket). */
     stop(): void;
 }
 
