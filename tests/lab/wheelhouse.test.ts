@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "child_process";
+import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { ensureWheelhouse } from "../../lab/sglang/venvs";
 import { waitFor } from "./lab-fixture";
 
 // The lab's wheelhouse (lab/sglang/venvs.ts ensureWheelhouse) when labs come
@@ -36,9 +35,9 @@ if [ -n "\${HOLD_UNTIL:-}" ]; then while [ ! -e "$HOLD_UNTIL" ]; do sleep 0.05; 
     });
     afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    /** ensureWheelhouse in a process of its own, as a lab's `up` runs it. */
-    const lab = (env: Record<string, string> = {}) =>
-        spawn(
+    /** ensureWheelhouse in a process of its own, as a lab's `up` runs it: its pid at once; its exit code and stderr once it ends. */
+    const lab = (env: Record<string, string> = {}) => {
+        const child = spawn(
             process.execPath,
             [
                 "--require",
@@ -47,66 +46,57 @@ if [ -n "\${HOLD_UNTIL:-}" ]; then while [ ! -e "$HOLD_UNTIL" ]; do sleep 0.05; 
                 `require(${JSON.stringify(path.join(repo, "lab/sglang/venvs.ts"))}).ensureWheelhouse(process.argv[1], () => {})`,
                 releases,
             ],
-            {
-                env: { ...process.env, SGLANG_SERVE_PYTHON: python, ...env },
-                stdio: ["ignore", "ignore", "pipe"],
-            },
+            { env: { ...process.env, SGLANG_SERVE_PYTHON: python, ...env }, stdio: ["ignore", "ignore", "pipe"] },
         );
+        let stderr = "";
+        child.stderr!.on("data", (d: Buffer) => (stderr += d));
+        const ended = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on("close", (code) => resolve({ code, stderr })));
+        return { pid: child.pid!, ended };
+    };
+    const downloading = (pid: number) => fs.existsSync(path.join(releases, `wheelhouse.tmp.${pid}`));
     const wheels = () => fs.readdirSync(path.join(releases, "wheelhouse")).filter((f) => f.endsWith(".whl"));
+    const downloadFoldersLeft = () => fs.readdirSync(releases).filter((f) => f.startsWith("wheelhouse.tmp."));
 
     it("keeps the first finished wheelhouse: a lab that finishes its download later neither removes it nor fails", async () => {
         const hold = path.join(dir, "go");
         const late = lab({ HOLD_UNTIL: hold });
-        let stderr = "";
-        late.stderr.on("data", (d: Buffer) => (stderr += d));
-        const exited = new Promise<number | null>((resolve) => late.on("exit", resolve));
-        await waitFor("the late lab's download to begin", async () => (fs.existsSync(path.join(releases, `wheelhouse.tmp.${late.pid}`)) ? true : undefined));
+        await waitFor("the late lab's download to begin", async () => (downloading(late.pid) ? true : undefined));
 
-        const first = spawnSync(process.execPath, late.spawnargs.slice(1), { env: { ...process.env, SGLANG_SERVE_PYTHON: python }, encoding: "utf8" });
-        assert.equal(first.status, 0, first.stderr);
+        const first = await lab().ended;
+        assert.equal(first.code, 0, first.stderr);
         const kept = wheels();
         assert.equal(kept.length, 1, kept.join(" "));
 
         fs.writeFileSync(hold, "");
-        assert.equal(await exited, 0, stderr);
+        const later = await late.ended;
+        assert.equal(later.code, 0, later.stderr);
         assert.deepEqual(wheels(), kept);
-        assert.deepEqual(
-            fs.readdirSync(releases).filter((f) => f.startsWith("wheelhouse.tmp.")),
-            [],
-        );
+        assert.deepEqual(downloadFoldersLeft(), []);
     });
 
     it("four labs whose downloads end at once all come up, and one wheelhouse is left", async () => {
         const hold = path.join(dir, "go");
         const labs = [0, 1, 2, 3].map(() => lab({ HOLD_UNTIL: hold }));
-        const stderr = labs.map(() => "");
-        labs.forEach((p, i) => p.stderr!.on("data", (d: Buffer) => (stderr[i] += d)));
-        const exits = labs.map((p) => new Promise<number | null>((resolve) => p.on("exit", resolve)));
-        await waitFor("the four downloads to begin", async () =>
-            labs.every((p) => fs.existsSync(path.join(releases, `wheelhouse.tmp.${p.pid}`))) ? true : undefined,
-        );
+        await waitFor("the four downloads to begin", async () => (labs.every((l) => downloading(l.pid)) ? true : undefined));
         fs.writeFileSync(hold, "");
-        assert.deepEqual(await Promise.all(exits), [0, 0, 0, 0], stderr.join("\n"));
-        assert.equal(wheels().length, 1);
+        const ended = await Promise.all(labs.map((l) => l.ended));
         assert.deepEqual(
-            fs.readdirSync(releases).filter((f) => f.startsWith("wheelhouse.tmp.")),
-            [],
+            ended.map((e) => e.code),
+            [0, 0, 0, 0],
+            ended.map((e) => e.stderr).join("\n"),
         );
+        assert.equal(wheels().length, 1);
+        assert.deepEqual(downloadFoldersLeft(), []);
     });
 
-    it("replaces a wheelhouse made for other requirements", () => {
+    it("replaces a wheelhouse made for other requirements", async () => {
         fs.mkdirSync(path.join(releases, "wheelhouse"));
         fs.writeFileSync(path.join(releases, "wheelhouse", ".requirements"), "sglang==0.5.22\n");
         fs.writeFileSync(path.join(releases, "wheelhouse", "sglang-0.5.22.whl"), "");
-        const saved = process.env.SGLANG_SERVE_PYTHON;
-        process.env.SGLANG_SERVE_PYTHON = python;
-        try {
-            ensureWheelhouse(releases, () => {});
-        } finally {
-            if (saved === undefined) delete process.env.SGLANG_SERVE_PYTHON;
-            else process.env.SGLANG_SERVE_PYTHON = saved;
-        }
-        assert.deepEqual(wheels(), [`downloaded-by-${process.pid}.whl`]);
+        const replacing = lab();
+        const r = await replacing.ended;
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(wheels(), [`downloaded-by-${replacing.pid}.whl`]);
         assert.match(fs.readFileSync(path.join(releases, "wheelhouse", ".requirements"), "utf8"), /^sglang==0\.5\.23\n/);
     });
 });
