@@ -52,7 +52,7 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         startAttempts: inputs.readiness.startAttempts ?? 1,
         gpuReleaseTimeoutSeconds: inputs.readiness.gpuReleaseTimeoutSeconds,
     });
-    const previous = previousServer(inputs, live);
+    const previous = previousServer(inputs, live, recorded);
     // The new config is held to the last good config's figures, and what it measures becomes the record.
     const lastGood = inputs.servingFigures ?? recorded?.servingFigures;
     const newServer: ServiceProps & ServedServer = { ...inputs, newConfig: lastGood ? { lastGood } : {} };
@@ -152,11 +152,16 @@ async function stepError(
  * What the readiness wait of the previous unit checks: its own served name, port and
  * speculative algorithm (from the unit kept on the box), so a rollback of a
  * change to one of them is judged by the config that runs again. The API key
- * is read from the restored environment file when it starts (runStep).
+ * is read from the restored environment file when it starts (runStep). Its
+ * start budget is the longer of the declared one and the one it last came up
+ * within (the record): a shorter declared budget is meant for the new config,
+ * and must not fail the rollback of a server that took longer to load.
  */
-function previousServer(inputs: ServiceProps, live: LiveService): ServiceProps {
+function previousServer(inputs: ServiceProps, live: LiveService, recorded: ServiceOutputs | undefined): ServiceProps {
+    const startupTimeoutSeconds = Math.max(inputs.readiness.startupTimeoutSeconds, recorded?.readiness?.startupTimeoutSeconds ?? 0);
+    const readiness = { ...inputs.readiness, startupTimeoutSeconds };
     const fields = live.unit?.fields;
-    if (!fields) return inputs;
+    if (!fields) return { ...inputs, readiness };
     let endpoint = inputs.endpoint;
     if (fields.port !== undefined) {
         const url = new URL(inputs.endpoint);
@@ -165,6 +170,7 @@ function previousServer(inputs: ServiceProps, live: LiveService): ServiceProps {
     }
     return {
         ...inputs,
+        readiness,
         endpoint,
         servedModelName: fields.servedName ?? inputs.servedModelName,
         speculativeAlgorithm: fields.speculative?.algorithm,

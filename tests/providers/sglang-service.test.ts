@@ -510,6 +510,15 @@ describe("SglangService provider against the fake box", function () {
             );
         });
 
+        it("gives the previous unit's start the budget it last came up within when the declared budget is shorter", async () => {
+            const olds = await deployed(declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 900 }) }));
+            const news = declared((raw) => (raw.memFractionStatic = 0.85), { readiness: readinessSettings({ startupTimeoutSeconds: 30 }) });
+            box.startsAs("crash");
+            await assert.rejects(update(olds, news), /the previous unit was put back and is ready again/);
+            const budgets = box.said.filter((l) => / started \(attempt /.test(l)).map((l) => /\(budget (\d+) s\)/.exec(l)?.[1]);
+            assert.deepEqual(budgets, ["30", "900"], box.said.join("\n"));
+        });
+
         it("does not retry a start that SGLang's ServerArgs refused: the same config fails the same way", async () => {
             const olds = await deployed();
             box.startsAs("crash");
