@@ -158,10 +158,10 @@ async function stepError(
  * and must not fail the rollback of a server that took longer to load.
  */
 function previousServer(inputs: ServiceProps, live: LiveService, recorded: ServiceOutputs | undefined): ServiceProps {
-    const startupTimeoutSeconds = Math.max(inputs.readiness.startupTimeoutSeconds, recorded?.readiness?.startupTimeoutSeconds ?? 0);
-    const readiness = { ...inputs.readiness, startupTimeoutSeconds };
+    const startupTimeoutSeconds = Math.max(inputs.readiness.startupTimeoutSeconds, recorded?.readiness.startupTimeoutSeconds ?? 0);
+    const base = { ...inputs, readiness: { ...inputs.readiness, startupTimeoutSeconds } };
     const fields = live.unit?.fields;
-    if (!fields) return { ...inputs, readiness };
+    if (!fields) return base;
     let endpoint = inputs.endpoint;
     if (fields.port !== undefined) {
         const url = new URL(inputs.endpoint);
@@ -169,8 +169,7 @@ function previousServer(inputs: ServiceProps, live: LiveService, recorded: Servi
         endpoint = url.toString().replace(/\/$/, "");
     }
     return {
-        ...inputs,
-        readiness,
+        ...base,
         endpoint,
         servedModelName: fields.servedName ?? inputs.servedModelName,
         speculativeAlgorithm: fields.speculative?.algorithm,
