@@ -23,18 +23,6 @@ export const SECRET_ENVIRONMENT_VARIABLE = "SGLANG_SERVE_SECRET_ENVIRONMENT";
 /** The gateway's admin key in a deploy run (sglang-serve:gateway): only it may change the gateway's worker list. */
 export const GATEWAY_ADMIN_KEY_VARIABLE = "SGLANG_SERVE_GATEWAY_ADMIN_KEY";
 
-/**
- * An environment for a process that needs none of the deploy's secrets (the
- * release's code the preview runs, its pip install): `env` without them.
- */
-export function withoutDeploySecrets(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-    return Object.fromEntries(
-        Object.entries(env).filter(
-            (e): e is [string, string] => e[1] !== undefined && ![API_KEY_VARIABLE, SECRET_ENVIRONMENT_VARIABLE, GATEWAY_ADMIN_KEY_VARIABLE].includes(e[0]),
-        ),
-    );
-}
-
 /** What the stack config says exists (plain: names only, no values). */
 export interface DeclaredSecrets {
     /** service.requireApiKey. */

@@ -21,7 +21,7 @@ import {
     VerdictRequest,
     verdictRequest,
 } from "../core/sglang-verdict";
-import { withoutDeploySecrets } from "../core/deploy-secrets";
+import { thirdPartyEnvironment } from "../core/third-party-env";
 import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
@@ -99,7 +99,7 @@ async function ensureRelease(version: string, label: string): Promise<void> {
         `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
     );
     try {
-        await ensureInstalled([version], withoutDeploySecrets(process.env));
+        await ensureInstalled([version], thirdPartyEnvironment(process.env, "pip"));
     } catch (e) {
         const why = (
             (e as Error).message
@@ -133,7 +133,10 @@ export async function releaseVerdict(request: VerdictRequest, label: string): Pr
             fs.writeFileSync(path.join(drafter, "config.json"), request.drafter.configJson);
         }
         const standIns = { model, ...(drafter ? { drafter } : {}) };
-        const [answer] = await runOracle(request.version, [verdictCase(request, standIns)], { jobs: 1, env: withoutDeploySecrets(process.env) });
+        const [answer] = await runOracle(request.version, [verdictCase(request, standIns)], {
+            jobs: 1,
+            env: thirdPartyEnvironment(process.env, "release-code"),
+        });
         const verdict = verdictOf(answer!, request, standIns);
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const tmp = `${file}.${process.pid}.tmp`;

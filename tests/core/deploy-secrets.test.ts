@@ -1,28 +1,10 @@
 import assert from "node:assert/strict";
-import {
-    API_KEY_VARIABLE,
-    deploySecretsFrom,
-    givesDeploySecrets,
-    renderSecretFiles,
-    SECRET_ENVIRONMENT_VARIABLE,
-    withoutDeploySecrets,
-} from "../../core/deploy-secrets";
+import { API_KEY_VARIABLE, deploySecretsFrom, givesDeploySecrets, renderSecretFiles, SECRET_ENVIRONMENT_VARIABLE } from "../../core/deploy-secrets";
 
 const KEY = "0123456789abcdef0123456789abcdef";
 const both = { apiKey: true, environment: ["HF_TOKEN"] };
 
 describe("deploy secrets: the values a deploy run gives", () => {
-    it("are left out of the environment of a process that needs none of them (the release's code the preview runs)", () => {
-        const env = {
-            PATH: "/usr/bin",
-            HTTPS_PROXY: "http://proxy:3128",
-            [API_KEY_VARIABLE]: "k".repeat(32),
-            [SECRET_ENVIRONMENT_VARIABLE]: "HF_TOKEN=x",
-            UNSET: undefined,
-        };
-        assert.deepEqual(withoutDeploySecrets(env), { PATH: "/usr/bin", HTTPS_PROXY: "http://proxy:3128" });
-    });
-
     it("takes the API key and the declared secret environment from the run's variables", () => {
         const r = deploySecretsFrom({ [API_KEY_VARIABLE]: KEY, [SECRET_ENVIRONMENT_VARIABLE]: "# tokens\nHF_TOKEN=hf_abc123\n\n" }, both);
         assert.deepEqual(r, { ok: true, secrets: { apiKey: KEY, environment: { HF_TOKEN: "hf_abc123" } } });
