@@ -92,14 +92,20 @@ export function pruneVerdicts(dir: string, keep: number): number {
     return gone.length;
 }
 
-/** The release's code in the cache, installed first when missing. */
+/**
+ * The release's code in the cache, installed first when missing, and rebuilt
+ * when its site fails the check against its wheels' RECORDs (install.sh is
+ * instant when the cache is current; the check reads every file once per
+ * process). pip runs with the allowlisted environment (core/third-party-env.ts).
+ */
 async function ensureRelease(version: string, label: string): Promise<void> {
-    if (isInstalled(version)) return;
-    say(
-        `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
-    );
+    if (!isInstalled(version)) {
+        say(
+            `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
+        );
+    }
     try {
-        await ensureInstalled([version], thirdPartyEnvironment(process.env, "pip"));
+        for (const rebuilt of await ensureInstalled([version], thirdPartyEnvironment(process.env, "pip"))) say(`${label} ${rebuilt}`);
     } catch (e) {
         const why = (
             (e as Error).message

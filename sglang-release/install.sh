@@ -76,7 +76,8 @@ install_site() {
   local dir=$1 what=$2
   shift 2
   local dir_key
-  dir_key=$(printf '%s\n' "$@" | sha256sum | cut -c1-32)
+  # The site's layout version first (2: with .sglang-serve-compiled), then what it holds.
+  dir_key=$(printf '%s\n' "site 2" "$@" | sha256sum | cut -c1-32)
   [ "$(cat "$dir/.sglang-serve-key" 2>/dev/null || true)" = "$dir_key" ] && return 0
   echo "install.sh: installing $what into $dir" >&2
   local tmp="$dir.tmp.$$"
@@ -88,6 +89,9 @@ install_site() {
     mapfile -t pinned < <(release_pins "$tmp")
     if [ ${#pinned[@]} -gt 0 ]; then pip_into "$tmp" "$what's pins (${pinned[*]})" "${pinned[@]}" || return 1; fi
   fi
+  # pip compiles what it installs and lists each .pyc in RECORD without a hash:
+  # their sha256 here, so the check before use (site-check.ts) covers them too.
+  (cd "$tmp" && find . -path '*/__pycache__/*' -type f -printf '%P\0' | sort -z | xargs -0 -r sha256sum) > "$tmp/.sglang-serve-compiled"
   echo "$dir_key" > "$tmp/.sglang-serve-key"
   if [ -d "$dir" ]; then mv "$dir" "$dir.old"; fi
   mv "$tmp" "$dir"

@@ -6,6 +6,7 @@ import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { checkSite, SITE_KEY_FILE, siteProblem } from "./site-check";
 
 export type OracleEntry = "sglang-serve" | "launch-server";
 
@@ -114,13 +115,37 @@ function run(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv 
     });
 }
 
+/** The site dirs install.sh keeps for `versions` (none: those of VERSIONS), the shared deps first. */
+function sitesFor(versions: readonly string[]): string[] {
+    const root = releaseCacheRoot();
+    return [path.join(root, "deps", "site"), ...(versions.length > 0 ? versions : sglangVersions()).map((v) => path.join(root, v, "site"))];
+}
+
 /**
  * Runs install.sh (idempotent; instant when the cache is current): the
- * releases in VERSIONS, or `versions`.
+ * releases in VERSIONS, or `versions`. Then checks each of their site dirs
+ * against its wheels' RECORDs (site-check.ts); a site that fails is rebuilt
+ * (its key removed, so install.sh installs it again), never used. Returns
+ * what was rebuilt and why, one line per site; throws if a rebuilt site still
+ * fails. `env`: install.sh's (and pip's) whole environment; the default is
+ * this process's.
  */
-export async function ensureInstalled(versions: readonly string[] = [], env?: NodeJS.ProcessEnv): Promise<void> {
-    const r = await run("bash", [path.join(releaseDir(), "install.sh"), ...versions], "", env);
-    if (r.code !== 0) throw new Error(`sglang-release/install.sh ${versions.join(" ")} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+export async function ensureInstalled(versions: readonly string[] = [], env?: NodeJS.ProcessEnv): Promise<string[]> {
+    const install = async () => {
+        const r = await run("bash", [path.join(releaseDir(), "install.sh"), ...versions], "", env);
+        if (r.code !== 0) throw new Error(`sglang-release/install.sh ${versions.join(" ")} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
+    };
+    await install();
+    const failed = sitesFor(versions)
+        .map((site) => ({ site, check: checkSite(site) }))
+        .filter((s) => !s.check.ok);
+    if (failed.length === 0) return [];
+    for (const { site } of failed) fs.rmSync(path.join(site, SITE_KEY_FILE), { force: true });
+    fs.rmSync(path.join(releaseCacheRoot(), ".installed"), { force: true });
+    await install();
+    const still = failed.map(({ site }) => ({ site, check: checkSite(site) })).filter((s) => !s.check.ok);
+    if (still.length > 0) throw new Error(`sglang-release/install.sh rebuilt ${still.map((s) => siteProblem(s.site, s.check)).join("\n")}`);
+    return failed.map(({ site, check }) => `rebuilt ${siteProblem(site, check)}`);
 }
 
 /**
@@ -158,6 +183,11 @@ export async function runOracle(version: string, cases: readonly OracleCase[], o
     const args = [path.join(releaseDir(), "oracle.py"), "--version", version];
     if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
     if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
+    // Never run a site that fails its RECORD check: ensureInstalled rebuilds it.
+    for (const site of [path.join(releaseCacheRoot(), version, "site"), path.join(releaseCacheRoot(), "deps", "site")]) {
+        const check = checkSite(site);
+        if (!check.ok) throw new Error(`oracle.py --version ${version} not run: ${siteProblem(site, check)}; ensureInstalled(["${version}"]) rebuilds it`);
+    }
     const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";
     const r = await run(python(), args, input, opts.env);
     if (r.code !== 0) throw new Error(`oracle.py --version ${version} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
