@@ -24,7 +24,7 @@ import {
 import { thirdPartyEnvironment } from "../core/third-party-env";
 import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/systemd-unit";
-import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle } from "../sglang-release/oracle";
+import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
 import type { BoxFactsRead } from "./box-facts";
 import { say } from "./say";
 import type { ServiceProps } from "./sglang-service-props";
@@ -94,12 +94,13 @@ export function pruneVerdicts(dir: string, keep: number): number {
 
 /**
  * The release's code in the cache, installed first when missing, and rebuilt
- * when its site fails the check against its wheels' RECORDs (install.sh is
- * instant when the cache is current; the check reads every file once per
- * process). pip runs with the allowlisted environment (core/third-party-env.ts).
+ * when its site fails the check against its wheels' RECORDs (a site that
+ * passes runs no install.sh: a hand-copied cache works offline). pip runs with the allowlisted environment (core/third-party-env.ts).
  */
 async function ensureRelease(version: string, label: string): Promise<void> {
-    if (!isInstalled(version)) {
+    const installed = isInstalled(version);
+    if (installed && siteProblems(version).length === 0) return;
+    if (!installed) {
         say(
             `${label} SGLang ${version}'s own code is not cached here: installing its wheel from the package index into ${releaseCacheRoot()} (once; about 20-60 s)`,
         );

@@ -162,6 +162,14 @@ export function releaseCacheRoot(): string {
     return path.join(cacheRoot(), "sglang");
 }
 
+/** The sites of `version` (and the shared deps) that fail the check before use (site-check.ts), one line each; none when both pass. */
+export function siteProblems(version: string): string[] {
+    return sitesFor([version])
+        .map((site) => ({ site, check: checkSite(site) }))
+        .filter((s) => !s.check.ok)
+        .map((s) => siteProblem(s.site, s.check));
+}
+
 /** Whether install.sh completed `version`'s site dir (its key file is written last). */
 export function isInstalled(version: string): boolean {
     const root = releaseCacheRoot();

@@ -1,4 +1,5 @@
 import * as assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -184,7 +185,17 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         // A release in the cache whose config layer fails to import (as 0.5.17's needs xgrammar, which is not carried).
         const site = path.join(cache, "sglang", "9.9.9", "site");
         fs.mkdirSync(path.join(site, "sglang"), { recursive: true });
-        fs.writeFileSync(path.join(site, "sglang", "__init__.py"), "import xgrammar_not_carried\n");
+        const init = "import xgrammar_not_carried\n";
+        fs.writeFileSync(path.join(site, "sglang", "__init__.py"), init);
+        // As an install leaves it: the module in its wheel's RECORD, which the check before use holds it to (issue 34).
+        fs.mkdirSync(path.join(site, "sglang-9.9.9.dist-info"));
+        const metadata = "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n";
+        fs.writeFileSync(path.join(site, "sglang-9.9.9.dist-info", "METADATA"), metadata);
+        const line = (file: string, text: string) => `${file},sha256=${createHash("sha256").update(text).digest("base64url")},${text.length}\n`;
+        fs.writeFileSync(
+            path.join(site, "sglang-9.9.9.dist-info", "RECORD"),
+            line("sglang/__init__.py", init) + line("sglang-9.9.9.dist-info/METADATA", metadata) + "sglang-9.9.9.dist-info/RECORD,,\n",
+        );
         fs.writeFileSync(path.join(site, ".sglang-serve-key"), "test\n");
         const s = service((raw) => (raw.sglangVersion = "9.9.9"));
         const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
