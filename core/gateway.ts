@@ -16,6 +16,7 @@
  */
 import type { GatewayConfig, ServiceConfig } from "./config-schema";
 import { isLoopback } from "./config-values";
+import { PORT_HOLDER_PY } from "./port-holder";
 import { DEFAULT_LISTEN_HOST } from "./sglang-rules";
 import {
     environmentFilePath,
@@ -26,6 +27,7 @@ import {
     renderExecStart,
     RESTART_SECONDS,
     UnitOwner,
+    unitName,
 } from "./systemd-unit";
 import { releaseVenvDir } from "./venv-layout";
 
@@ -114,15 +116,42 @@ export function renderGatewayEnvironmentFile(keys: { adminKey: string; apiKey?: 
 }
 
 /**
- * `python3 -I -c GATEWAY_ADMIN_SCRIPT <env file> <method> <url> [<json body>]`
+ * `python3 -I -c GATEWAY_ADMIN_SCRIPT <unit> <env file> <method> <url> [<json body>]`
  * on the gateway's box: one request to the gateway with the admin key read
  * from its EnvironmentFile there (so the key is on no command line and never
  * leaves the box); a POST of a worker gets the servers' API key from the same
- * file. Prints `{"status": <HTTP status, 0 when nothing answered>, "body": <text>}`.
+ * file. Prints `{"status": <HTTP status, 0 when nothing answered>, "body": <text>}`,
+ * with `"refused": true` when it sent nothing because the port is not the gateway's.
+ *
+ * The keys go only to the gateway (issue 34 #2): before the file is read,
+ * every socket listening on the URL's port must belong to the gateway's unit
+ * (core/port-holder.ts, as the /server_info read checks its server); else it
+ * sends nothing and names the process that holds the port. No redirect is
+ * followed (urllib's default opener follows a 307 with the Authorization
+ * header and the body), and no proxy from the environment is used.
  */
-export const GATEWAY_ADMIN_SCRIPT = `import json, sys, urllib.error, urllib.request
-env_file, method, url = sys.argv[1:4]
-body = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+export const GATEWAY_ADMIN_SCRIPT = String.raw`import json, os, socket, subprocess, sys, urllib.error, urllib.parse, urllib.request
+unit, env_file, method, url = sys.argv[1:5]
+body = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+def done(status, text, refused=False):
+    print(json.dumps(dict({"status": status, "body": text[:20000]}, **({"refused": True} if refused else {}))))
+    sys.exit(0)
+try:
+    parsed = urllib.parse.urlsplit(url)
+    host, port = parsed.hostname, parsed.port
+except ValueError as e:
+    done(0, "%s %s: %s; nothing was sent" % (method, url, e), True)
+if parsed.scheme != "http" or not host or not port:
+    done(0, "%s %s: not an http://<host>:<port> URL; nothing was sent" % (method, url), True)
+${PORT_HOLDER_PY}held = listening(port)
+if not held:
+    done(0, "%s %s: nothing listens on port %s; nothing was sent" % (method, url, port))
+main, pids = unit_processes()
+ours = set()
+for p in pids:
+    ours |= sockets(p)
+for inode in sorted(held - ours):
+    done(0, "%s %s: port %s is held by %s, not by %s (MainPID %s); the admin key was not sent" % (method, url, port, holder(inode), unit, main), True)
 keys = {}
 with open(env_file, encoding="utf-8") as f:
     for line in f:
@@ -133,30 +162,47 @@ if body is not None and method == "POST" and "${GATEWAY_ENV.apiKey}" in keys:
     body["api_key"] = keys["${GATEWAY_ENV.apiKey}"]
 data = None if body is None else json.dumps(body).encode()
 headers = {"Authorization": "Bearer " + keys.get("${GATEWAY_ENV.adminKey}", ""), "Content-Type": "application/json"}
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
 try:
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
+    with opener.open(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
         status, text = r.status, r.read().decode("utf-8", "replace")
 except urllib.error.HTTPError as e:
     status, text = e.code, e.read().decode("utf-8", "replace")
 except Exception as e:
     status, text = 0, str(e)
-print(json.dumps({"status": status, "body": text[:20000]}))
+done(status, text)
 `;
 
 export function gatewayAdminArgv(gatewayName: string, method: "GET" | "POST" | "DELETE", url: string, body?: unknown): string[] {
-    return ["python3", "-I", "-c", GATEWAY_ADMIN_SCRIPT, environmentFilePath(gatewayName), method, url, ...(body === undefined ? [] : [JSON.stringify(body)])];
+    return [
+        "python3",
+        "-I",
+        "-c",
+        GATEWAY_ADMIN_SCRIPT,
+        unitName(gatewayName),
+        environmentFilePath(gatewayName),
+        method,
+        url,
+        ...(body === undefined ? [] : [JSON.stringify(body)]),
+    ];
 }
 
 export interface AdminAnswer {
     status: number;
     body: string;
+    /** Nothing was sent: the port is held by a process that is not the gateway's (body names it), or the URL is not one to ask. */
+    refused?: true;
 }
 
 export function parseAdminAnswer(stdout: string): AdminAnswer {
     const line = stdout.trim().split("\n").pop() ?? "";
     try {
-        const parsed = JSON.parse(line) as Partial<AdminAnswer>;
-        if (typeof parsed.status === "number" && typeof parsed.body === "string") return { status: parsed.status, body: parsed.body };
+        const parsed = JSON.parse(line) as { status?: unknown; body?: unknown; refused?: unknown };
+        if (typeof parsed.status === "number" && typeof parsed.body === "string")
+            return { status: parsed.status, body: parsed.body, ...(parsed.refused === true ? { refused: true as const } : {}) };
     } catch {
         // fall through
     }
