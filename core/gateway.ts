@@ -7,8 +7,12 @@
  * smg facts this follows (smg 1.13.0, read and run): `smg launch` starts the
  * gateway with no workers; `--control-plane-api-keys id:name:role:key` guards
  * the worker routes (POST/GET/DELETE /workers) and `--api-key` the data plane,
- * each Bearer; neither key can come from the environment, so the unit passes
- * them as `${VAR}` that systemd expands from the EnvironmentFile. The gateway
+ * each Bearer. smg takes neither key from the environment or a file, only as
+ * those flags (smg 1.13.0 smg/router_args.py lines 2254 and 2277, argparse with
+ * no env default; no config file), so the unit runs smg's own entry point
+ * (`smg = smg.cli:main`, cli.py line 55) in the venv's python with the flags
+ * added in-process from the EnvironmentFile's variables (gatewayLauncher):
+ * no key on any command line (issue 34 #5). The gateway
  * hands a client's Authorization on to the worker it picks, so its data-plane
  * key is the servers' own API key. Prometheus always listens (bound here to
  * 127.0.0.1). Workers: `{url, api_key}` in, status pending, ready, not_ready,
@@ -29,7 +33,7 @@ import {
     UnitOwner,
     unitName,
 } from "./systemd-unit";
-import { releaseVenvDir } from "./venv-layout";
+import { releaseVenvDir, venvPython } from "./venv-layout";
 
 /** The keys' names in the gateway's EnvironmentFile, as its unit expands them. */
 export const GATEWAY_ENV = { adminKey: "SMG_ADMIN_KEY", apiKey: "SMG_API_KEY" } as const;
@@ -51,11 +55,35 @@ export function gatewayAdminUrl(gateway: Pick<GatewayConfig, "listenHost" | "por
     return `http://${host}:${gateway.port}`;
 }
 
-/** `smg launch` as the unit runs it, the key flags last (they name the EnvironmentFile's variables, expanded by systemd). */
-export function gatewayArgv(gateway: GatewayConfig): string[] {
+/**
+ * The program the unit runs in the gateway venv's python: smg's own CLI
+ * (`smg.cli.main(argv)`, what the `smg` script calls, in every smg 1.x) with
+ * the command line's words and then the key flags, their values taken from
+ * the EnvironmentFile's variables, in this process. A flag on ExecStart, even
+ * as `${VAR}`, is the key on smg's command line for anyone on the box to read
+ * in /proc/<pid>/cmdline (until smg renames its process) and in `ps`. The
+ * variables are removed from the environment before smg starts; a missing one
+ * stops the start (KeyError in the journal) rather than run the gateway open.
+ */
+export function gatewayLauncher(opts: { hasApiKey: boolean }): string {
+    return [
+        "import os, sys",
+        `admin = os.environ.pop('${GATEWAY_ENV.adminKey}')`,
+        ...(opts.hasApiKey ? [`api = os.environ.pop('${GATEWAY_ENV.apiKey}')`] : []),
+        "from smg.cli import main",
+        `main(sys.argv[1:] + ['--control-plane-api-keys', 'sglang-serve:sglang-serve:admin:' + admin]${opts.hasApiKey ? " + ['--api-key', api]" : ""})`,
+    ].join("; ");
+}
+
+/** `smg launch` as the unit runs it: through gatewayLauncher, which adds the key flags. */
+export function gatewayArgv(gateway: GatewayConfig, opts: { hasApiKey: boolean }): string[] {
     const h = gateway.healthCheck;
     return [
-        `${gatewayVenvDir(gateway)}/bin/smg`,
+        venvPython(gatewayVenvDir(gateway)),
+        // -I: no PYTHON* variables, no user site directory, nothing from the working directory.
+        "-I",
+        "-c",
+        gatewayLauncher(opts),
         "launch",
         "--host",
         gateway.listenHost ?? DEFAULT_LISTEN_HOST,
@@ -82,10 +110,6 @@ export function gatewayArgv(gateway: GatewayConfig): string[] {
 
 /** The text of `sglang-<name>.service` for the gateway. `hasApiKey`: the servers behind it require the API key, and so does it. */
 export function renderGatewayUnit(gateway: GatewayConfig, opts: { hasApiKey: boolean; owner?: UnitOwner }): string {
-    const keys = [
-        `--control-plane-api-keys sglang-serve:sglang-serve:admin:\${${GATEWAY_ENV.adminKey}}`,
-        ...(opts.hasApiKey ? [`--api-key \${${GATEWAY_ENV.apiKey}}`] : []),
-    ];
     return [
         "# Managed by sglang-serve; edits here are drift and are replaced by `pulumi up`.",
         ...(opts.owner ? [ownerLine(opts.owner)] : []),
@@ -97,8 +121,8 @@ export function renderGatewayUnit(gateway: GatewayConfig, opts: { hasApiKey: boo
         "[Service]",
         "Type=simple",
         `EnvironmentFile=${environmentFilePath(gateway.name)}`,
-        "# The keys are ${...} from the 0600 EnvironmentFile: smg takes them only as flags, and renames its process once started.",
-        `ExecStart=${[renderExecStart(gatewayArgv(gateway)), ...keys].join(" \\\n    ")}`,
+        "# smg takes its keys only as flags: the python program adds them from the 0600 EnvironmentFile in its own process, off the command line.",
+        `ExecStart=${renderExecStart(gatewayArgv(gateway, opts))}`,
         "Restart=on-failure",
         `RestartSec=${RESTART_SECONDS}`,
         "# smg waits 5 s for in-flight requests to settle on SIGTERM.",

@@ -6,6 +6,8 @@ import {
     describeWorkerDrift,
     gatewayAdminUrl,
     gatewayAdminArgv,
+    gatewayArgv,
+    gatewayLauncher,
     parseAdminAnswer,
     parseWorkers,
     renderGatewayEnvironmentFile,
@@ -17,7 +19,7 @@ import { parseExecStart, parseUnit, unitValues } from "../../core/systemd-unit";
 import { gatewayVenvPlan } from "../../core/venv-layout";
 import { GatewayAdmin } from "../../remote/gateway-admin";
 import type { RemoteRunner } from "../../remote/remote-host";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as os from "node:os";
@@ -102,22 +104,28 @@ describe("stack config: the gateway (sglang-serve:gateway)", () => {
 describe("the gateway's unit and key file (core/gateway.ts)", () => {
     const g = () => gatewayOf(withGateway());
 
-    it("runs smg launch from its venv with the declared settings, the keys as ${...} from the 0600 file, and systemd-analyze verify takes it", () => {
+    it("runs smg launch in its venv's python with the declared settings, no key flag on its command line, and systemd-analyze verify takes it", () => {
         const text = renderGatewayUnit(g(), { hasApiKey: true, owner: { project: "sglang-serve", stack: "kpro5" } });
         const unit = parseUnit(text);
         assert.deepEqual(unitValues(unit, "Service", "EnvironmentFile"), ["/etc/sglang/gateway.env"]);
         const argv = parseExecStart(unitValues(unit, "Service", "ExecStart")[0]!);
-        assert.deepEqual(argv.slice(0, 2), ["/opt/smg/venv-1.13.0/bin/smg", "launch"]);
+        assert.deepEqual(argv.slice(0, 5), ["/opt/smg/venv-1.13.0/bin/python3", "-I", "-c", gatewayLauncher({ hasApiKey: true }), "launch"]);
         const flag = (name: string) => argv[argv.indexOf(name) + 1];
         assert.equal(flag("--host"), "0.0.0.0");
         assert.equal(flag("--port"), "30080");
         assert.equal(flag("--prometheus-host"), "127.0.0.1");
-        assert.equal(flag("--control-plane-api-keys"), "sglang-serve:sglang-serve:admin:${SMG_ADMIN_KEY}");
-        assert.equal(flag("--api-key"), "${SMG_API_KEY}");
-        assert.ok(!renderGatewayUnit(g(), { hasApiKey: false }).includes("--api-key"), "no data-plane key when the servers take none");
+        // Issue 34 #5: a key flag on ExecStart, even as ${VAR}, is the key on smg's command line (/proc/<pid>/cmdline, ps).
+        for (const hasApiKey of [true, false]) {
+            const words = parseExecStart(unitValues(parseUnit(renderGatewayUnit(g(), { hasApiKey })), "Service", "ExecStart")[0]!);
+            assert.deepEqual(
+                words.filter((w) => w === "--api-key" || w === "--control-plane-api-keys" || w.includes("${")),
+                [],
+                `hasApiKey ${hasApiKey}: ${words.join(" ")}`,
+            );
+        }
         const root = new SystemdRoot();
         try {
-            assert.deepEqual(root.verify("sglang-gateway.service", text, ["/opt/smg/venv-1.13.0/bin/smg"]), { status: 0, output: "" });
+            assert.deepEqual(root.verify("sglang-gateway.service", text, ["/opt/smg/venv-1.13.0/bin/python3"]), { status: 0, output: "" });
         } finally {
             root.dispose();
         }
@@ -135,6 +143,64 @@ describe("the gateway's unit and key file (core/gateway.ts)", () => {
         assert.equal(gatewayAdminUrl(g()), "http://127.0.0.1:30080");
         assert.equal(gatewayAdminUrl({ listenHost: "10.1.230.172", port: 8000 }), "http://10.1.230.172:8000");
         assert.equal(workerUrl({ endpointHost: "10.1.230.172", port: 30001 }), "http://10.1.230.172:30001");
+    });
+
+    it("gives smg's CLI the keys from the EnvironmentFile inside its own process: on no command line, and gone from its environment; a missing key stops it", function () {
+        this.timeout(20_000);
+        // A venv whose smg.cli.main records what it was given, as smg's entry point (smg = smg.cli:main) would get it.
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gateway-launcher-"));
+        try {
+            const venv = path.join(dir, "venv");
+            const made = spawnSync("python3", ["-m", "venv", "--without-pip", venv], { encoding: "utf8" });
+            assert.equal(made.status, 0, made.stderr);
+            const site = spawnSync(path.join(venv, "bin", "python3"), ["-c", "import site; print(site.getsitepackages()[0])"], {
+                encoding: "utf8",
+            }).stdout.trim();
+            fs.mkdirSync(path.join(site, "smg"));
+            fs.writeFileSync(path.join(site, "smg", "__init__.py"), "");
+            fs.writeFileSync(
+                path.join(site, "smg", "cli.py"),
+                [
+                    "import json, os",
+                    "def main(argv=None):",
+                    "    with open('/proc/self/cmdline', 'rb') as f:",
+                    "        cmdline = f.read().decode()",
+                    "    with open(os.environ['FAKE_OUT'], 'w') as f:",
+                    "        json.dump({'argv': argv, 'cmdline': cmdline, 'env': sorted(k for k in os.environ if k.startswith('SMG_'))}, f)",
+                    "",
+                ].join("\n"),
+            );
+            const out = path.join(dir, "out.json");
+            const start = (hasApiKey: boolean, keys: Record<string, string>) => {
+                fs.rmSync(out, { force: true });
+                const [, ...args] = parseExecStart(unitValues(parseUnit(renderGatewayUnit(g(), { hasApiKey })), "Service", "ExecStart")[0]!);
+                // What systemd does: the unit's words, the EnvironmentFile's variables in the environment.
+                return spawnSync(path.join(venv, "bin", "python3"), args, { encoding: "utf8", env: { PATH: process.env.PATH, FAKE_OUT: out, ...keys } });
+            };
+            const keys = { SMG_ADMIN_KEY: "admin-key-0123456789", SMG_API_KEY: "api-key-0123456789" };
+            const declared = gatewayArgv(g(), { hasApiKey: true }).slice(4);
+            for (const hasApiKey of [true, false]) {
+                const r = start(hasApiKey, keys);
+                assert.equal(r.status, 0, r.stderr);
+                const seen = JSON.parse(fs.readFileSync(out, "utf8")) as { argv: string[]; cmdline: string; env: string[] };
+                assert.deepEqual(seen.argv, [
+                    ...declared,
+                    "--control-plane-api-keys",
+                    "sglang-serve:sglang-serve:admin:admin-key-0123456789",
+                    ...(hasApiKey ? ["--api-key", "api-key-0123456789"] : []),
+                ]);
+                assert.doesNotMatch(seen.cmdline, /admin-key-0123456789|api-key-0123456789/);
+                assert.ok(seen.cmdline.includes("--log-json"), seen.cmdline);
+                assert.deepEqual(seen.env, hasApiKey ? [] : ["SMG_API_KEY"]);
+            }
+            // Fail closed: a gateway that should require the servers' key never starts without it.
+            const missing = start(true, { SMG_ADMIN_KEY: keys.SMG_ADMIN_KEY });
+            assert.notEqual(missing.status, 0);
+            assert.match(missing.stderr, /KeyError: 'SMG_API_KEY'/);
+            assert.ok(!fs.existsSync(out), "smg started without the servers' key");
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });
 
