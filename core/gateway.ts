@@ -7,8 +7,12 @@
  * smg facts this follows (smg 1.13.0, read and run): `smg launch` starts the
  * gateway with no workers; `--control-plane-api-keys id:name:role:key` guards
  * the worker routes (POST/GET/DELETE /workers) and `--api-key` the data plane,
- * each Bearer; neither key can come from the environment, so the unit passes
- * them as `${VAR}` that systemd expands from the EnvironmentFile. The gateway
+ * each Bearer. smg takes neither key from the environment or a file, only as
+ * those flags (smg 1.13.0 smg/router_args.py lines 2254 and 2277, argparse with
+ * no env default; no config file), so the unit runs smg's own entry point
+ * (`smg = smg.cli:main`, cli.py line 55) in the venv's python with the flags
+ * added in-process from the EnvironmentFile's variables (gatewayLauncher):
+ * no key on any command line (issue 34 #5). The gateway
  * hands a client's Authorization on to the worker it picks, so its data-plane
  * key is the servers' own API key. Prometheus always listens (bound here to
  * 127.0.0.1). Workers: `{url, api_key}` in, status pending, ready, not_ready,
@@ -16,6 +20,7 @@
  */
 import type { GatewayConfig, ServiceConfig } from "./config-schema";
 import { isLoopback } from "./config-values";
+import { PORT_HOLDER_PY } from "./port-holder";
 import { DEFAULT_LISTEN_HOST } from "./sglang-rules";
 import {
     environmentFilePath,
@@ -26,8 +31,9 @@ import {
     renderExecStart,
     RESTART_SECONDS,
     UnitOwner,
+    unitName,
 } from "./systemd-unit";
-import { releaseVenvDir } from "./venv-layout";
+import { releaseVenvDir, venvPython } from "./venv-layout";
 
 /** The keys' names in the gateway's EnvironmentFile, as its unit expands them. */
 export const GATEWAY_ENV = { adminKey: "SMG_ADMIN_KEY", apiKey: "SMG_API_KEY" } as const;
@@ -49,11 +55,35 @@ export function gatewayAdminUrl(gateway: Pick<GatewayConfig, "listenHost" | "por
     return `http://${host}:${gateway.port}`;
 }
 
-/** `smg launch` as the unit runs it, the key flags last (they name the EnvironmentFile's variables, expanded by systemd). */
-export function gatewayArgv(gateway: GatewayConfig): string[] {
+/**
+ * The program the unit runs in the gateway venv's python: smg's own CLI
+ * (`smg.cli.main(argv)`, what the `smg` script calls, in every smg 1.x) with
+ * the command line's words and then the key flags, their values taken from
+ * the EnvironmentFile's variables, in this process. A flag on ExecStart, even
+ * as `${VAR}`, is the key on smg's command line for anyone on the box to read
+ * in /proc/<pid>/cmdline (until smg renames its process) and in `ps`. The
+ * variables are removed from the environment before smg starts; a missing one
+ * stops the start (KeyError in the journal) rather than run the gateway open.
+ */
+export function gatewayLauncher(opts: { hasApiKey: boolean }): string {
+    return [
+        "import os, sys",
+        `admin = os.environ.pop('${GATEWAY_ENV.adminKey}')`,
+        ...(opts.hasApiKey ? [`api = os.environ.pop('${GATEWAY_ENV.apiKey}')`] : []),
+        "from smg.cli import main",
+        `main(sys.argv[1:] + ['--control-plane-api-keys', 'sglang-serve:sglang-serve:admin:' + admin]${opts.hasApiKey ? " + ['--api-key', api]" : ""})`,
+    ].join("; ");
+}
+
+/** `smg launch` as the unit runs it: through gatewayLauncher, which adds the key flags. */
+export function gatewayArgv(gateway: GatewayConfig, opts: { hasApiKey: boolean }): string[] {
     const h = gateway.healthCheck;
     return [
-        `${gatewayVenvDir(gateway)}/bin/smg`,
+        venvPython(gatewayVenvDir(gateway)),
+        // -I: no PYTHON* variables, no user site directory, nothing from the working directory.
+        "-I",
+        "-c",
+        gatewayLauncher(opts),
         "launch",
         "--host",
         gateway.listenHost ?? DEFAULT_LISTEN_HOST,
@@ -80,10 +110,6 @@ export function gatewayArgv(gateway: GatewayConfig): string[] {
 
 /** The text of `sglang-<name>.service` for the gateway. `hasApiKey`: the servers behind it require the API key, and so does it. */
 export function renderGatewayUnit(gateway: GatewayConfig, opts: { hasApiKey: boolean; owner?: UnitOwner }): string {
-    const keys = [
-        `--control-plane-api-keys sglang-serve:sglang-serve:admin:\${${GATEWAY_ENV.adminKey}}`,
-        ...(opts.hasApiKey ? [`--api-key \${${GATEWAY_ENV.apiKey}}`] : []),
-    ];
     return [
         "# Managed by sglang-serve; edits here are drift and are replaced by `pulumi up`.",
         ...(opts.owner ? [ownerLine(opts.owner)] : []),
@@ -95,8 +121,8 @@ export function renderGatewayUnit(gateway: GatewayConfig, opts: { hasApiKey: boo
         "[Service]",
         "Type=simple",
         `EnvironmentFile=${environmentFilePath(gateway.name)}`,
-        "# The keys are ${...} from the 0600 EnvironmentFile: smg takes them only as flags, and renames its process once started.",
-        `ExecStart=${[renderExecStart(gatewayArgv(gateway)), ...keys].join(" \\\n    ")}`,
+        "# smg takes its keys only as flags: the python program adds them from the 0600 EnvironmentFile in its own process, off the command line.",
+        `ExecStart=${renderExecStart(gatewayArgv(gateway, opts))}`,
         "Restart=on-failure",
         `RestartSec=${RESTART_SECONDS}`,
         "# smg waits 5 s for in-flight requests to settle on SIGTERM.",
@@ -114,15 +140,42 @@ export function renderGatewayEnvironmentFile(keys: { adminKey: string; apiKey?: 
 }
 
 /**
- * `python3 -I -c GATEWAY_ADMIN_SCRIPT <env file> <method> <url> [<json body>]`
+ * `python3 -I -c GATEWAY_ADMIN_SCRIPT <unit> <env file> <method> <url> [<json body>]`
  * on the gateway's box: one request to the gateway with the admin key read
  * from its EnvironmentFile there (so the key is on no command line and never
  * leaves the box); a POST of a worker gets the servers' API key from the same
- * file. Prints `{"status": <HTTP status, 0 when nothing answered>, "body": <text>}`.
+ * file. Prints `{"status": <HTTP status, 0 when nothing answered>, "body": <text>}`,
+ * with `"refused": true` when it sent nothing because the port is not the gateway's.
+ *
+ * The keys go only to the gateway (issue 34 #2): before the file is read,
+ * every socket listening on the URL's port must belong to the gateway's unit
+ * (core/port-holder.ts, as the /server_info read checks its server); else it
+ * sends nothing and names the process that holds the port. No redirect is
+ * followed (urllib's default opener follows a 307 with the Authorization
+ * header and the body), and no proxy from the environment is used.
  */
-export const GATEWAY_ADMIN_SCRIPT = `import json, sys, urllib.error, urllib.request
-env_file, method, url = sys.argv[1:4]
-body = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+export const GATEWAY_ADMIN_SCRIPT = String.raw`import json, os, socket, subprocess, sys, urllib.error, urllib.parse, urllib.request
+unit, env_file, method, url = sys.argv[1:5]
+body = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+def done(status, text, refused=False):
+    print(json.dumps(dict({"status": status, "body": text[:20000]}, **({"refused": True} if refused else {}))))
+    sys.exit(0)
+try:
+    parsed = urllib.parse.urlsplit(url)
+    host, port = parsed.hostname, parsed.port
+except ValueError as e:
+    done(0, "%s %s: %s; nothing was sent" % (method, url, e), True)
+if parsed.scheme != "http" or not host or not port:
+    done(0, "%s %s: not an http://<host>:<port> URL; nothing was sent" % (method, url), True)
+${PORT_HOLDER_PY}held = listening(port)
+if not held:
+    done(0, "%s %s: nothing listens on port %s; nothing was sent" % (method, url, port))
+main, pids = unit_processes()
+ours = set()
+for p in pids:
+    ours |= sockets(p)
+for inode in sorted(held - ours):
+    done(0, "%s %s: port %s is held by %s, not by %s (MainPID %s); the admin key was not sent" % (method, url, port, holder(inode), unit, main), True)
 keys = {}
 with open(env_file, encoding="utf-8") as f:
     for line in f:
@@ -133,30 +186,47 @@ if body is not None and method == "POST" and "${GATEWAY_ENV.apiKey}" in keys:
     body["api_key"] = keys["${GATEWAY_ENV.apiKey}"]
 data = None if body is None else json.dumps(body).encode()
 headers = {"Authorization": "Bearer " + keys.get("${GATEWAY_ENV.adminKey}", ""), "Content-Type": "application/json"}
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
 try:
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
+    with opener.open(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
         status, text = r.status, r.read().decode("utf-8", "replace")
 except urllib.error.HTTPError as e:
     status, text = e.code, e.read().decode("utf-8", "replace")
 except Exception as e:
     status, text = 0, str(e)
-print(json.dumps({"status": status, "body": text[:20000]}))
+done(status, text)
 `;
 
 export function gatewayAdminArgv(gatewayName: string, method: "GET" | "POST" | "DELETE", url: string, body?: unknown): string[] {
-    return ["python3", "-I", "-c", GATEWAY_ADMIN_SCRIPT, environmentFilePath(gatewayName), method, url, ...(body === undefined ? [] : [JSON.stringify(body)])];
+    return [
+        "python3",
+        "-I",
+        "-c",
+        GATEWAY_ADMIN_SCRIPT,
+        unitName(gatewayName),
+        environmentFilePath(gatewayName),
+        method,
+        url,
+        ...(body === undefined ? [] : [JSON.stringify(body)]),
+    ];
 }
 
 export interface AdminAnswer {
     status: number;
     body: string;
+    /** Nothing was sent: the port is held by a process that is not the gateway's (body names it), or the URL is not one to ask. */
+    refused?: true;
 }
 
 export function parseAdminAnswer(stdout: string): AdminAnswer {
     const line = stdout.trim().split("\n").pop() ?? "";
     try {
-        const parsed = JSON.parse(line) as Partial<AdminAnswer>;
-        if (typeof parsed.status === "number" && typeof parsed.body === "string") return { status: parsed.status, body: parsed.body };
+        const parsed = JSON.parse(line) as { status?: unknown; body?: unknown; refused?: unknown };
+        if (typeof parsed.status === "number" && typeof parsed.body === "string")
+            return { status: parsed.status, body: parsed.body, ...(parsed.refused === true ? { refused: true as const } : {}) };
     } catch {
         // fall through
     }

@@ -11,6 +11,7 @@
 // its install script carries the program as this file renders it
 // (core/read-gate-reads.ts), so a change here needs the gate reinstalled.
 
+import { PORT_HOLDER_PY } from "./port-holder";
 import { SERVER_INFO_FIELDS } from "./sglang-settings";
 
 /** The keys kept of each `internal_states[]` entry (at most SERVER_INFO_MAX_STATES entries). */
@@ -70,88 +71,7 @@ if not port.isdigit() or not 0 < int(port) < 65536:
     done({"error": "the --port in " + unit_path + " is not a port: " + port})
 url = "http://%s:%s/server_info" % ("[" + host.strip("[]") + "]" if ":" in host else host, port)
 unit = os.path.basename(unit_path)
-def local_address(table, hexaddr):
-    raw = bytes.fromhex(hexaddr)
-    if table.endswith("6"):
-        return socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
-    return socket.inet_ntop(socket.AF_INET, raw[::-1])
-def listening(port):
-    # The sockets that take a request to host:port: bound to that address or to the wildcard.
-    wanted = {host.strip("[]"), "::ffff:" + host, "0.0.0.0", "::"}
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                rows = f.read().split("\n")[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) <= 9 or cols[3] != "0A":
-                continue
-            address, hexport = cols[1].rsplit(":", 1)
-            try:
-                bound = local_address(table, address)
-            except ValueError:
-                continue
-            if int(hexport, 16) == port and bound in wanted:
-                inodes.add(cols[9])
-    return inodes
-def sockets(pid):
-    found = set()
-    try:
-        fds = os.listdir("/proc/%s/fd" % pid)
-    except OSError:
-        return found
-    for fd in fds:
-        try:
-            link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            found.add(link[8:-1])
-    return found
-def unit_processes():
-    try:
-        shown = subprocess.run(["systemctl", "show", "-p", "MainPID", unit], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        shown = ""
-    main = dict(l.split("=", 1) for l in shown.split("\n") if "=" in l).get("MainPID", "0")
-    pids = {main} if main.isdigit() and main != "0" else set()
-    for base in ("/sys/fs/cgroup/system.slice/", "/sys/fs/cgroup/systemd/system.slice/"):
-        for d, _, files in os.walk(base + unit):
-            try:
-                with open(os.path.join(d, "cgroup.procs")) as f:
-                    pids.update(f.read().split())
-            except OSError:
-                pass
-    parents = {}
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open("/proc/%s/stat" % p) as f:
-                    stat = f.read()
-                parents[p] = stat[stat.rindex(")") + 2:].split()[1]
-            except (OSError, ValueError, IndexError):
-                pass
-    grew = True
-    while grew:
-        grew = False
-        for p, parent in parents.items():
-            if parent in pids and p not in pids:
-                pids.add(p)
-                grew = True
-    return main, pids
-def holder(inode):
-    for p in os.listdir("/proc"):
-        if p.isdigit() and inode in sockets(p):
-            try:
-                with open("/proc/%s/comm" % p) as f:
-                    return "pid %s (%s)" % (p, f.read().strip()[:64])
-            except OSError:
-                return "pid " + p
-    return "a process this read cannot see"
-held = listening(int(port))
+${PORT_HOLDER_PY}held = listening(int(port))
 if not held:
     done({"error": "GET %s: nothing listens on port %s; nothing was sent" % (url, port)})
 main, pids = unit_processes()

@@ -1,7 +1,9 @@
 /**
  * The gateway's admin API, asked on its box (core/gateway.ts
  * GATEWAY_ADMIN_SCRIPT): the admin key is read there from the gateway's 0600
- * EnvironmentFile, never sent from here.
+ * EnvironmentFile, never sent from here, and only to a port the gateway's
+ * unit holds. A port held by another process is an error naming it, at once:
+ * no wait for a liveness that a squatter's answers could fake.
  */
 import { AdminAnswer, gatewayAdminArgv, GatewayWorker, parseAdminAnswer, parseWorkers } from "../core/gateway";
 import type { RemoteRunner } from "./remote-host";
@@ -16,7 +18,9 @@ export class GatewayAdmin {
     async request(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<AdminAnswer> {
         const r = await this.remote.run(gatewayAdminArgv(this.gatewayName, method, `${this.adminUrl}${path}`, body));
         if (r.code !== 0) return { status: 0, body: (r.stderr || r.stdout).trim().slice(0, 300) };
-        return parseAdminAnswer(r.stdout);
+        const answer = parseAdminAnswer(r.stdout);
+        if (answer.refused) throw new Error(`the gateway's admin API was not asked: ${answer.body.slice(0, 300)}`);
+        return answer;
     }
 
     /** GET /liveness answers 200. */

@@ -70,7 +70,10 @@ describe("the stack program under mocks: servers behind a gateway", () => {
             { name: "qwen-b", url: "http://10.1.230.172:30001" },
         ]);
         assert.equal(gateway.inputs.requireApiKey, true);
-        assert.match(String(gateway.inputs.unitText), /ExecStart=\/opt\/smg\/venv-1\.13\.0\/bin\/smg launch/);
+        assert.match(
+            String(gateway.inputs.unitText),
+            /ExecStart=\/opt\/smg\/venv-1\.13\.0\/bin\/python3 -I -c "import os, sys; .*from smg\.cli import main; .*" launch \\\n {4}--host 0\.0\.0\.0/,
+        );
         assert.equal(await promiseOf(gatewayOutputs.endpoint), "http://10.1.230.172:30080");
         assert.equal(program.endpoint, null, "two servers: no top-level endpoint");
     });
