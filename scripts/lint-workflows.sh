@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# `npm run lint:workflows`: actionlint on every workflow in .github/workflows.
+# `npm run lint:workflows`: actionlint on every workflow in .github/workflows,
+# then the repository's own rules (core/workflow-rules.ts: named secrets, no
+# `secrets: inherit`, deploys on a runner label of their own).
 #
 # actionlint is built from Go modules (tools/actionlint/go.mod pins it), like
 # the engine in scripts/engine.sh: no binary download, cached by version and
@@ -45,3 +47,4 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 fi
 "$bin/actionlint" -no-color "${workflows[@]}"
 echo "lint-workflows: ${#workflows[@]} workflow(s) clean (actionlint $version)" >&2
+node --require ./ts-hook.cjs scripts/workflow-rules.ts
