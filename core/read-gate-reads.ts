@@ -25,6 +25,12 @@ export interface GateRead {
     where: "host" | "server";
     /** Only for a --vmid key (a Proxmox host): pct commands are no read of a direct box. */
     pctOnly?: boolean;
+    /**
+     * The box-facts read whose launcher runs the python only in a venv that
+     * carries the stack's staged marker (core/box-facts.ts): the only one the
+     * gate allows for a python it allows through --venv-root.
+     */
+    stagedVenv?: boolean;
     argv: TemplatePart[][];
 }
 
@@ -170,6 +176,12 @@ export function gateReads(): GateReads {
             }),
         },
         { shape: "box-facts", where: "server", argv: templateOf("box-facts", 0, (v) => boxFactsCommand(v.python, v.model)) },
+        {
+            shape: "box-facts",
+            where: "server",
+            stagedVenv: true,
+            argv: templateOf("box-facts of a staged venv", 0, (v) => boxFactsCommand(v.python, v.model, true)),
+        },
     );
     return {
         maxUnits: GATE_MAX_UNITS,
