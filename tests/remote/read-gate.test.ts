@@ -8,6 +8,7 @@ import * as path from "path";
 import fc from "fast-check";
 import { BOX_FACTS_LAUNCHER, BOX_FACTS_SCRIPT, boxFactsCommand } from "../../core/box-facts";
 import { checkSpeculativeActive } from "../../core/chat-check";
+import { sha256 } from "../../core/digest";
 import { containerReadScript } from "../../core/host-reads";
 import { GATE_MAX_UNITS } from "../../core/read-gate-reads";
 import { remoteCommand, shCommand } from "../../core/shell";
@@ -166,6 +167,41 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
+    });
+
+    it("gives no answer about a digest the caller chose, for a server's or the gateway's env file: only the read without a digest runs", async () => {
+        const guess = sha256("SGLANG_API_KEY=guess\n");
+        const read = (units: string[], digest: string) =>
+            remoteCommand("direct", undefined, [
+                "sh",
+                "-c",
+                renderUnitReadScript(
+                    units.map((u) => ({
+                        unitName: u,
+                        unitPath: unitPaths(u).unit,
+                        environmentFilePath: unitPaths(u).environmentFile,
+                        expectedEnvironmentHash: digest,
+                    })),
+                    "sglang-serve-0123456789abcdef",
+                ),
+            ]);
+        const chosen = [
+            read(["sglang-qwen.service"], guess),
+            read(["sglang-gateway.service"], guess),
+            read(["sglang-qwen.service", "sglang-qwen.service"], guess),
+        ];
+        for (const reason of refused(chosen, DIRECT)) {
+            assert.match(
+                reason,
+                /^a unit read that carries an expected digest of an env file: this key learns only whether the file is there, never whether it matches a digest it sends/,
+            );
+        }
+        allowed([read(["sglang-qwen.service"], ""), read(["sglang-gateway.service"], "")], DIRECT);
+        // Run for real: the gate answers nothing on stdout, only its refusal.
+        const r = await runGate(DIRECT, chosen[0]!);
+        assert.equal(r.code, 1);
+        assert.equal(r.stdout, "");
+        assert.match(r.stderr, /refused .*: a unit read that carries an expected digest of an env file/);
     });
 
     it("refuses paths outside /etc/systemd/system/sglang-<name>.service and /etc/sglang/<name>.env", () => {
