@@ -13,7 +13,7 @@ import { extraFlagInteger, extraFlagValues, shownExtraFlag } from "./extra-args"
 import { ALLOW_LONGER_CONTEXT_ENV, parseSglangBool } from "./sglang-rules";
 import { judgeServerArgs, ServerArgsInput } from "./sglang-server-args";
 import { sglangRelease } from "./sglang-releases";
-import { releaseVenvDir, servicePython, STAGING_MARKER } from "./venv-layout";
+import { releaseVenvDir, servicePython, STAGED_MARKER, STAGING_MARKER } from "./venv-layout";
 
 export interface BoxFacts {
     /** The installed distribution's version (importlib.metadata); null when sglang is not installed for that python. */
@@ -21,9 +21,11 @@ export interface BoxFacts {
     /**
      * `missing`: the configured python does not exist (the rest was read by
      * the box's python3); `staging`: it is a venv whose staging by the stack
-     * did not finish (core/venv-layout.ts STAGING_MARKER). Absent: it ran.
+     * did not finish (core/venv-layout.ts STAGING_MARKER); `unstaged`: a venv
+     * at the path the stack stages into that the stack did not stage (no
+     * STAGED_MARKER), whose python was not run. Absent: it ran.
      */
-    python?: "missing" | "staging";
+    python?: "missing" | "staging" | "unstaged";
     model: "present" | "missing" | "no-config" | "unreadable-config";
     architecture?: string;
     layerTypes?: string[];
@@ -66,9 +68,9 @@ export const BOX_FACTS_SCRIPT = `import glob, hashlib, json, os, stat, sys
 import importlib.metadata as md
 path, dist = sys.argv[1], sys.argv[2]
 out = {}
-if sys.argv[3:] == ["missing"]:
+if sys.argv[3:]:
     out["sglangVersion"] = None
-    out["python"] = "missing"
+    out["python"] = sys.argv[3]
 else:
     try:
         out["sglangVersion"] = md.version(dist)
@@ -145,27 +147,88 @@ else:
 print(json.dumps(out))
 `;
 
-/** Exit status of the launcher when a path is not root's alone (nothing ran). */
+/** Exit status of the launcher when a path is not root's alone (nothing of the interpreter's site ran). */
 export const BOX_FACTS_UNTRUSTED_EXIT = 3;
 
 /**
- * Run by the box's own python3 (`python3 -I -c BOX_FACTS_LAUNCHER <python>
- * <model path> sglang`), before the configured interpreter: every component
- * of both paths, symlinks followed (each link and its target), must be owned
- * by root and not writable by its group or others; otherwise it exits
- * BOX_FACTS_UNTRUSTED_EXIT naming the component, and the interpreter never
- * runs (issue 19: a python reached through a writable directory, or a venv
- * whose .pth files anyone may write, would run as root). A component that
- * does not exist ends the walk: its parent is root's alone, so only root can
- * make it. Then it runs `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`;
- * when that python does not exist, it runs the script itself with `missing`
- * (the model's facts still count; a venv the rollout stages is not there yet).
+ * Run by the configured interpreter without its site (`<python> -I -S -c
+ * SYS_PATH_SCRIPT`): prints `{"dirs": [...], "files": [...]}`, every
+ * directory its sys.path will hold once site runs and the files site reads to
+ * build it (pyvenv.cfg, each .pth), computed as site.py computes them
+ * (site.venv, getsitepackages, addpackage) without running any of it: no .pth
+ * line is executed, so a planted one cannot run here.
  */
-export const BOX_FACTS_LAUNCHER = `import os, stat, sys
+export const SYS_PATH_SCRIPT = `import json, os, site, sys
+exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+prefixes, files = [sys.prefix, sys.exec_prefix], []
+for conf in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(exe_dir), "pyvenv.cfg")):
+    if os.path.isfile(conf):
+        files.append(conf)
+        system_site = "true"
+        with open(conf, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                key, eq, value = line.partition("=")
+                if eq and key.strip().lower() == "include-system-site-packages":
+                    system_site = value.strip().lower()
+        prefixes = [os.path.dirname(exe_dir)] + ([sys.base_prefix, sys.base_exec_prefix] if system_site == "true" else [])
+        break
+dirs = list(sys.path)
+for sitedir in site.getsitepackages(prefixes):
+    dirs.append(sitedir)
+    try:
+        names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth") and not n.startswith("."))
+    except OSError:
+        continue
+    for name in names:
+        pth = os.path.join(sitedir, name)
+        files.append(pth)
+        try:
+            with open(pth, "rb") as f:
+                lines = f.read().decode("utf-8", "surrogateescape").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith(("#", "import ", "import\\t")) or not line.strip():
+                continue
+            d = os.path.abspath(os.path.join(sitedir, line.rstrip()))
+            if os.path.exists(d):
+                dirs.append(d)
+print(json.dumps({"dirs": dirs, "files": files}))
+`;
+
+/**
+ * Run by the box's own python3 (`python3 -I -c BOX_FACTS_LAUNCHER <python>
+ * <model path> sglang [staged]`), before the configured interpreter's site
+ * runs. A path is root's alone when every component, symlinks followed (each
+ * link and its target), is owned by root and not writable by its group or
+ * others; a component that does not exist ends the walk (its parent is root's
+ * alone, so only root can make it). Otherwise the launcher exits
+ * BOX_FACTS_UNTRUSTED_EXIT naming the component. In order (issue 19, issue 34
+ * finding 4: a .pth file in a writable site-packages runs as root):
+ *
+ * 1. the interpreter's path and the model folder's;
+ * 2. `staged` (a python under --venv-root, a venv the stack stages): the venv
+ *    must carry STAGED_MARKER, else its python never runs and the facts say
+ *    `unstaged` (or `staging` while STAGING_MARKER is there);
+ * 3. its pyvenv.cfg, the `home` it names and the standard library beside that
+ *    (what the interpreter reads before any code of ours runs);
+ * 4. the interpreter, run without site (-I -S), lists its sys.path as site
+ *    would build it (SYS_PATH_SCRIPT): every directory on it, and each .pth
+ *    file, must be root's alone;
+ * 5. then it runs `<python> -I -c BOX_FACTS_SCRIPT <model path> sglang`.
+ *
+ * When that python does not exist, the launcher runs the script itself with
+ * `missing` (the model's facts still count; a venv the rollout stages is not
+ * there yet). Files inside the directories (modules, subpackages) are not
+ * walked: root wrote them there, and their modes are root's to keep.
+ */
+export const BOX_FACTS_LAUNCHER = `import glob, json, os, stat, subprocess, sys
 python, model, dist = sys.argv[1], sys.argv[2], sys.argv[3]
+staged = sys.argv[4:] == ["staged"]
 FACTS = ${JSON.stringify(BOX_FACTS_SCRIPT)}
+SYS_PATH = ${JSON.stringify(SYS_PATH_SCRIPT)}
 def refuse(what, why):
-    sys.stderr.write("box-facts: %s %s: only root may own and write every directory on the way to the interpreter and the model; nothing was run\\n" % (quoted(what), why))
+    sys.stderr.write("box-facts: %s %s: only root may own and write the interpreter, the model, every directory on the way to them and on the interpreter's sys.path; nothing of the interpreter's site was run\\n" % (quoted(what), why))
     sys.exit(${BOX_FACTS_UNTRUSTED_EXIT})
 def quoted(text):
     return repr(text)[:300]
@@ -199,21 +262,70 @@ def trusted(path):
         if st.st_mode & 0o022:
             refuse(step, "is writable by its group or others (mode %o)" % stat.S_IMODE(st.st_mode))
         here = step
+def facts_without(python_state):
+    os.execv(sys.executable, [sys.executable, "-I", "-c", FACTS, model, dist, python_state])
+def staged_state():
+    venv = os.path.dirname(os.path.dirname(python))
+    if os.path.lexists(os.path.join(venv, "${STAGING_MARKER}")):
+        return "staging"
+    try:
+        st = os.lstat(os.path.join(venv, "${STAGED_MARKER}"))
+    except FileNotFoundError:
+        return "unstaged"
+    return None if stat.S_ISREG(st.st_mode) and st.st_uid == 0 else "unstaged"
+def before_start():
+    exe_dir = os.path.dirname(os.path.abspath(python))
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(python)))
+    for conf in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(os.path.dirname(exe_dir), "pyvenv.cfg")):
+        if not os.path.lexists(conf):
+            continue
+        trusted(conf)
+        with open(conf, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                key, eq, value = line.partition("=")
+                if eq and key.strip().lower() == "home" and value.strip():
+                    trusted(value.strip())
+                    prefix = os.path.dirname(os.path.abspath(value.strip()))
+        break
+    for lib in sorted(glob.glob(os.path.join(glob.escape(prefix), "lib*", "python3*"))):
+        trusted(lib)
+def sys_path():
+    try:
+        r = subprocess.run([python, "-I", "-S", "-c", SYS_PATH], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        listed = json.loads(r.stdout.decode("utf-8", "surrogateescape")) if r.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        r, listed = e, None
+    if not isinstance(listed, dict) or not all(isinstance(listed.get(k), list) and all(isinstance(p, str) for p in listed[k]) for k in ("dirs", "files")):
+        why = "exit %d: %s" % (r.returncode, r.stderr.decode("utf-8", "replace").strip()[-300:]) if isinstance(r, subprocess.CompletedProcess) else str(r)
+        sys.stderr.write("box-facts: cannot list the sys.path of %s (%s); its site was not run\\n" % (quoted(python), why))
+        sys.exit(127)
+    return listed["dirs"] + listed["files"]
 trusted(python)
 trusted(model)
+if not os.path.exists(python):
+    facts_without("missing")
+state = staged_state() if staged else None
+if state is not None:
+    facts_without(state)
+before_start()
+for path in sys_path():
+    trusted(path)
 try:
     os.execv(python, [python, "-I", "-c", FACTS, model, dist])
-except FileNotFoundError:
-    os.execv(sys.executable, [sys.executable, "-I", "-c", FACTS, model, dist, "missing"])
 except OSError as e:
     sys.stderr.write("box-facts: cannot run %s: %s\\n" % (quoted(python), e.strerror))
     sys.exit(127)
 `;
 
-/** The box-facts read: the box's python3 checks the paths, then runs the configured interpreter (BOX_FACTS_LAUNCHER). */
-export function boxFactsCommand(python: string, modelPath: string): string[] {
+/**
+ * The box-facts read: the box's python3 checks the paths, then runs the
+ * configured interpreter (BOX_FACTS_LAUNCHER). `staged`: the python is of a
+ * venv the stack stages (BoxExpectations.stagedVenv), which runs only with
+ * the stack's STAGED_MARKER in it.
+ */
+export function boxFactsCommand(python: string, modelPath: string, staged = false): string[] {
     // -I: no PYTHON* variables, no user site directory, nothing from the working directory.
-    return ["python3", "-I", "-c", BOX_FACTS_LAUNCHER, python, modelPath, "sglang"];
+    return ["python3", "-I", "-c", BOX_FACTS_LAUNCHER, python, modelPath, "sglang", ...(staged ? ["staged"] : [])];
 }
 
 export class BoxFactsError extends Error {}
@@ -231,7 +343,7 @@ export function parseBoxFacts(stdout: string): BoxFacts {
     }
     return {
         sglangVersion: typeof v.sglangVersion === "string" ? v.sglangVersion : null,
-        ...(v.python === "missing" || v.python === "staging" ? { python: v.python } : {}),
+        ...(v.python === "missing" || v.python === "staging" || v.python === "unstaged" ? { python: v.python } : {}),
         model: v.model as BoxFacts["model"],
         ...(typeof v.architecture === "string" ? { architecture: v.architecture } : {}),
         ...(Array.isArray(v.layerTypes) ? { layerTypes: v.layerTypes.map(String) } : {}),
@@ -354,7 +466,13 @@ const WEIGHTS_TOLERANCE = 0.1;
  */
 export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): BoxContradiction[] {
     const found: BoxContradiction[] = [];
-    if (facts.python !== undefined) {
+    if (facts.python === "unstaged") {
+        // Its python was not run (core/box-facts.ts BOX_FACTS_LAUNCHER): a venv the stack did not make may hold anything.
+        found.push({
+            property: "service.venv",
+            reason: `${expect.stagedVenv ?? expect.python} exists but the stack did not stage it (it has no ${STAGED_MARKER}), so its python is not run: remove it (the rollout then installs ${expect.sglangVersion} there), or name it in service.venv.adopt.`,
+        });
+    } else if (facts.python !== undefined) {
         // Not there yet, or its staging was cut short: the rollout stages it (before anything stops); else nothing can start.
         if (expect.stagedVenv === undefined) {
             found.push({

@@ -25,6 +25,12 @@ export interface GateRead {
     where: "host" | "server";
     /** Only for a --vmid key (a Proxmox host): pct commands are no read of a direct box. */
     pctOnly?: boolean;
+    /**
+     * The box-facts read whose launcher runs the python only in a venv that
+     * carries the stack's staged marker (core/box-facts.ts): the only one the
+     * gate allows for a python it allows through --venv-root.
+     */
+    stagedVenv?: boolean;
     argv: TemplatePart[][];
 }
 
@@ -48,7 +54,6 @@ export const GATE_PARAMS: Record<string, string> = {
     vmid: "[1-9][0-9]{2,8}",
     name: "[a-z][a-z0-9-]{0,39}",
     timeout: "[1-9][0-9]{0,3}",
-    digest: "[0-9a-f]{64}",
     python: "/[A-Za-z0-9._/+-]{1,255}",
     model: "/[A-Za-z0-9._/+-]{1,255}",
 };
@@ -60,7 +65,6 @@ const VARIANTS = [
         vmid: 918273645,
         timeout: 3571,
         name: (k: number) => `zq${k}xazq`,
-        digest: (k: number) => k.toString(16).padStart(2, "0") + "a1".repeat(31),
         python: "/zqpa/bin/python3",
         model: "/zqma",
     },
@@ -69,7 +73,6 @@ const VARIANTS = [
         vmid: 827364519,
         timeout: 3583,
         name: (k: number) => `zq${k}xbzq`,
-        digest: (k: number) => k.toString(16).padStart(2, "0") + "b2".repeat(31),
         python: "/zqpb/bin/python3",
         model: "/zqmb",
     },
@@ -88,7 +91,6 @@ function valuesOf(v: Variant, units: number): Map<string, string> {
     ]);
     for (let k = 0; k < units; k++) {
         m.set(`name${k}`, v.name(k));
-        m.set(`digest${k}`, v.digest(k));
     }
     return m;
 }
@@ -138,7 +140,10 @@ function unitRequests(v: Variant, units: number) {
     return Array.from({ length: units }, (_, k) => {
         const unitName = `sglang-${v.name(k)}.service`;
         const paths = unitPaths(unitName);
-        return { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash: v.digest(k) };
+        // No expected digest: the read-only key learns only whether the env file is there, and cannot send a
+        // digest of its choosing to learn whether the 0600 file matches it (issue 34 finding 8). Only the
+        // deploy key's reads, which the gate never sees, compare the file with the declared one.
+        return { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash: "" };
     });
 }
 
@@ -170,6 +175,12 @@ export function gateReads(): GateReads {
             }),
         },
         { shape: "box-facts", where: "server", argv: templateOf("box-facts", 0, (v) => boxFactsCommand(v.python, v.model)) },
+        {
+            shape: "box-facts",
+            where: "server",
+            stagedVenv: true,
+            argv: templateOf("box-facts of a staged venv", 0, (v) => boxFactsCommand(v.python, v.model, true)),
+        },
     );
     return {
         maxUnits: GATE_MAX_UNITS,

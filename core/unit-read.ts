@@ -31,7 +31,10 @@ export interface UnitReadRequest {
      * that digest again (the same file) or ENVIRONMENT_DIFFERS: the read, which
      * the read-only key runs, never carries the digest of a file that holds the
      * API key, so a weak key cannot be guessed offline from it (issue 19,
-     * finding 7). Someone who holds that key learns one bit per SSH command.
+     * finding 7). Only the deploy key's reads carry a digest: the read-only
+     * gate allows the read with "" alone (core/read-gate-reads.ts), so that key
+     * learns whether the file is there, never whether it matches a digest it
+     * chose (issue 34, finding 8).
      */
     expectedEnvironmentHash: string;
 }

@@ -9,7 +9,8 @@ export type BoxFactsRead = BoxFacts | { error: string };
 
 /** Reads the box's facts about the declared server (core/box-facts.ts): one command. */
 export async function readBoxFacts(remote: RemoteHost, expect: BoxExpectations): Promise<BoxFactsRead> {
-    const r = await remote.run(boxFactsCommand(expect.python, expect.modelPath));
+    // A venv the stack stages runs only with the stack's marker in it (the read-only gate allows a --venv-root python only so).
+    const r = await remote.run(boxFactsCommand(expect.python, expect.modelPath, expect.stagedVenv !== undefined));
     if (r.code !== 0) return { error: `${expect.python} exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 300)}` };
     try {
         return parseBoxFacts(r.stdout);
@@ -59,7 +60,7 @@ export async function boxFactsForCheck(run: ProviderRun, olds: Partial<ServiceOu
  * let that through only for a venv the stack stages).
  */
 export function stagesRelease(props: ServiceProps, facts: BoxFactsRead | undefined): props is ServiceProps & { venv: VenvPlan } {
-    return props.venv !== undefined && facts !== undefined && !("error" in facts) && facts.python !== undefined;
+    return props.venv !== undefined && facts !== undefined && !("error" in facts) && (facts.python === "missing" || facts.python === "staging");
 }
 
 /** The contradictions between what is declared and what the box says (none when the facts could not be read: see assertBoxServes). */

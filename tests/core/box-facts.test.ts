@@ -4,6 +4,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, drafterDigestRefusal, parseBoxFacts } from "../../core/box-facts";
 import { validateStackConfig } from "../../core/config";
+import { readBoxFacts } from "../../providers/box-facts";
+import type { RemoteHost } from "../../remote/remote-host";
 import { DFLASH_BLOCK, fieldConfig, withField } from "./fixtures";
 
 const QWEN = path.join(__dirname, "..", "..", "lab", "sglang", "fixtures", "qwen3.6-27b", "config.json");
@@ -322,6 +324,42 @@ describe("box facts against a venv the stack stages (service.venv)", () => {
         assert.match(
             found!.reason,
             /^\/opt\/sglang\/releases\/venv-0\.5\.23 exists but has SGLang 0\.5\.10, not the declared 0\.5\.23, and the stack did not stage it: remove it .*or name the venv that has it in service\.venv\.adopt\.$/,
+        );
+    });
+
+    it("refuses a venv at the release's path that the stack did not stage (no marker: its python was not run), naming it and both fixes", () => {
+        const facts = parseBoxFacts(
+            JSON.stringify({ sglangVersion: null, python: "unstaged", model: "present", architecture: "Qwen3_5ForConditionalGeneration" }),
+        );
+        assert.equal(facts.python, "unstaged");
+        const found = boxContradictions(staged(), { ...fieldFacts(), ...facts });
+        assert.deepEqual(
+            found.map((f) => f.property),
+            ["service.venv"],
+        );
+        assert.match(
+            found[0]!.reason,
+            /^\/opt\/sglang\/releases\/venv-0\.5\.23 exists but the stack did not stage it \(it has no \.sglang-serve-venv\), so its python is not run: remove it \(the rollout then installs 0\.5\.23 there\), or name it in service\.venv\.adopt\.$/,
+        );
+    });
+
+    it("asks the box for a staged venv's facts with the read that runs its python only with the stack's marker; a pinned python without", async () => {
+        const sent: string[][] = [];
+        const remote = {
+            run: async (argv: string[]) => {
+                sent.push(argv);
+                return { code: 0, stdout: JSON.stringify({ sglangVersion: null, python: "unstaged", model: "present" }), stderr: "" };
+            },
+        } as unknown as RemoteHost;
+        const read = await readBoxFacts(remote, staged());
+        assert.ok(!("error" in read) && read.python === "unstaged");
+        await readBoxFacts(remote, fieldExpectations());
+        assert.deepEqual(
+            sent.map((a) => a.slice(4)),
+            [
+                ["/opt/sglang/releases/venv-0.5.23/bin/python3", "/models/Qwen3.6-27B", "sglang", "staged"],
+                ["/opt/sglang/venv/bin/python3", "/models/Qwen3.6-27B", "sglang"],
+            ],
         );
     });
 

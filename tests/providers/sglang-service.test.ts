@@ -924,7 +924,7 @@ describe("SglangService provider against the fake box", function () {
                 weightsBytes: 53_790_000_000,
             });
             assert.equal(box.commands.length, 1);
-            assert.match(box.commands[0]!, /^pct exec 129 -- python3 -I -c 'import os, stat, sys\n/);
+            assert.match(box.commands[0]!, /^pct exec 129 -- python3 -I -c 'import glob, json, os, stat, subprocess, sys\n/);
             assert.match(box.commands[0]!, / \/opt\/sglang\/venv\/bin\/python3 \/models\/Qwen3\.6-27B sglang$/);
         });
 

@@ -7,7 +7,6 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import { boxFactsCommand } from "../../core/box-facts";
-import { sha256 } from "../../core/digest";
 import { containerReadScript, gpuFactsScript } from "../../core/host-reads";
 import { renderGate } from "../../core/read-gate-install";
 import { remoteCommand, shCommand } from "../../core/shell";
@@ -54,7 +53,8 @@ export function readerCommands(t: ServerBox, units: readonly string[], marker = 
         unitName: u,
         unitPath: unitPaths(u).unit,
         environmentFilePath: unitPaths(u).environmentFile,
-        expectedEnvironmentHash: sha256(`SGLANG_API_KEY=${u}\n`),
+        // A preview or drift check holds no secret value: it sends no digest (providers/service-secrets.ts expectedEnvironmentHash).
+        expectedEnvironmentHash: "",
     }));
     return {
         gpuFacts: shCommand(["sh", "-c", gpuFactsScript(marker)]),

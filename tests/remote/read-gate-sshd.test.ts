@@ -153,7 +153,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
         assert.equal(fs.statSync(sshd.file("authorized_keys")).mode & 0o777, 0o600);
         assert.equal(fs.statSync(sshd.file("gate/sglang-serve-read-gate")).mode & 0o777, 0o755);
         const out = install(sshd, sshd.file("read_pct.pub"), ["--vmid", "129", ...PINS]);
-        assert.match(out, /sglang-serve-read-gate 5 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
+        assert.match(out, /sglang-serve-read-gate 6 installed at .*; key SHA256:\S+ in .*authorized_keys may run only the read commands/);
         assert.equal(
             fs
                 .readFileSync(sshd.file("authorized_keys"), "utf8")

@@ -8,6 +8,7 @@ import * as path from "path";
 import fc from "fast-check";
 import { BOX_FACTS_LAUNCHER, BOX_FACTS_SCRIPT, boxFactsCommand } from "../../core/box-facts";
 import { checkSpeculativeActive } from "../../core/chat-check";
+import { sha256 } from "../../core/digest";
 import { containerReadScript } from "../../core/host-reads";
 import { GATE_MAX_UNITS } from "../../core/read-gate-reads";
 import { remoteCommand, shCommand } from "../../core/shell";
@@ -168,6 +169,41 @@ describe("read-only gate: everything else is refused", () => {
         );
     });
 
+    it("gives no answer about a digest the caller chose, for a server's or the gateway's env file: only the read without a digest runs", async () => {
+        const guess = sha256("SGLANG_API_KEY=guess\n");
+        const read = (units: string[], digest: string) =>
+            remoteCommand("direct", undefined, [
+                "sh",
+                "-c",
+                renderUnitReadScript(
+                    units.map((u) => ({
+                        unitName: u,
+                        unitPath: unitPaths(u).unit,
+                        environmentFilePath: unitPaths(u).environmentFile,
+                        expectedEnvironmentHash: digest,
+                    })),
+                    "sglang-serve-0123456789abcdef",
+                ),
+            ]);
+        const chosen = [
+            read(["sglang-qwen.service"], guess),
+            read(["sglang-gateway.service"], guess),
+            read(["sglang-qwen.service", "sglang-qwen.service"], guess),
+        ];
+        for (const reason of refused(chosen, DIRECT)) {
+            assert.match(
+                reason,
+                /^a unit read that carries an expected digest of an env file: this key learns only whether the file is there, never whether it matches a digest it sends/,
+            );
+        }
+        allowed([read(["sglang-qwen.service"], ""), read(["sglang-gateway.service"], "")], DIRECT);
+        // Run for real: the gate answers nothing on stdout, only its refusal.
+        const r = await runGate(DIRECT, chosen[0]!);
+        assert.equal(r.code, 1);
+        assert.equal(r.stdout, "");
+        assert.match(r.stderr, /refused .*: a unit read that carries an expected digest of an env file/);
+    });
+
     it("refuses paths outside /etc/systemd/system/sglang-<name>.service and /etc/sglang/<name>.env", () => {
         const read = (unitPath: string, environmentFilePath: string, unitName = "sglang-qwen.service") =>
             remoteCommand("pct-exec", 129, [
@@ -212,7 +248,7 @@ describe("read-only gate: everything else is refused", () => {
             ],
             PCT,
         );
-        assert.match(reasons[0]!, /a python program that is not one of this gate's reads \(gate version 5; reinstall the gate/);
+        assert.match(reasons[0]!, /a python program that is not one of this gate's reads \(gate version 6; reinstall the gate/);
         assert.match(reasons[4]!, /server-info: the timeout 3601 is not 1 to 3600 seconds/);
     });
 
@@ -248,7 +284,7 @@ describe("read-only gate: everything else is refused", () => {
         assert.equal(r.stdout, "");
         assert.match(
             r.stderr,
-            /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands \(gate version 5\)\./,
+            /^sglang-serve-read-gate: refused "systemctl stop sglang-qwen.service": not one of sglang-serve's read commands \(gate version 6\)\./,
         );
         assert.match(r.stderr, /need the deploy key/);
         const login = await runGate(PCT, undefined);
@@ -661,8 +697,8 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
 
 describe("read-only gate: the box-facts read", function () {
     this.timeout(20_000);
-    const command = (topology: "pct-exec" | "direct", python: string, model: string) =>
-        remoteCommand(topology, topology === "pct-exec" ? 129 : undefined, boxFactsCommand(python, model));
+    const command = (topology: "pct-exec" | "direct", python: string, model: string, staged = false) =>
+        remoteCommand(topology, topology === "pct-exec" ? 129 : undefined, boxFactsCommand(python, model, staged));
 
     it("allows the box-facts read the stack builds for the interpreter and model folders its line pins, in both topologies", () => {
         allowed([command("pct-exec", FIELD_PYTHON, FIELD_MODEL)], PCT);
@@ -696,21 +732,34 @@ describe("read-only gate: the box-facts read", function () {
     it("with --venv-root, allows the python of any release's venv the stack stages there, and nothing else under or beside it", () => {
         const scope = ["--vmid", "129", "--venv-root", "/opt/sglang", "--model", FIELD_MODEL];
         allowed(
-            [command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3", FIELD_MODEL), command("pct-exec", "/opt/sglang/venv-0.6.0/bin/python3", FIELD_MODEL)],
+            [
+                command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang/venv-0.6.0/bin/python3", FIELD_MODEL, true),
+            ],
             scope,
         );
         const reasons = refused(
             [
-                command("pct-exec", "/opt/sglang/venv/bin/python3", FIELD_MODEL),
-                command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3.11", FIELD_MODEL),
-                command("pct-exec", "/opt/sglang/venv-x/bin/python3", FIELD_MODEL),
-                command("pct-exec", "/opt/sglang/x/venv-0.5.23/bin/python3", FIELD_MODEL),
-                command("pct-exec", "/opt/sglang2/venv-0.5.23/bin/python3", FIELD_MODEL),
-                command("pct-exec", "/opt/sglang/venv-0.5.23/../../../tmp/venv-0.5.23/bin/python3", FIELD_MODEL),
+                command("pct-exec", "/opt/sglang/venv/bin/python3", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3.11", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang/venv-x/bin/python3", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang/x/venv-0.5.23/bin/python3", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang2/venv-0.5.23/bin/python3", FIELD_MODEL, true),
+                command("pct-exec", "/opt/sglang/venv-0.5.23/../../../tmp/venv-0.5.23/bin/python3", FIELD_MODEL, true),
             ],
             scope,
         );
         for (const r of reasons) assert.match(r, /^box-facts: python \S+ is not the one this key's line pins \(--python none\)/);
+    });
+
+    it("with --venv-root, runs such a python only through the read that checks the stack's staged marker on the box; a pinned python either way", () => {
+        const scope = ["--vmid", "129", "--venv-root", "/opt/sglang", "--python", FIELD_PYTHON, "--model", FIELD_MODEL];
+        const [reason] = refused([command("pct-exec", "/opt/sglang/venv-0.5.23/bin/python3", FIELD_MODEL)], scope);
+        assert.match(
+            reason!,
+            /^box-facts: python \/opt\/sglang\/venv-0\.5\.23\/bin\/python3 is a venv's under --venv-root \/opt\/sglang, whose python runs only through the read that checks the stack's staged marker/,
+        );
+        allowed([command("pct-exec", FIELD_PYTHON, FIELD_MODEL), command("pct-exec", FIELD_PYTHON, FIELD_MODEL, true)], scope);
     });
 
     it("refuses a changed program, another interpreter for the check, another distribution", () => {
@@ -743,12 +792,15 @@ describe("read-only gate: the box-facts read", function () {
             if (writable) fs.rmSync(writable, { recursive: true, force: true });
         });
 
-        /** A "python" that leaves a mark when it runs. */
+        /** A "python" that leaves a mark when it runs the facts (asked for its sys.path without site, -S, it lists none). */
         function fakePython(dir: string): { python: string; mark: string } {
             const bin = path.join(dir, "venv", "bin");
             fs.mkdirSync(bin, { recursive: true, mode: 0o755 });
             const mark = path.join(dir, "ran");
-            fs.writeFileSync(path.join(bin, "python3"), `#!/bin/sh\ntouch ${mark}\necho '{"sglangVersion": null, "model": "missing"}'\n`, { mode: 0o755 });
+            const listing = `if [ "$2" = -S ]; then echo '{"dirs": [], "files": []}'; exit 0; fi\n`;
+            fs.writeFileSync(path.join(bin, "python3"), `#!/bin/sh\n${listing}touch ${mark}\necho '{"sglangVersion": null, "model": "missing"}'\n`, {
+                mode: 0o755,
+            });
             return { python: path.join(bin, "python3"), mark };
         }
 
@@ -786,6 +838,85 @@ describe("read-only gate: the box-facts read", function () {
             const linked = await viaGate(path.join(link, "bin", "python3"), "/usr");
             assert.match(linked.stderr, /^box-facts: '\/tmp' is writable/);
             assert.ok(!fs.existsSync(mark));
+        });
+
+        /** A real venv (python3 -m venv) `dir/name`, whose site-packages holds a .pth that leaves a mark when site runs it. */
+        function venvWithPth(dir: string, name = "venv"): { python: string; site: string; mark: string } {
+            const venv = path.join(dir, name);
+            const made = spawnSync("python3", ["-m", "venv", "--without-pip", venv], { encoding: "utf8" });
+            assert.equal(made.status, 0, made.stderr);
+            const lib = path.join(venv, "lib");
+            const site = path.join(
+                lib,
+                fs.readdirSync(lib).find((d) => d.startsWith("python3"))!,
+                "site-packages",
+            );
+            const mark = path.join(dir, "pth-ran");
+            fs.writeFileSync(path.join(site, "planted.pth"), `import os; open(${JSON.stringify(mark)}, "w").close()\n`, { mode: 0o644 });
+            return { python: path.join(venv, "bin", "python3"), site, mark };
+        }
+
+        it("refuses, naming the directory, a pinned venv whose site-packages others may write: the .pth planted there never runs", async () => {
+            const dir = fs.mkdtempSync(path.join(trusted, "pth-"));
+            fs.chmodSync(dir, 0o755);
+            const model = path.join(dir, "model");
+            fs.mkdirSync(model, { mode: 0o755 });
+            const { python, site, mark } = venvWithPth(dir);
+            fs.chmodSync(site, 0o757);
+            const r = await viaGate(python, model);
+            assert.equal(r.code, 3, r.stderr);
+            assert.equal(r.stdout, "");
+            assert.match(r.stderr, new RegExp(`^box-facts: '${site.replace(/[.]/g, "\\.")}' is writable by its group or others \\(mode 757\\)`));
+            assert.ok(!fs.existsSync(mark), "the planted .pth ran");
+            // The same venv with its site-packages root's alone runs, and site runs the .pth (root put it there).
+            fs.chmodSync(site, 0o755);
+            const ok = await viaGate(python, model);
+            assert.equal(ok.code, 0, ok.stderr);
+            assert.equal(JSON.parse(ok.stdout).model, "no-config");
+            assert.ok(fs.existsSync(mark));
+        });
+
+        it("refuses a venv whose pyvenv.cfg or .pth file others may write, and a directory a .pth adds that others may write, naming each", async () => {
+            const dir = fs.mkdtempSync(path.join(trusted, "cfg-"));
+            fs.chmodSync(dir, 0o755);
+            const { python, site, mark } = venvWithPth(dir);
+            const cfg = path.join(path.dirname(path.dirname(python)), "pyvenv.cfg");
+            fs.chmodSync(cfg, 0o664);
+            const byCfg = await viaGate(python, "/usr");
+            assert.equal(byCfg.code, 3, byCfg.stderr);
+            assert.match(byCfg.stderr, new RegExp(`^box-facts: '${cfg.replace(/[.]/g, "\\.")}' is writable by its group or others \\(mode 664\\)`));
+            fs.chmodSync(cfg, 0o644);
+            fs.chmodSync(path.join(site, "planted.pth"), 0o646);
+            const byPth = await viaGate(python, "/usr");
+            assert.match(byPth.stderr, /^box-facts: '\S+\/site-packages\/planted\.pth' is writable by its group or others \(mode 646\)/);
+            fs.chmodSync(path.join(site, "planted.pth"), 0o644);
+            fs.writeFileSync(path.join(site, "adds.pth"), `${path.join(writable, "added")}\n`);
+            fs.mkdirSync(path.join(writable, "added"), { recursive: true });
+            const byAdded = await viaGate(python, "/usr");
+            assert.match(byAdded.stderr, /^box-facts: '\/tmp' is writable by its group or others \(mode 1777\)/);
+            assert.ok(!fs.existsSync(mark), "the planted .pth ran");
+        });
+
+        it("runs a --venv-root python only when the venv carries the stack's staged marker; else says unstaged, or staging, without running it", async () => {
+            const root = fs.mkdtempSync(path.join(trusted, "releases-"));
+            fs.chmodSync(root, 0o755);
+            const { python, mark } = venvWithPth(root, "venv-0.6.0");
+            const releaseVenv = path.dirname(path.dirname(python));
+            const model = path.join(root, "model");
+            fs.mkdirSync(model, { mode: 0o755 });
+            const viaRoot = () => runGate(["--direct", "--venv-root", root, "--model", model], shCommand(boxFactsCommand(python, model, true)));
+            const unstaged = await viaRoot();
+            assert.equal(unstaged.code, 0, unstaged.stderr);
+            assert.deepEqual([JSON.parse(unstaged.stdout).python, JSON.parse(unstaged.stdout).sglangVersion], ["unstaged", null]);
+            fs.writeFileSync(path.join(releaseVenv, ".sglang-serve-staging"), "");
+            assert.equal(JSON.parse((await viaRoot()).stdout).python, "staging");
+            assert.ok(!fs.existsSync(mark), "the venv's python ran");
+            fs.rmSync(path.join(releaseVenv, ".sglang-serve-staging"));
+            fs.writeFileSync(path.join(releaseVenv, ".sglang-serve-venv"), '{"release":"0.6.0","stagedBy":"sglang-serve/test"}\n');
+            const ran = await viaRoot();
+            assert.equal(ran.code, 0, ran.stderr);
+            assert.equal(JSON.parse(ran.stdout).python, undefined);
+            assert.ok(fs.existsSync(mark));
         });
 
         it("refuses a model folder reached through a writable directory, and one owned by another user", async () => {
