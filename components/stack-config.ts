@@ -3,6 +3,7 @@ import { validateStackConfig } from "../core/config";
 import { formatConfigIssues } from "../core/config-issues";
 import type { StackConfig } from "../core/config-schema";
 import { rawStackConfig } from "../core/stack-config-source";
+import { deploySecretsMessage, givenKeyProblems } from "../core/deploy-secrets";
 
 /** The raw sections of a stack's config, as Pulumi holds them (core/stack-config-source.ts). */
 export function readRawStackConfig(config: pulumi.Config): Record<string, unknown> {
@@ -18,6 +19,14 @@ export function loadStackConfig(config = new pulumi.Config()): StackConfig {
     const result = validateStackConfig(readRawStackConfig(config), { sshAgentAvailable: Boolean(process.env.SSH_AUTH_SOCK) });
     if (!result.ok) {
         throw new pulumi.RunError(formatConfigIssues(result.issues, pulumi.getStack()));
+    }
+    // A key the run gives is judged now, as the deploy would judge it, and never passed on: only the providers read it to write the box.
+    const keyProblems = givenKeyProblems(process.env, {
+        apiKey: result.config.servers.some((s) => s.requireApiKey),
+        gatewayAdminKey: result.config.gateway !== undefined,
+    });
+    if (keyProblems.length > 0) {
+        throw new pulumi.RunError(deploySecretsMessage(keyProblems));
     }
     for (const warning of result.warnings ?? []) {
         pulumi.log.warn(warning);

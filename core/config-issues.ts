@@ -32,7 +32,8 @@ function isSecretPath(path: string): boolean {
 function describeValue(path: string, value: unknown): string {
     if (value === undefined) return "(not set)";
     if (isSecretPath(path)) return "[secret]";
-    const text = JSON.stringify(value) ?? String(value);
+    // A URL's credentials (a pip source given with `user:pw@`, refused for it) are not shown either.
+    const text = (JSON.stringify(value) ?? String(value)).replace(/(:\/\/)[^/?#@\s"]*@/g, "$1[credentials]@");
     return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 

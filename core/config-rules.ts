@@ -9,6 +9,7 @@ import type { ConfigIssue } from "./config-issues";
 import { CONFIG_NAMESPACE, ContainerConfig, GatewayConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
 import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
 import { GPU_SCOPE_ENV, unitName } from "./systemd-unit";
+import { credentialValueRule, secretNameRule } from "./secret-like";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import { OWNED_FLAGS } from "./sglang-settings";
@@ -509,11 +510,15 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             );
             continue;
         }
-        if (looksSecret(name)) {
+        // The value is never quoted: it may be the secret.
+        const secretName = secretNameRule(name);
+        const credential = secretName === undefined ? credentialValueRule(value) : undefined;
+        if (secretName !== undefined || credential !== undefined) {
             f.issue(
                 path,
                 "[secret]",
-                `${path}: ${name} looks like a secret, and service.environment goes in clear into the 0644 unit, the state and every preview: ` +
+                `${path}: ${secretName !== undefined ? `${name} looks like a secret (${secretName})` : `its value looks like ${credential}`}, ` +
+                    "and service.environment goes in clear into the 0644 unit, the state and every preview: " +
                     `move the name to ${pulumiKey("service.secretEnvironment")} and give its value to the deploy in SGLANG_SERVE_SECRET_ENVIRONMENT (\`${name}=...\`).`,
             );
             continue;
@@ -533,12 +538,6 @@ function environmentRule(service: ServiceConfig, f: Findings): void {
             continue;
         }
     }
-}
-
-/** Names that look like secrets: `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_KEY` (case-insensitive). */
-export function looksSecret(name: string): boolean {
-    const upper = name.toUpperCase();
-    return upper.includes("TOKEN") || upper.includes("SECRET") || upper.includes("PASSWORD") || upper.endsWith("_KEY");
 }
 
 function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {

@@ -26,6 +26,7 @@ import {
     VERSION,
 } from "./config-values";
 import { extraArgsShapeProblems } from "./extra-args";
+import { pipArg, pipFindLinks, pipIndexUrl } from "./pip-sources";
 import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "./sglang-rules";
 import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "./serving-figures";
 
@@ -126,12 +127,6 @@ export const ModelSchema = z.strictObject({
     servedName: z.string().regex(SERVED_NAME, { error: "must be letters, digits and ._:/+- (starting with a letter or digit)" }),
 });
 
-/** A pip index, as pip takes it; credentials never (they would be on the box's command line): pip.conf or ~/.netrc on the box holds them. */
-const indexUrl = () =>
-    z.string().regex(/^https?:\/\/[A-Za-z0-9.:[\]-]+(\/[A-Za-z0-9._~/%+-]*)?$/, {
-        error: "must be an http(s) URL of letters, digits and ._~/%+- without credentials (put them in pip.conf or ~/.netrc on the box), e.g. https://pypi.org/simple",
-    });
-
 /**
  * The venvs the stack owns on the box, one per release (core/venv-layout.ts):
  * `<root>/venv-<version>`, or an existing venv adopted as it is. Declaring a
@@ -146,12 +141,12 @@ export const VenvSchema = z.strictObject({
     basePython: absolutePath().default("/usr/bin/python3"),
     /** The venv sees the box's system site-packages (`python3 -m venv --system-site-packages`), e.g. a torch the box's image installed. */
     systemSitePackages: fromBooleanString(z.boolean()).default(false),
-    /** pip's --index-url; unset: the box's pip configuration (PyPI by default). */
-    indexUrl: indexUrl().optional(),
+    /** pip's --index-url; unset: the box's pip configuration (PyPI by default). https:// only (http on a loopback host), no credentials (core/pip-sources.ts). */
+    indexUrl: pipIndexUrl().optional(),
     /** pip's --extra-index-url, e.g. the PyTorch index for a CUDA build of torch. */
-    extraIndexUrls: z.array(indexUrl()).default([]),
+    extraIndexUrls: z.array(pipIndexUrl()).default([]),
     /** pip's --find-links: wheelhouse folders on the box (or URLs of them). */
-    findLinks: z.array(z.union([absolutePath(), indexUrl()])).default([]),
+    findLinks: z.array(pipFindLinks()).default([]),
     /** Requirements installed with the release, `name==version` (e.g. torch==2.9.1, flashinfer-python==0.5.3): the heavy dependencies pinned. */
     pins: z
         .array(
@@ -160,14 +155,8 @@ export const VenvSchema = z.strictObject({
             }),
         )
         .default([]),
-    /** Further pip install options, e.g. --no-deps where the dependencies come from the system site-packages. */
-    pipArgs: z
-        .array(
-            z.string().regex(/^--[a-z][a-z0-9-]*(=[A-Za-z0-9._:/@+,=-]+)?$/, {
-                error: "must be a pip option as --name or --name=value (letters, digits and ._:/@+,=-)",
-            }),
-        )
-        .default([]),
+    /** Further pip install options, e.g. --no-deps where the dependencies come from the system site-packages; never a source or an install target (core/pip-sources.ts). */
+    pipArgs: z.array(pipArg()).default([]),
     /** Venvs this stack installed, beyond the serving one and any a unit on the box still runs, kept after a successful rollout (newest first). */
     keepPrevious: fromNumericString(z.int().min(0).max(20)).default(1),
     /** The install's budget (pip downloads and unpacks the release and its pins). */

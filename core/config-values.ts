@@ -16,7 +16,7 @@ import { fromNumericString } from "./config-scalars";
 import { parseHostKey } from "./host-key";
 
 /** Absolute path of plain characters. */
-const ABSOLUTE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
+export const ABSOLUTE_PATH = /^\/[A-Za-z0-9._/@+-]*$/;
 /** An SSH private key file: absolute or under the home directory. */
 export const KEY_PATH = /^(~\/|\/)[A-Za-z0-9._/@+-]*$/;
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;

@@ -124,6 +124,32 @@ export function gatewayAdminKeyFrom(env: Readonly<Record<string, string | undefi
     return problem ? { ok: false, problem: `${GATEWAY_ADMIN_KEY_VARIABLE} ${problem}` } : { ok: true, adminKey: key };
 }
 
+/**
+ * The keys a run gives, judged as the deploy judges them (length, characters),
+ * for the preview: it has the values a deploy would have, and should fail as
+ * the deploy would (issue 34, finding 9). `uses` says which keys the stack's
+ * deploy reads: the API key when a server requires it, the admin key with a
+ * gateway. A key not set is no problem here (a pull request's preview gives
+ * none). The messages are the deploy's own, and never quote a value.
+ */
+export function givenKeyProblems(env: Readonly<Record<string, string | undefined>>, uses: { apiKey: boolean; gatewayAdminKey: boolean }): string[] {
+    const problems: string[] = [];
+    if (uses.apiKey && env[API_KEY_VARIABLE] !== undefined) {
+        const key = deployApiKeyFrom(env);
+        if (!key.ok) problems.push(key.problem);
+    }
+    if (uses.gatewayAdminKey && env[GATEWAY_ADMIN_KEY_VARIABLE] !== undefined) {
+        const key = gatewayAdminKeyFrom(env);
+        if (!key.ok) problems.push(key.problem);
+    }
+    return problems;
+}
+
+/** The error a run's secrets fail with, at the deploy (providers/deploy-secrets.ts) and at the preview (components/stack-config.ts) alike. */
+export function deploySecretsMessage(problems: readonly string[]): string {
+    return `the deploy's secrets: ${problems.join("; ")}`;
+}
+
 /** Whether the run gives any secret value at all: a run with none (a pull request's preview, a drift check) compares presence only. */
 export function givesDeploySecrets(env: Readonly<Record<string, string | undefined>>): boolean {
     return env[API_KEY_VARIABLE] !== undefined || env[SECRET_ENVIRONMENT_VARIABLE] !== undefined;

@@ -4,12 +4,12 @@
  * CLI's): read when a provider writes the box or authenticates, never an
  * input, never in the state.
  */
-import { DeclaredSecrets, deployApiKeyFrom, DeploySecrets, deploySecretsFrom, givesDeploySecrets } from "../core/deploy-secrets";
+import { DeclaredSecrets, deployApiKeyFrom, DeploySecrets, deploySecretsFrom, deploySecretsMessage, givesDeploySecrets } from "../core/deploy-secrets";
 
 /** The declared values; throws naming every problem (a value missing, malformed, or not declared). */
 export function deploySecrets(declared: DeclaredSecrets): DeploySecrets {
     const result = deploySecretsFrom(process.env, declared);
-    if (!result.ok) throw new Error(`the deploy's secrets: ${result.problems.join("; ")}`);
+    if (!result.ok) throw new Error(deploySecretsMessage(result.problems));
     return result.secrets;
 }
 

@@ -2,13 +2,14 @@ import * as assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { committedStackSettings } from "../core/fixtures";
 import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
+import { deploySecrets } from "../../providers/deploy-secrets";
 
 /** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {
     return Object.fromEntries(Object.entries(committedStackSettings(stack)).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
 }
 
-/** The key the deploy run gives (SGLANG_SERVE_API_KEY): the program never reads it, so it must appear in no resource. */
+/** The key the deploy run gives (SGLANG_SERVE_API_KEY): the program only judges it (as the deploy does), so it must appear in no resource. */
 const DEPLOY_KEY = "0123456789abcdef0123456789abcdef";
 
 async function loadProgram(stack: string, extra: Record<string, string> = {}, secretKeys: string[] = []) {
@@ -159,6 +160,29 @@ describe("the stack program under mocks", () => {
                 assert.ok(!text.includes("1b47061264138c4ac30d75fd1eb44270"), `${r.type} has a secret input: ${text}`);
                 assert.ok(!("apiKey" in r.inputs) && !("environmentFile" in r.inputs), r.type);
             }
+        } finally {
+            delete process.env.SGLANG_SERVE_API_KEY;
+        }
+    });
+
+    it("fails the preview of kpro5 given a short SGLANG_SERVE_API_KEY, with the deploy's own message naming the key's rule, never the key", async () => {
+        process.env.SGLANG_SERVE_API_KEY = "Zq9short";
+        try {
+            const deployMessage = (() => {
+                try {
+                    deploySecrets({ apiKey: true, environment: [] });
+                } catch (e) {
+                    return (e as Error).message;
+                }
+                assert.fail("the deploy takes the short key");
+            })();
+            await assert.rejects(
+                () => loadProgram("kpro5"),
+                (e: Error) =>
+                    e.message.includes(deployMessage) &&
+                    /SGLANG_SERVE_API_KEY is 8 characters long but must be 16-256: set a longer key/.test(e.message) &&
+                    !e.message.includes("Zq9short"),
+            );
         } finally {
             delete process.env.SGLANG_SERVE_API_KEY;
         }

@@ -732,6 +732,58 @@ describe("stack config: values that reach a unit file or a shell", () => {
         });
     }
 
+    for (const [name, rule] of [
+        ["PASSWD", /names a password or passphrase/],
+        ["SMTP_PASSPHRASE", /names a password or passphrase/],
+        ["DB_PASS", /names a password \(PASS or PWD\)/],
+        ["HF_AUTH", /names an authorization \(AUTH\)/],
+        ["OPENAI_APIKEY", /names an API or access key/],
+        ["AWS_ACCESS_KEY_ID", /names an API or access key/],
+        ["CREDENTIALS", /holds CREDENTIAL/],
+        ["PRIVATE_KEY_PEM", /holds PRIVATE/],
+    ] as const) {
+        it(`refuses ${name} in the plain environment (issue 34's wider set), naming the rule and secretEnvironment`, () => {
+            const raw = withField((r) => ((r.service.environment as Record<string, string>)[name] = "plain-looking-value"));
+            const issue = issueAt(raw, `service.environment.${name}`);
+            assert.match(issue.message, new RegExp(`${name} looks like a secret`));
+            assert.match(issue.message, rule);
+            assert.match(issue.message, /move the name to sglang-serve:service\.secretEnvironment/);
+            assert.equal(issue.value, "[secret]");
+            assert.doesNotMatch(formatConfigIssues([issue]), /plain-looking-value/);
+        });
+    }
+
+    for (const [name, value, rule] of [
+        ["DATABASE_URL", "postgres://u:pw@h/db", /a URL with credentials \(scheme:\/\/user:password@…\)/],
+        ["HF_HUB_HEADER", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", /a Hugging Face token \(hf_…\)/],
+        ["OPENAI_CONF", "--key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx", /an API key \(sk-…\)/],
+        ["GIT_CONF", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", /a GitHub token \(ghp_…\)/],
+    ] as const) {
+        it(`refuses ${name}'s credential-looking value in the plain environment, naming what it looks like without quoting it`, () => {
+            const raw = withField((r) => ((r.service.environment as Record<string, string>)[name] = value));
+            const issue = issueAt(raw, `service.environment.${name}`);
+            assert.match(issue.message, rule);
+            assert.match(issue.message, /its value looks like/);
+            assert.match(issue.message, new RegExp(`sglang-serve:service\\.secretEnvironment .*SGLANG_SERVE_SECRET_ENVIRONMENT \\(\`${name}=\\.\\.\\.\``));
+            assert.equal(issue.value, "[secret]");
+            assert.ok(!formatConfigIssues([issue]).includes(value), formatConfigIssues([issue]));
+        });
+    }
+
+    it("keeps plain values that only resemble credentials (a URL without a password, sk-learn, a mirror)", () => {
+        accepted(
+            withField(
+                (r) =>
+                    ((r.service as Record<string, unknown>).environment = {
+                        SGLANG_ENABLE_SPEC_V2: "1",
+                        DATABASE_URL: "postgres://u@h/db",
+                        HF_ENDPOINT: "https://hf-mirror.example/base",
+                        EXTRA_PIP: "sk-learn",
+                    }),
+            ),
+        );
+    });
+
     it("keeps plain variables that only contain KEY elsewhere (KEYS_DIR, SGLANG_KEY_CACHE)", () => {
         accepted(
             withField((r) => ((r.service as Record<string, unknown>).environment = { SGLANG_ENABLE_SPEC_V2: "1", KEYS_DIR: "/x", SGLANG_KEY_CACHE: "1" })),

@@ -164,6 +164,23 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.match(r.stdout, /sglang-serve:index:SglangService/);
     });
 
+    it("fails kpro5 given a short SGLANG_SERVE_API_KEY, naming the key's rule as the deploy would, never the key (issue 34, finding 9)", async () => {
+        const r = await preview("kpro5", fieldConfig("kpro5"), "Zq9short");
+        assert.notEqual(r.code, 0, r.output);
+        assert.match(r.output, /the deploy's secrets: SGLANG_SERVE_API_KEY is 8 characters long but must be 16-256: set a longer key/);
+        assert.ok(!r.output.includes("Zq9short"));
+    });
+
+    it("fails kpro5 with DATABASE_URL: postgres://u:pw@h/db in the plain environment, pointing at secretEnvironment, never printing it (issue 34, finding 7)", async () => {
+        const config = fieldConfig("kpro5");
+        (config["sglang-serve:service"] as { environment: Record<string, string> }).environment.DATABASE_URL = "postgres://u:Pw0rdXyz@h/db";
+        const r = await preview("kpro5", config, null);
+        assert.notEqual(r.code, 0, r.output);
+        assert.match(r.output, /sglang-serve:service\.environment\.DATABASE_URL = "\[secret\]"/);
+        assert.match(r.output, /its value looks like a URL with credentials .*move the name to sglang-serve:service\.secretEnvironment/);
+        assert.ok(!r.output.includes("Pw0rdXyz"));
+    });
+
     it("fails kpro5 when it requires no API key, naming requireApiKey, listenHost 0.0.0.0 and allowUnauthenticated", async () => {
         const config = fieldConfig("kpro5");
         delete (config["sglang-serve:service"] as Record<string, unknown>).requireApiKey;
