@@ -23,7 +23,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$("$here/scripts/engine.sh" "${SGLANG_SERVE_ENGINE:-installed}")"
-export PATH="$bin:$PATH"
+PATH="$bin:$("$here/scripts/node.sh" --bin-dir):$PATH"
+export PATH
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 # The dynamic-provider plugin loads the SDK before any project file: defer the

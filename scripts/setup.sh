@@ -20,6 +20,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Node.js 22 or later first on PATH (the pinned one installed where the machine's is older).
+PATH="$(scripts/node.sh --bin-dir):$PATH"
+export PATH
+
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
   npm ci --no-audit --no-fund

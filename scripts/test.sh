@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh
+PATH="$(scripts/node.sh --bin-dir):$PATH"
+export PATH
 # The static checks (type-check, eslint, prettier --check: about 44 CPU-s, 29 s
 # one after another) run beside the test files, which leave a core idle now
 # and then; a failing check prints its output as it ends, and fails the run.
