@@ -1,18 +1,18 @@
 // The SDK's dynamic-provider plugin (`@pulumi/pulumi/cmd/dynamic-provider`,
 // started by the engine for every engine run that reads or changes a dynamic
-// resource) loads the whole SDK, and with it two packages it never calls
-// here: the TypeScript compiler (the SDK parses function bodies with it to
-// serialize closures; this project's providers are module text,
-// components/dynamic-provider.ts) and npm's arborist (the SDK walks
-// node_modules with it to package code for cloud functions). Loading them is
-// about 0.4 CPU-s of each plugin start: a start took 1.0-1.26 CPU-s, 0.62-0.71
+// resource) loads the whole SDK, and with it the TypeScript compiler, which it
+// never calls here: the SDK parses function bodies with it to serialize
+// closures, and this project's providers are module text
+// (components/dynamic-provider.ts). Loading it and npm's arborist was about
+// 0.4 CPU-s of each plugin start: a start took 1.0-1.26 CPU-s, 0.62-0.71
 // without them (process accounting, 2026-12-04, @pulumi/pulumi 3.248.0,
-// Node 20). The program does not load them: it imports the SDK's parts
-// (components/pulumi.ts).
+// Node 20). @pulumi/pulumi 3.276.0 no longer loads arborist at all; the
+// compiler is still loaded by `typescript-shim.js`. The program does not load
+// it: it imports the SDK's parts (components/pulumi.ts).
 //
-// Here each is a proxy that requires the real module the first time one of
+// Here it is a proxy that requires the real module the first time one of
 // its properties is read, so a caller that does use it gets the real thing.
-// Only those two `require`s, from those two SDK files, are deferred; a
+// Only that `require`, from that SDK file, is deferred; a
 // missing `typescript` still takes the SDK's own fallback (its vendored copy),
 // because the package is resolved before it is deferred.
 //
@@ -23,10 +23,7 @@
 const Module = require("node:module");
 const path = require("node:path");
 
-const DEFERRED = [
-    { request: "typescript", from: path.join("@pulumi", "pulumi", "typescript-shim.js") },
-    { request: "@npmcli/arborist", from: path.join("@pulumi", "pulumi", "runtime", "closure", "codePaths.js") },
-];
+const DEFERRED = [{ request: "typescript", from: path.join("@pulumi", "pulumi", "typescript-shim.js") }];
 
 function deferred(load, request, parent) {
     let real;

@@ -5,8 +5,19 @@
 # the lab (real LXC, systemd, SGLang's own ServerArgs; the differential test),
 # and the end-to-end deploys with the real engine against the lab; the ten
 # slowest tests are listed before mocha's summary (tests/slowest-reporter.ts).
+#
+# `scripts/test.sh --quick` (`npm run test:quick`), the edit loop: the pure
+# suites, the providers at the fake-box seam, the components, remote I/O
+# against a real sshd, and the bench's own tests; no lab, no engine run and no
+# static checks (`npm run typecheck`, `npm run lint`), in about 2.5 minutes on
+# 2 cores. Other arguments are test files, run as the full run runs them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+quick=false
+if [ "${1:-}" = --quick ]; then
+  quick=true
+  shift
+fi
 scripts/setup.sh
 PATH="$(scripts/node.sh --bin-dir):$PATH"
 export PATH
@@ -23,9 +34,11 @@ check() {
     touch "$checks/failed"
   fi
 }
-check typecheck npx tsc --noEmit -p tsconfig.json &
-check eslint npx eslint . &
-check prettier npx prettier --check . &
+if ! $quick; then
+  check typecheck npx tsc --noEmit -p tsconfig.json &
+  check eslint npx eslint . &
+  check prettier npx prettier --check . &
+fi
 # Every test file in its own mocha worker, SGLANG_SERVE_TEST_JOBS at a time
 # (default 10: the end-to-end files spend much of their time waiting on
 # servers, deadlines and healthy windows, so many more workers than cores keep
@@ -34,7 +47,10 @@ check prettier npx prettier --check . &
 # run side by side. The longest files are handed out first: the differential
 # test against the real releases, the end-to-end deploys with the real engine,
 # then the rest of the lab, then the fast pure suites.
-if [ $# -eq 0 ]; then
+pure=("tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts")
+if $quick && [ $# -eq 0 ]; then
+  set -- "${pure[@]}"
+elif [ $# -eq 0 ]; then
   # Each file once: mocha's parallel mode runs a file as often as the arguments name it.
   # The end-to-end files that took longest on a fresh clone (2026-12-03), longest first; then the others.
   slow_e2e=(drafter-switch gateway sglang-box release-staging drift deploy faults-healthy-window faults-interrupted serving-quality preview faults-box faults-start)
@@ -44,7 +60,7 @@ if [ $# -eq 0 ]; then
   differential=tests/lab/sglang-differential.test.ts
   lab=()
   for f in tests/lab/*.test.ts; do [ "$f" = "$differential" ] || lab+=("$f"); done
-  set -- "$differential" "${e2e[@]}" "${lab[@]}" "tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts"
+  set -- "$differential" "${e2e[@]}" "${lab[@]}" "${pure[@]}"
 fi
 status=0
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@" || status=$?
