@@ -10,7 +10,7 @@ import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { pctExecShell } from "./pve/pct-exec-shell";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
-import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec } from "./layout";
+import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec, under } from "./layout";
 import {
     cgroupProcs,
     cgroupTree,
@@ -100,11 +100,6 @@ const DEFAULT_GPUS = [
     { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
     { name: "NVIDIA RTX A6000", memoryMiB: 49140 },
 ];
-
-function under(p: string, dir: string): boolean {
-    const rel = path.relative(dir, p);
-    return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-}
 
 export function readLabInfo(labDir = defaultLabDir()): LabInfo {
     return readLabInfoFrom(labDir);
@@ -317,7 +312,8 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
 
     try {
         // /root becomes the host's own home unless the lab itself lives there.
-        const bindRootHome = ![labDir, repo, process.execPath].some((p) => under(p, "/root"));
+        // (node may live under /root, the pinned one in the cache: layout.ts binds it in at its own path.)
+        const bindRootHome = ![labDir, repo].some((p) => under(p, "/root"));
         const hostHolder = await startMachine(machineSpec(info, bindRootHome));
         writeJsonAtomic(L.pids, { hostHolder });
         writeJsonAtomic(path.join(L.state, "namespaces.json"), [mountNs(hostHolder)]);

@@ -69,6 +69,12 @@ export function containerBinds(info: LabInfo): BindMount[] {
 
 const TOP_LEVEL = new Set(["/run", "/root"]);
 
+/** Whether path p is dir or inside it. */
+export function under(p: string, dir: string): boolean {
+    const rel = path.relative(dir, p);
+    return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
 export function machineSpec(info: LabInfo, bindRootHome: boolean): MachineSpec {
     const mounts = info.mounts.host;
     const topLevel: Record<string, string> = {};
@@ -79,6 +85,9 @@ export function machineSpec(info: LabInfo, bindRootHome: boolean): MachineSpec {
             topLevel[target.slice(1)] = source;
         } else binds.push({ target, source, file: target === "/proc/devices", readOnly: target === ROOTFS_IN_HOST || target === RELEASES_IN_HOST });
     }
+    // The node the host's stand-ins run (their shims name it), where /root is the lab's own home and
+    // node lives under the machine's /root (scripts/node.sh's pinned one, in ~/.cache): bound in at its own path.
+    if (bindRootHome && under(info.nodePath, "/root")) binds.push({ target: info.nodePath, source: info.nodePath, file: true, readOnly: true });
     return {
         name: "host",
         hostname: info.host.hostname,

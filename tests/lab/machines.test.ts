@@ -3,6 +3,7 @@ import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import { LabInfo, labStatus, sshArgv } from "../../lab/control";
+import { under } from "../../lab/layout";
 import { ADDRESSES, exec, lab, ok, testLabDir } from "./lab-fixture";
 
 describe("lab machines", function () {
@@ -52,6 +53,21 @@ describe("lab machines", function () {
         assert.equal((await ok("container", "command -v nvidia-smi")).trim(), "/usr/local/sbin/nvidia-smi");
         assert.equal((await ok("container", "command -v systemctl")).trim(), "/usr/bin/systemctl");
         assert.equal((await ok("container", "command -v journalctl")).trim(), "/usr/bin/journalctl");
+    });
+
+    it("gives the host the lab's own /root, so no dotfile of this machine runs there, with the stand-ins' node in reach", async function () {
+        // The lab keeps this machine's /root only where the lab or the checkout lives in it (lab/control.ts).
+        if ([info.labDir, info.repoDir].some((p) => under(p, "/root"))) this.skip();
+        const probe = `.lab-home-probe-${process.pid}`;
+        await ok("host", `touch /root/${probe}`);
+        try {
+            assert.ok(fs.existsSync(path.join(info.mounts.host["/root"]!, probe)), "the host's /root is the lab's home directory");
+            assert.equal(fs.existsSync(path.join("/root", probe)), false, "this machine's /root is untouched");
+        } finally {
+            fs.rmSync(path.join(info.mounts.host["/root"]!, probe), { force: true });
+        }
+        // pct's shim runs the node that runs the lab (scripts/node.sh's pinned one may live in this machine's /root).
+        assert.equal((await exec("host", `${info.nodePath} -p process.version`)).stdout.trim(), process.version);
     });
 
     it("runs container 129 as a real LXC container with systemd 252 as PID 1, journald and Debian's sshd", async () => {
