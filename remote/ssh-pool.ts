@@ -67,6 +67,9 @@ function tail(text: string, maxLines: number, maxChars: number): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Refused session channels opened again while other channels of the connection were open (see execOnce). */
+const MAX_CHANNEL_REFUSALS = 16;
+
 // Socket errors that mean "the network or the server went away", worth a reconnect.
 const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "EHOSTDOWN"]);
 
@@ -87,8 +90,15 @@ interface Conn {
     dead: boolean;
     /** Why it died (ECONNRESET, end of stream, ...), for messages. */
     deathReason: string | null;
+    /** Channels the pool holds (opening or open), at most maxChannels. */
     active: number;
     waiters: Array<() => void>;
+    /** Channels the server accepted that have not closed yet. */
+    open: number;
+    /** Whether the server has accepted a channel on this connection. */
+    accepted: boolean;
+    /** Called when one of those closes. */
+    closeWaiters: Array<() => void>;
     idleTimer: NodeJS.Timeout | null;
 }
 
@@ -211,12 +221,45 @@ export class SshPool {
     private async execOnce(target: SshTarget, pinned: PinnedKey, command: string, opts: ExecOptions): Promise<ExecResult> {
         const conn = this.connection(target, pinned);
         await conn.ready;
-        await this.acquire(conn);
-        try {
-            return await this.runChannel(conn, command, opts);
-        } finally {
-            this.release(conn);
+        for (let refusals = 0; ; refusals++) {
+            await this.acquire(conn);
+            try {
+                return await this.runChannel(conn, command, opts);
+            } catch (e) {
+                // sshd counts a session against MaxSessions until it has torn the
+                // channel down, a moment after the close the pool saw; on a loaded
+                // box that lag can outrun the pool's slack below MaxSessions. So a
+                // refusal on a connection whose server has accepted channels, or
+                // while others are being opened, is taken as "too many sessions
+                // just now" (that, or a box whose MaxSessions is below the pool's
+                // bound): the command never started, so it is opened again after
+                // the next close, with a growing backoff. A lone refusal from a
+                // server that never accepted a channel here is its answer: the error.
+                const busy = conn.accepted || conn.active > 1;
+                if (!(e instanceof SshError) || e.kind !== "channel" || !busy || refusals >= MAX_CHANNEL_REFUSALS) throw e;
+            } finally {
+                this.release(conn);
+            }
+            await this.afterNextClose(conn, refusals);
         }
+    }
+
+    /**
+     * Resolves after the next close of a channel the server accepted on the
+     * connection (at most a second's wait; none when none is open), and then a
+     * backoff that grows with the refusals: sshd frees the slot after the
+     * close, so opening again at the close itself would be refused again.
+     */
+    private async afterNextClose(conn: Conn, refusals: number): Promise<void> {
+        if (conn.open > 0 && !conn.dead) {
+            let timer: NodeJS.Timeout | undefined;
+            await new Promise<void>((resolve) => {
+                conn.closeWaiters.push(resolve);
+                timer = setTimeout(resolve, 1000);
+            });
+            clearTimeout(timer);
+        }
+        await sleep(Math.min(this.backoffMs * 2 ** Math.min(refusals, 4), 2000));
     }
 
     /** The live connection for a target, or a new one. Synchronous so concurrent callers share one connect. */
@@ -257,6 +300,9 @@ export class SshPool {
             deathReason: null,
             active: 0,
             waiters: [],
+            open: 0,
+            accepted: false,
+            closeWaiters: [],
             idleTimer: null,
         };
         const markDead = (reason: string): void => {
@@ -452,6 +498,12 @@ export class SshPool {
                     );
                     return;
                 }
+                conn.open++;
+                conn.accepted = true;
+                ch.once("close", () => {
+                    conn.open--;
+                    for (const w of conn.closeWaiters.splice(0)) w();
+                });
                 const out: Buffer[] = [];
                 const errOut: Buffer[] = [];
                 let exit: { code: number | null; signal?: string } | null = null;

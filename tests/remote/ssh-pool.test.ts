@@ -85,6 +85,15 @@ describe("SshPool against a real sshd", function () {
         assert.equal(s.maxConcurrentChannels, 3);
     });
 
+    it("runs commands with the fixture's PATH and empty HOME, so no dotfile of the machine runs", async () => {
+        const r = await pool.exec(sshd.target(), 'echo "$HOME"; echo "$PATH"; ls -A "$HOME" | wc -l');
+        assert.deepEqual(r.stdout.trim().split("\n"), [
+            sshd.file("home"),
+            `${sshd.file("bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+            "0",
+        ]);
+    });
+
     it("resets its stats", async () => {
         await pool.exec(sshd.target(), "true");
         pool.resetStats();
@@ -264,6 +273,56 @@ describe("SshPool against a real sshd", function () {
             fs.readdirSync(sshd.dir).filter((f) => f.includes(".tmp.")),
             [],
         );
+    });
+});
+
+describe("SshPool against an sshd that allows fewer sessions than the pool's bound", function () {
+    this.timeout(30_000);
+    const started: TestSshd[] = [];
+    let pool: SshPool;
+    let commands: string[];
+
+    const sshdWith = async (maxSessions: number): Promise<TestSshd> => {
+        const d = await TestSshd.create([`MaxSessions ${maxSessions}`]);
+        started.push(d);
+        await d.start();
+        return d;
+    };
+    beforeEach(() => {
+        commands = [];
+        pool = new SshPool({ maxChannelsPerConnection: 4, retryBackoffMs: 20, log: () => undefined, onCommand: (_host, c) => commands.push(c) });
+    });
+    afterEach(async () => {
+        await pool.closeAll();
+    });
+    after(async () => {
+        await Promise.all(started.map((d) => d.destroy()));
+    });
+
+    // What a loaded box does to the pool: sshd still counts a session whose
+    // channel the pool saw close, so it refuses one the pool's bound allows.
+    // Here MaxSessions 2 against a bound of 4 makes that refusal certain.
+    it("opens a channel the server refused while others were open again once one of them closed: every command runs once", async () => {
+        const sshd = await sshdWith(2);
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => pool.exec(sshd.target(), `sleep 0.3; echo ${i}`)));
+        assert.deepEqual(
+            results.map((r) => r.stdout.trim()),
+            Array.from({ length: 8 }, (_, i) => String(i)),
+        );
+        const s = Object.values(pool.stats())[0]!;
+        assert.equal(s.connectionsOpened, 1);
+        assert.ok(commands.length > 8, `no channel was refused (${commands.length} opened), so this test shows nothing`);
+    });
+
+    it("fails with the server's refusal when no other channel is open, opening it once", async () => {
+        const sshd = await sshdWith(0);
+        await assert.rejects(pool.exec(sshd.target(), "true"), (e: unknown) => {
+            assert.ok(e instanceof SshError, String(e));
+            assert.equal(e.kind, "channel", e.message);
+            assert.match(e.message, /the server refused a session channel/);
+            return true;
+        });
+        assert.equal(commands.length, 1);
     });
 });
 

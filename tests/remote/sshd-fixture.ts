@@ -100,6 +100,7 @@ export class TestSshd {
             { mode: 0o600 },
         );
         fs.mkdirSync(d.file("bin"));
+        fs.mkdirSync(d.file("home"));
         d.port = await freePort(d.address);
         fs.writeFileSync(
             d.file("sshd_config"),
@@ -114,11 +115,12 @@ export class TestSshd {
                 // The temp dir lives under /tmp (mode 1777), which StrictModes rejects.
                 "StrictModes no",
                 `PidFile ${d.file("sshd.pid")}`,
-                // Commands find the test's fake tools (pct) first. sshd keeps only the first SetEnv line
-                // (servconf.c), so sessions keep root's HOME and bash reads root's ~/.bashrc (on CI and here it
-                // runs pyenv init, whose rehash can write to stderr). An empty HOME on this line made sessions
-                // start so fast that the pool's channel-bound test was refused channels (sshd frees a slot late).
-                `SetEnv PATH=${d.file("bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+                // Commands find the test's fake tools (pct) first, and run with an empty HOME, so bash reads no
+                // dotfile of this machine (on CI and here root's ~/.bashrc runs pyenv init, whose rehash races
+                // between sessions and writes to stderr). sshd keeps only the first SetEnv line (servconf.c), so
+                // both are on this one. Sessions then start fast enough that sshd's late freeing of a session slot
+                // shows, which the pool handles (remote/ssh-pool.ts, a refused channel opened again).
+                `SetEnv PATH=${d.file("bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=${d.file("home")}`,
                 "LogLevel VERBOSE",
                 ...extraConfig,
                 "",
