@@ -13,7 +13,9 @@
 # - SGLANG_SERVE_ENGINE=pinned|next runs exactly the pinned CLI or the newest
 #   tested (the tests set it), instead of whichever is installed;
 # - SGLANG_SERVE_PROJECT_DIR runs another copy of the project (the end-to-end
-#   tests deploy from temporary copies so they never touch this tree).
+#   tests deploy from temporary copies so they never touch this tree);
+# - Node.js 22 or later first on PATH (scripts/node.sh), and node's compile
+#   cache in the project's cache (NODE_COMPILE_CACHE, unless set).
 #
 # `scripts/pulumi.sh --env-exec COMMAND [ARGS...]` runs COMMAND instead of
 # pulumi, under the same settings, in the current directory, with
@@ -33,6 +35,11 @@ export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 if [ -f "$here/scripts/sdk-lazy-requires.cjs" ]; then
   export NODE_OPTIONS="--require \"$here/scripts/sdk-lazy-requires.cjs\"${NODE_OPTIONS:+ $NODE_OPTIONS}"
 fi
+# node's compile cache (Node >= 22.1): V8's code for each module the program and the plugin load,
+# kept across engine runs, keyed by the module's source, checked by node before use. Measured
+# 2026-12-05 (Node 24.22.3, @pulumi/pulumi 3.276.0; CPU-s of loading, 8 runs each, median):
+# the program 1.17-1.30 without, 0.92-0.96 with; the plugin 0.72-0.86 without, 0.57-0.65 with.
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node-compile-cache}"
 project="${SGLANG_SERVE_PROJECT_DIR:-$here}"
 state="${SGLANG_SERVE_STATE_DIR:-$project/.pulumi-state}"
 mkdir -p "$state"
