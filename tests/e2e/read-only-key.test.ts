@@ -108,7 +108,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.equal(r.code, 0, r.stderr);
         assert.match(
             r.stdout,
-            /sglang-serve-read-gate 5 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/,
+            /sglang-serve-read-gate 6 installed at \/usr\/local\/sbin\/sglang-serve-read-gate; key SHA256:\S+ in .* may run only the read commands/,
         );
         const line = fs
             .readFileSync(labPaths(labDir).authorizedKeys, "utf8")
