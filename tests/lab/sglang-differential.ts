@@ -208,7 +208,7 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
             memFractionStatic: fc.option(fc.constantFrom(0.7, 0.85, 0.93), { nil: undefined, freq: 3 }),
             // Last, so that the keys above draw what they drew before it was added (fast-check draws a record's keys in order).
             repeat: fc.oneof(
-                { weight: 2, arbitrary: fc.constant(undefined) },
+                { weight: 3, arbitrary: fc.constant(undefined) },
                 { weight: 1, arbitrary: fc.record({ group: fc.nat(7), variant: fc.nat(7), before: fc.boolean() }) },
             ),
         })
