@@ -7,13 +7,13 @@
 import { API_KEY_SET_HELP, ENV_NAME, isLoopback } from "./config-values";
 import type { ConfigIssue } from "./config-issues";
 import { CONFIG_NAMESPACE, ContainerConfig, GatewayConfig, HostConfig, pulumiKey, ReadinessConfig, ServiceConfig } from "./config-schema";
-import { ACCUMULATING_FLAGS, extraFlagInteger, extraFlags, forbiddenCharacter, shownExtraFlag } from "./extra-args";
+import { ExtraFlag, extraFlagInteger, extraFlags, forbiddenCharacter, repeatedExtraFlags, shownExtraFlag } from "./extra-args";
 import { GPU_SCOPE_ENV, unitName } from "./systemd-unit";
 import { credentialValueRule, secretNameRule } from "./secret-like";
 import { isPlaceholderHostKey } from "./host-key";
 import { SGLANG_RELEASES, sglangRelease } from "./sglang-releases";
 import { OWNED_FLAGS } from "./sglang-settings";
-import { argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
+import { argparseOption, argparseTable, argparseVersions, judgeExtraArgs } from "./sglang-argparse";
 import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
 import {
     API_KEY_ENV,
@@ -206,7 +206,10 @@ function serverRules(box: BoxInput, service: ServiceConfig, usable: number | und
     environmentRule(service, f);
     secretEnvironmentRule(service, f);
     serverArgsRule(service, f);
-    if (extraArgsRule(service, f)) releaseArgparseRule(service, f);
+    if (extraArgsRule(service, f)) {
+        releaseArgparseRule(service, f);
+        repeatedFlagsRule(service, f);
+    }
     listenRule(service, f);
     authenticationRule(service, f);
     gpuCountRule(box, service, usable, f);
@@ -564,15 +567,13 @@ function secretEnvironmentRule(service: ServiceConfig, f: Findings): void {
 /**
  * The flags of extraArgs (either form, `--flag=v` or `--flag v...`), each
  * reported at its flag's element: none may set what the typed config owns,
- * directly or as an argparse abbreviation, and none may repeat unless SGLang
- * accumulates it (core/extra-args.ts ACCUMULATING_FLAGS: none in the releases
- * known here, so a repeat would silently drop all but the last). Returns
- * whether the release's argparse may judge them too: not when one sets an
- * owned flag (that is the typed config's to say); a repeat is, since the
- * release refuses an earlier bad value before it would keep the last.
+ * directly or as an argparse abbreviation (a declared setting given again in
+ * extraArgs is two sources for one value, refused whichever argparse would
+ * keep). Returns whether the release's argparse may judge them too: not when
+ * one sets an owned flag (that is the typed config's to say). A flag repeated
+ * within extraArgs is argparse's to settle (repeatedFlagsRule).
  */
 function extraArgsRule(service: ServiceConfig, f: Findings): boolean {
-    const seen = new Map<string, number>();
     let clean = true;
     for (const given of extraFlags(service.extraArgs)) {
         const { flag, index } = given;
@@ -593,20 +594,38 @@ function extraArgsRule(service: ServiceConfig, f: Findings): boolean {
                 `${path}: SGLang's argparse reads ${flag} as an abbreviation of ${shadowed}, which the typed config owns: use ${OWNED_FLAGS[shadowed]} instead.`,
             );
             clean = false;
-            continue;
         }
-        const first = seen.get(flag);
-        if (first !== undefined && !ACCUMULATING_FLAGS.has(flag)) {
-            f.issue(
-                path,
-                value,
-                `${path} repeats ${flag} (first at service.extraArgs[${first}]): SGLang's argparse keeps only the last one. ` +
-                    `Keep one; several values go after a single flag, as ["${flag}", "a", "b"].`,
-            );
-        }
-        if (first === undefined) seen.set(flag, index);
     }
     return clean;
+}
+
+/**
+ * An option set more than once in extraArgs (`--log-level info ...
+ * --log-level debug`, or through an alias, an abbreviation, `--x` then
+ * `--no-x`): SGLang's argparse keeps the last and starts (issue 37), so the
+ * preview accepts it, and warns, naming every element, since the earlier
+ * ones are easy to miss. The release's table says which spellings set one
+ * option and whether it accumulates (none does in the releases known here);
+ * without a table, a flag repeated under one spelling.
+ */
+function repeatedFlagsRule(service: ServiceConfig, f: Findings): void {
+    const table = argparseTable(service.sglangVersion);
+    const optionOf = (flag: string): string | undefined => {
+        const option = table ? argparseOption(table, flag) : undefined;
+        if (!option) return flag;
+        return option.append ? undefined : (option.flags.find((spelling) => spelling.startsWith("--")) ?? flag);
+    };
+    const shown = (given: ExtraFlag) => `service.extraArgs[${given.index}] (${shownExtraFlag(given)})`;
+    for (const group of repeatedExtraFlags(service.extraArgs, optionOf)) {
+        const last = group[group.length - 1]!;
+        const earlier = group.slice(0, -1);
+        const option = optionOf(last.flag);
+        f.warn(
+            `${pulumiKey("service.extraArgs")}: ${earlier.map(shown).join(", ")} and ${shown(last)} ${group.length === 2 ? "both" : "all"} set ${option}: ` +
+                `SGLang ${service.sglangVersion}'s argparse keeps the last, so the server runs with ${shownExtraFlag(last)}` +
+                `${earlier.some((g) => g.values.length > 0) ? " (an earlier value must still pass argparse's check)" : ""}. Remove ${earlier.map((g) => `service.extraArgs[${g.index}]`).join(", ")} to give it once.`,
+        );
+    }
 }
 
 /**

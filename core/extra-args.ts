@@ -59,9 +59,9 @@ export function extraFlags(tokens: readonly string[]): ExtraFlag[] {
 }
 
 /**
- * The occurrence of `flag` that SGLang's argparse acts on (the last one: no
- * flag of the releases known here accumulates, see ACCUMULATING_FLAGS), in
- * either form, or undefined when the fragment does not give it.
+ * The occurrence of `flag` that SGLang's argparse acts on (the last one: see
+ * repeatedExtraFlags), in either form, or undefined when the fragment does
+ * not give it.
  */
 export function extraFlagValues(tokens: readonly string[], flag: string): ExtraFlag | undefined {
     return extraFlags(tokens)
@@ -70,16 +70,27 @@ export function extraFlagValues(tokens: readonly string[], flag: string): ExtraF
 }
 
 /**
- * Flags SGLang's argparse accumulates when repeated (action="append" or
- * "extend"). None in 0.5.9, 0.5.10, 0.5.11 or 0.5.23: every option there is
- * store, store_true, BooleanOptionalAction, nargs "+"/"*"/"?" or a custom
- * action (LoRAPathAction, DeprecatedAction) that replaces the earlier value,
- * checked in each release's python/sglang/srt/server_args.py (and
- * srt/arg_groups/ in 0.5.23). So a repeated flag silently loses all but its
- * last occurrence, and the config refuses repeats of any flag not listed
- * here; a release that adds an append flag adds it here.
+ * The flags of a fragment that set one option more than once: one group per
+ * option, its occurrences in order. argparse runs an option's action at each
+ * occurrence, and every action of SGLang's releases (0.5.9, 0.5.10, 0.5.11,
+ * 0.5.23: store, store_true, BooleanOptionalAction, nargs "+"/"*"/"?", and
+ * its own LoRAPathAction and Deprecated*Action) sets the value anew: the last
+ * occurrence wins, and SGLang starts. None appends, extends or counts.
+ * `optionOf` names the option a flag sets (an alias, an abbreviation or
+ * `--no-x` set the same one as `--x`), or undefined for an option that
+ * accumulates its occurrences (its table's `append`); by default, the flag.
  */
-export const ACCUMULATING_FLAGS: ReadonlySet<string> = new Set<string>();
+export function repeatedExtraFlags(tokens: readonly string[], optionOf: (flag: string) => string | undefined = (flag) => flag): ExtraFlag[][] {
+    const byOption = new Map<string, ExtraFlag[]>();
+    for (const given of extraFlags(tokens)) {
+        const option = optionOf(given.flag);
+        if (option === undefined) continue;
+        const group = byOption.get(option) ?? [];
+        group.push(given);
+        byOption.set(option, group);
+    }
+    return [...byOption.values()].filter((group) => group.length > 1);
+}
 
 /**
  * Characters a token may not hold: NUL and line breaks cannot travel through

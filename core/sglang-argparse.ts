@@ -64,6 +64,20 @@ type Reading =
     | { kind: "unknown" }
     | { kind: "ambiguous"; name: string; matches: string[] };
 
+/**
+ * The option a `--flag` (without an inline value) sets, as argparse finds it:
+ * the flag itself, an alias, `--no-x` of a `--x/--no-x` pair, or an
+ * unambiguous abbreviation; undefined for a flag the release does not have or
+ * an ambiguous abbreviation.
+ */
+export function argparseOption(table: ArgparseTable, flag: string): ArgparseOption | undefined {
+    const exact = table.options.find((o) => o.flags.includes(flag));
+    if (exact || !table.allowAbbrev || !flag.startsWith("--")) return exact;
+    const matches = table.options.filter((o) => o.flags.some((f) => f.startsWith(flag)));
+    // argparse counts spellings, not options: an abbreviation of two spellings of one option is ambiguous too.
+    return matches.length === 1 && matches[0]!.flags.filter((f) => f.startsWith(flag)).length === 1 ? matches[0] : undefined;
+}
+
 function readToken(token: string, byFlag: ReadonlyMap<string, ArgparseOption>, allowAbbrev: boolean): Reading {
     if (!token.startsWith("-")) return { kind: "value" };
     const exact = byFlag.get(token);

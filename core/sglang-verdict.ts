@@ -8,7 +8,7 @@
  * changes is a notice naming what it will run.
  */
 import { sha256 } from "./digest";
-import { extraFlags } from "./extra-args";
+import { ExtraFlag, extraFlags } from "./extra-args";
 import { flagMap } from "./flag-map";
 import { OWNED_FLAGS } from "./sglang-settings";
 import { serviceFromUnit } from "./systemd-unit";
@@ -198,10 +198,24 @@ export function verdictKeyOf(message: string, extraArgs: readonly string[], argv
     for (const flag of named) {
         const owner = OWNED_FLAGS[flag];
         if (owner !== undefined) return owner.replace(/ \(.*$/, "");
-        const given = extra.find((f) => f.flag === flag);
+        const given = occurrenceNamed(
+            message,
+            extra.filter((f) => f.flag === flag),
+        );
         if (given) return `service.extraArgs[${given.index}]`;
     }
     return "service";
+}
+
+/**
+ * Of a flag's occurrences in extraArgs, the one a message is about: the last,
+ * the value SGLang runs with (argparse keeps the last of a repeated flag), unless the message
+ * quotes a value of an earlier one, as argparse's refusal of that value does
+ * (`argument --context-length: invalid human_readable_int value: 'abc'`).
+ */
+function occurrenceNamed(message: string, occurrences: readonly ExtraFlag[]): ExtraFlag | undefined {
+    const quoted = (value: string) => message.includes(`'${value}'`) || message.includes(`"${value}"`);
+    return occurrences.slice(0, -1).find((f) => f.values.some(quoted)) ?? occurrences[occurrences.length - 1];
 }
 
 /** The preview's refusal when the release refuses the rendered server; none when it accepts. */

@@ -8,7 +8,8 @@ wheel with the hardware stubbed, set up as oracle.py sets itself up. Each
 option: its spellings, what it takes (`nargs`; 0 for the store_true / const /
 count actions), `choices` as argparse compares them, the value type where it
 is a builtin (`int`, `float`, `str`; another callable is named, not checked),
-and whether it is a `--x/--no-x` pair. The stack reads the table to judge
+whether it is a `--x/--no-x` pair, and whether it accumulates when repeated
+(`append`: append, extend, append_const, count). The stack reads the table to judge
 `extraArgs` at preview (core/sglang-argparse.ts).
 """
 import os
@@ -46,7 +47,8 @@ def option_of(action):
         "type": type_name,
         "choices": choices,
         "booleanOptional": boolean_optional,
-        "append": isinstance(action, (argparse._AppendAction, argparse._ExtendAction)),
+        # Accumulates when repeated (the others, SGLang's own actions included, set the value anew: the last wins).
+        "append": isinstance(action, (argparse._AppendAction, argparse._ExtendAction, argparse._AppendConstAction, argparse._CountAction)),
     }
 
 

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { committedStackSettings } from "../core/fixtures";
 import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
 import { deploySecrets } from "../../providers/deploy-secrets";
+import { serviceFromUnit } from "../../core/systemd-unit";
 
 /** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {
@@ -117,6 +118,31 @@ describe("the stack program under mocks", () => {
             "--config": "/etc/sglang/qwen.yaml",
         });
         assert.deepEqual(unit.inputs.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
+    });
+
+    it("previews a flag repeated in extraArgs with a warning naming both elements, and runs the argv as written (issue 37)", async () => {
+        const config = stackConfig("kpro5");
+        const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+        const extraArgs = ["--log-level", "info", "--enable-metrics", "--log-level", "debug"];
+        service.extraArgs = extraArgs;
+        // Under mocks there is no engine: pulumi.log.warn writes to console.warn.
+        const warnings: string[] = [];
+        const consoleWarn = console.warn;
+        console.warn = (...args: unknown[]) => void warnings.push(args.map(String).join(" "));
+        try {
+            const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
+            await promiseOf(program.unitName);
+            const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
+            // SGLang gets both elements and keeps the last: the unit holds them as written, the flags (preview, drift) show the last.
+            assert.deepEqual(serviceFromUnit(String(unit.inputs.unitText)).argv.slice(-extraArgs.length), extraArgs);
+            assert.equal((unit.inputs.flags as Record<string, string>)["--log-level"], "debug");
+        } finally {
+            console.warn = consoleWarn;
+        }
+        const repeated = warnings.filter((w) => w.includes("--log-level"));
+        assert.equal(repeated.length, 1, warnings.join("\n"));
+        assert.match(repeated[0]!, /service\.extraArgs\[0\] \(--log-level info\) and service\.extraArgs\[3\] \(--log-level debug\) both set --log-level/);
+        assert.match(repeated[0]!, /runs with --log-level debug/);
     });
 
     it("runs the service commands inside container 129 through pct exec", async () => {

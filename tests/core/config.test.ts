@@ -944,14 +944,59 @@ describe("stack config: extraArgs", () => {
         assert.match(issueAt(extra(["--mem-frac", "0.5"]), "service.extraArgs[0]").message, /abbreviation of --mem-fraction-static/);
     });
 
-    it("rejects a repeated flag", () => {
-        issueAt(extra(["--enable-metrics", "--enable-metrics"]), "service.extraArgs[1]");
+    /** The config's warnings about extraArgs. */
+    const extraWarnings = (raw: unknown): string[] => {
+        const result = accepted(raw);
+        return result.ok ? result.warnings.filter((w) => w.includes("extraArgs")) : [];
+    };
+
+    it("accepts a flag repeated in extraArgs, as SGLang's argparse does, warning with both elements, their values and the one kept", () => {
+        const warnings = extraWarnings(extra(["--log-level", "info", "--enable-metrics", "--log-level", "debug"]));
+        assert.equal(warnings.length, 1, warnings.join("\n"));
+        assert.match(
+            warnings[0]!,
+            /^sglang-serve:service\.extraArgs: service\.extraArgs\[0\] \(--log-level info\) and service\.extraArgs\[3\] \(--log-level debug\) both set --log-level: SGLang 0\.5\.11's argparse keeps the last, so the server runs with --log-level debug/,
+        );
+        assert.match(warnings[0]!, /Remove service\.extraArgs\[0\] to give it once\.$/);
     });
 
-    it("rejects a flag repeated in the other form, at the repeat, naming the first", () => {
-        const issue = issueAt(extra(["--cuda-graph-bs", "1", "2", "--cuda-graph-bs=4"]), "service.extraArgs[3]");
-        assert.match(issue.message, /repeats --cuda-graph-bs \(first at service\.extraArgs\[0\]\): SGLang's argparse keeps only the last one/);
-        assert.match(issue.message, /\["--cuda-graph-bs", "a", "b"\]/);
+    it("accepts a flag repeated in the other form, naming each element as written", () => {
+        const [warning, ...rest] = extraWarnings(extra(["--cuda-graph-bs", "1", "2", "--cuda-graph-bs=4"]));
+        assert.deepEqual(rest, []);
+        assert.match(warning!, /service\.extraArgs\[0\] \(--cuda-graph-bs 1 2\) and service\.extraArgs\[3\] \(--cuda-graph-bs=4\) both set --cuda-graph-bs/);
+        assert.match(warning!, /runs with --cuda-graph-bs=4/);
+    });
+
+    it("accepts a switch given three times, naming every element", () => {
+        const [warning] = extraWarnings(extra(["--enable-metrics", "--enable-metrics", "--trust-remote-code", "--enable-metrics"]));
+        assert.match(
+            warning!,
+            /service\.extraArgs\[0\] \(--enable-metrics\), service\.extraArgs\[1\] \(--enable-metrics\) and service\.extraArgs\[3\] \(--enable-metrics\) all set --enable-metrics/,
+        );
+        assert.doesNotMatch(warning!, /earlier value/);
+    });
+
+    it("warns about one option set through its spellings: an alias, an abbreviation, --x then --no-x", () => {
+        const [alias] = extraWarnings(extra(["--pp-size", "2", "--pipeline-parallel-size=1"]));
+        assert.match(
+            alias!,
+            /service\.extraArgs\[0\] \(--pp-size 2\) and service\.extraArgs\[2\] \(--pipeline-parallel-size=1\) both set --pipeline-parallel-size/,
+        );
+        const [abbreviated] = extraWarnings(extra(["--reasoning-pars", "qwen3", "--reasoning-parser", "deepseek-r1"]));
+        assert.match(abbreviated!, /both set --reasoning-parser: .*runs with --reasoning-parser deepseek-r1/);
+        const [negated] = extraWarnings(extra(["--lora-strict-loading", "--no-lora-strict-loading"]));
+        assert.match(negated!, /both set --lora-strict-loading: .*runs with --no-lora-strict-loading/);
+    });
+
+    it("still refuses an earlier occurrence whose value argparse refuses, though a later one is good", () => {
+        const issue = issueAt(extra(["--kv-cache-dtype=fp9", "--kv-cache-dtype", "fp8_e4m3"]), "service.extraArgs[0]");
+        assert.match(issue.message, /invalid choice: 'fp9'/);
+    });
+
+    it("still refuses a typed setting given again in extraArgs, at every element that sets it", () => {
+        const raw = extra(["--tp-size", "2", "--enable-metrics", "--tp-size=1"]);
+        assert.match(issueAt(raw, "service.extraArgs[0]").message, /use service\.tensorParallelSize instead/);
+        assert.match(issueAt(raw, "service.extraArgs[3]").message, /use service\.tensorParallelSize instead/);
     });
 
     it("rejects NUL, line breaks and other control characters, naming the element and the character", () => {

@@ -57,6 +57,21 @@ describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.
         assert.equal(verdictKeyOf("something else entirely", extra), "service");
     });
 
+    it("files a message about a repeated extraArgs flag under its last element, the one SGLang runs with (issue 37)", () => {
+        const extra = ["--context-length", "32768", "--enable-metrics", "--context-length=300000"];
+        const argv = ["--model-path", "/models/m", ...extra];
+        assert.equal(
+            verdictKeyOf("User-specified context_length (300000) is greater than the derived context_length (262144).", extra, argv),
+            "service.extraArgs[3]",
+        );
+        assert.equal(verdictKeyOf("--context-length is too long for this model", extra, argv), "service.extraArgs[3]");
+    });
+
+    it("files argparse's refusal of an earlier occurrence's value under that occurrence", () => {
+        const extra = ["--context-length", "abc", "--context-length", "32768"];
+        assert.equal(verdictKeyOf("argument --context-length: invalid human_readable_int value: 'abc'", extra), "service.extraArgs[0]");
+    });
+
     // SGLang 0.5.23's own tracebacks (sglang-release/oracle.py, the lab's differential configs), shortened.
     const ASSERTION = [
         "Traceback (most recent call last):",

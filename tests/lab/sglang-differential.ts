@@ -136,6 +136,42 @@ function extraArgArbitrary(version: string): fc.Arbitrary<string[]> {
     );
 }
 
+/**
+ * A group given again (issue 37: argparse keeps the last occurrence, and
+ * SGLang starts): the group itself, the same flag with another value from the
+ * real commands (`--context-length 32768` then `300000`, `--kv-cache-dtype
+ * fp8_e4m3` then `=fp9`), or in the other form (`--x v` as `--x=v`).
+ */
+function repeatsOf(group: readonly string[]): string[][] {
+    const [head, ...values] = group;
+    const flag = head!.split("=")[0]!;
+    if (flag === "--mamba-track-interval") return [2, 8, 256].map((n) => [`${flag}=${n}`]);
+    const sameFlag = REAL_COMMAND_FLAGS.filter((a) => a[0]!.split("=")[0] === flag).map((a) => [...a]);
+    const otherForm = head!.includes("=") ? [[flag, head!.slice(flag.length + 1)]] : values.length === 1 ? [[`${flag}=${values[0]}`]] : [];
+    return [[...group], ...sameFlag, ...otherForm];
+}
+
+/** The repeat a case draws: which group, which of its repeats, and whether it goes after the last element or before the first. */
+interface RepeatDraw {
+    group: number;
+    variant: number;
+    before: boolean;
+}
+
+/**
+ * extraArgs groups with one of them given again as `repeat` says: one of the
+ * drawn flags, or the track interval where none was drawn (it is in most
+ * cases, and would crowd the others out); no repeat without a group.
+ */
+function withRepeat(track: readonly string[][], drawn: readonly string[][], repeat: RepeatDraw | undefined): string[][] {
+    const groups = [...track, ...drawn];
+    const from = drawn.length > 0 ? drawn : track;
+    if (repeat === undefined || from.length === 0) return groups;
+    const repeats = repeatsOf(from[repeat.group % from.length]!);
+    const again = repeats[repeat.variant % repeats.length]!;
+    return repeat.before ? [again, ...groups] : [...groups, again];
+}
+
 /** Service sections over the corners SGLang judges; everything else as the field config has it. */
 export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, unknown>> {
     const algorithm = fc.oneof(
@@ -161,7 +197,7 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
             specV2: maybe(fc.constantFrom("1", "0", "true", "false")),
             trackInterval: fc.option(fc.constantFrom(2, 8, 256), { nil: undefined, freq: 4 }),
             maxRunningRequests: fc.option(fc.constantFrom(8, 64), { nil: undefined, freq: 4 }),
-            // Each flag once: the stack refuses a repeated flag argparse would keep the last of (core/config-rules.ts).
+            // Each flag once here; `repeat` gives one again.
             extraArgs: fc.oneof(
                 { weight: 2, arbitrary: fc.constant([]) },
                 { weight: 1, arbitrary: fc.uniqueArray(extraArgArbitrary(version), { minLength: 1, maxLength: 2, selector: (a) => a[0]!.split("=")[0]! }) },
@@ -170,6 +206,11 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
             port: fc.constantFrom(30000, 8000, 40123),
             // What fits is the stack's fit rule's to judge (SGLang's own check is at weight loading, past the oracle): values that fit.
             memFractionStatic: fc.option(fc.constantFrom(0.7, 0.85, 0.93), { nil: undefined, freq: 3 }),
+            // Last, so that the keys above draw what they drew before it was added (fast-check draws a record's keys in order).
+            repeat: fc.oneof(
+                { weight: 3, arbitrary: fc.constant(undefined) },
+                { weight: 1, arbitrary: fc.record({ group: fc.nat(7), variant: fc.nat(7), before: fc.boolean() }) },
+            ),
         })
         .map((g) => {
             const field = fieldConfig().service as Record<string, unknown>;
@@ -180,7 +221,7 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
                 port: g.port,
                 disableRadixCache: g.disableRadixCache,
                 environment: g.specV2 === undefined ? {} : { SGLANG_ENABLE_SPEC_V2: g.specV2 },
-                extraArgs: [...(g.trackInterval === undefined ? [] : [`--mamba-track-interval=${g.trackInterval}`]), ...g.extraArgs.flat()],
+                extraArgs: withRepeat(g.trackInterval === undefined ? [] : [[`--mamba-track-interval=${g.trackInterval}`]], g.extraArgs, g.repeat).flat(),
             };
             if (g.speculative) service.speculative = Object.fromEntries(Object.entries(g.speculative).filter(([, v]) => v !== undefined));
             else delete service.speculative;
@@ -294,7 +335,9 @@ export function keysOfSglangError(r: OracleResult, extraArgs: readonly string[])
     }
     // 0.5.23 asserts it without a message; the traceback shows the assertion.
     if (/mamba_track_interval \d+ must be greater|assert view\.mamba_track_interval >= view\.speculative_num_draft_tokens/.test(text)) {
-        return ["service.speculative.numDraftTokens", `service.extraArgs[${extraArgs.findIndex((a) => a.startsWith("--mamba-track-interval"))}]`];
+        // The last of a repeated flag is the one SGLang judged.
+        const last = extraArgs.map((a, i) => (a.startsWith("--mamba-track-interval") ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
+        return ["service.speculative.numDraftTokens", `service.extraArgs[${last}]`];
     }
     if (/no_buffer do not support overlap schedule|--mamba-radix-cache-strategy extra_buffer needs mamba state/.test(text))
         return ["service.mambaSchedulerStrategy"];
