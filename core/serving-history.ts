@@ -55,8 +55,8 @@ export interface HeldFigures {
 export function figuresHeldTo(key: string, history: readonly VerifiedConfig[] | undefined, lastGood: ServingFigures | undefined): HeldFigures | undefined {
     const at = (history ?? []).findIndex((e) => e.config === key);
     const own = at >= 0 ? history![at]! : undefined;
-    // The newest entry is the last good config itself (servingFigures are its figures).
-    if (own && at === 0 && lastGood !== undefined) return { figures: own.figures, origin: { kind: "last-good" } };
+    // The newest entry is the last good config itself: servingFigures, the record of the last good, are its figures.
+    if (own && at === 0 && lastGood !== undefined) return { figures: lastGood, origin: { kind: "last-good" } };
     if (own) return { figures: own.figures, origin: { kind: "earlier", verifiedAt: own.verifiedAt } };
     return lastGood ? { figures: lastGood, origin: { kind: "last-good" } } : undefined;
 }

@@ -35,7 +35,12 @@ describe("the last good figures per served config (core/serving-history.ts)", ()
     it("holds a new config, and the last good config itself, to the current last good", () => {
         const history = [verified("dflash", DFLASH), verified("nextn", NEXTN)];
         assert.deepEqual(figuresHeldTo("eagle3", history, DFLASH), { figures: DFLASH, origin: { kind: "last-good" } });
-        assert.deepEqual(figuresHeldTo("dflash", history, DFLASH), { figures: DFLASH, origin: { kind: "last-good" } });
+        const recorded = { ...DFLASH, acceptLength: 3.6 };
+        assert.deepEqual(
+            figuresHeldTo("dflash", history, recorded),
+            { figures: recorded, origin: { kind: "last-good" } },
+            "servingFigures: the last good's record",
+        );
     });
 
     it("holds every config of a state written before the history to its servingFigures, and none when there are none", () => {
