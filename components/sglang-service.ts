@@ -105,6 +105,7 @@ export class SglangService extends pulumi.ComponentResource {
                 restart: undefined,
                 // A record the provider keeps (check carries it from the refreshed inputs), never declared here.
                 servingFigures: undefined,
+                servingHistory: undefined,
             },
             { parent: this },
         );

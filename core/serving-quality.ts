@@ -10,10 +10,14 @@
  *   config's (named first: the comparison says more than the floor),
  * - the output throughput falls more than readiness.throughputDropLimit below
  *   the last good config's,
+ * where "the last good config's" are the config's own last figures when it
+ * was verified before (core/serving-history.ts: a revert), and the current
+ * last good otherwise;
  * - the accept length is below the floor (readiness.acceptLengthFloor, else a
  *   default per algorithm and step count).
  */
 import { describeFigures, percent, shownLength, shownThroughput, type ServingFigures } from "./serving-figures";
+import { heldFiguresPhrase, type FiguresOrigin } from "./serving-history";
 
 /** The speculative settings the server resolved (/server_info), which bound its accept length. */
 export interface DraftShape {
@@ -79,7 +83,13 @@ function bucketLengths(f: ServingFigures): [string, number][] {
 }
 
 /** The first reason the measured figures fail, or undefined. */
-function failure(measured: ServingFigures, shape: DraftShape | undefined, lastGood: ServingFigures | undefined, limits: QualityLimits): string | undefined {
+function failure(
+    measured: ServingFigures,
+    shape: DraftShape | undefined,
+    lastGood: ServingFigures | undefined,
+    origin: FiguresOrigin | undefined,
+    limits: QualityLimits,
+): string | undefined {
     const measuredAs = describeFigures(measured);
     const length = measured.acceptLength;
     // The bounds apply to a drafting algorithm's measured accept length.
@@ -105,16 +115,16 @@ function failure(measured: ServingFigures, shape: DraftShape | undefined, lastGo
     }
     if (lastGood?.acceptLength !== undefined && length !== undefined && length < lastGood.acceptLength * (1 - limits.acceptLengthDropLimit)) {
         return (
-            `avg accept length ${shownLength(length)} (${measured.algorithm}) is ${percent(1 - length / lastGood.acceptLength)} below the last good config's ` +
-            `${shownLength(lastGood.acceptLength)} (${lastGood.algorithm}), more than readiness.acceptLengthDropLimit (${percent(limits.acceptLengthDropLimit)}): ` +
+            `avg accept length ${shownLength(length)} (${measured.algorithm}) is ${percent(1 - length / lastGood.acceptLength)} below ` +
+            `${heldFiguresPhrase(origin, `${shownLength(lastGood.acceptLength)} (${lastGood.algorithm})`)}, more than readiness.acceptLengthDropLimit (${percent(limits.acceptLengthDropLimit)}): ` +
             `the change serves worse and is not kept (raise readiness.acceptLengthDropLimit to accept it anyway)`
         );
     }
     const tput = measured.throughput;
     if (lastGood?.throughput !== undefined && tput !== undefined && tput < lastGood.throughput * (1 - limits.throughputDropLimit)) {
         return (
-            `output throughput ${shownThroughput(tput)} is ${percent(1 - tput / lastGood.throughput)} below the last good config's ` +
-            `${shownThroughput(lastGood.throughput)}, more than readiness.throughputDropLimit (${percent(limits.throughputDropLimit)}) (${measuredAs}): ` +
+            `output throughput ${shownThroughput(tput)} is ${percent(1 - tput / lastGood.throughput)} below ` +
+            `${heldFiguresPhrase(origin, shownThroughput(lastGood.throughput))}, more than readiness.throughputDropLimit (${percent(limits.throughputDropLimit)}) (${measuredAs}): ` +
             `the change serves slower and is not kept (raise readiness.throughputDropLimit to accept it anyway)`
         );
     }
@@ -132,17 +142,24 @@ function failure(measured: ServingFigures, shape: DraftShape | undefined, lastGo
     return undefined;
 }
 
-/** The measured figures against the bounds and the last good config's figures. */
-export function judgeServing(measured: ServingFigures, against: { shape?: DraftShape; lastGood?: ServingFigures; limits: QualityLimits }): ServingVerdict {
-    const reason = failure(measured, against.shape, against.lastGood, against.limits);
+/**
+ * The measured figures against the bounds and the figures the config is held
+ * to: `lastGood`, whose `origin` says whose they are (absent: the last good
+ * config's).
+ */
+export function judgeServing(
+    measured: ServingFigures,
+    against: { shape?: DraftShape; lastGood?: ServingFigures; origin?: FiguresOrigin; limits: QualityLimits },
+): ServingVerdict {
+    const reason = failure(measured, against.shape, against.lastGood, against.origin, against.limits);
     if (reason !== undefined) return { ok: false, reason };
-    const { lastGood, limits } = against;
+    const { lastGood, origin, limits } = against;
     return {
         ok: true,
         said:
             `serving figures ${describeFigures(measured)}` +
             (lastGood
-                ? ` against the last good config's ${describeFigures({ ...lastGood, buckets: undefined })}: within ` +
+                ? ` against ${heldFiguresPhrase(origin, describeFigures({ ...lastGood, buckets: undefined }))}: within ` +
                   `${percent(limits.acceptLengthDropLimit)} (accept length) and ${percent(limits.throughputDropLimit)} (throughput)`
                 : ": no last good figures to hold them to (they become the record)"),
     };

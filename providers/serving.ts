@@ -4,7 +4,8 @@
 // remote/. ("Gate" names only the read-only key's forced command, gate/.)
 import type { ReadinessConfig } from "../core/config-schema";
 import type { AttemptContext } from "../core/readiness";
-import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT, type ServingFigures } from "../core/serving-figures";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "../core/serving-figures";
+import type { HeldFigures } from "../core/serving-history";
 import { SHIPPED_SERVING_PROMPTS } from "../core/serving-prompts";
 import type { ServingQualitySettings } from "../remote/checks/post-ready-check";
 import { checkSpeculativeActive } from "../core/chat-check";
@@ -27,12 +28,13 @@ export interface ServedServer {
     readiness: ReadinessConfig;
     /**
      * A rollout's new config: only it goes through the serving-quality gate
-     * (remote/checks/serving-quality.ts), held to the last good config's
-     * figures when there are any. A rollback to the previous config, and a
+     * (remote/checks/serving-quality.ts), held to the figures
+     * core/serving-history.ts chooses when there are any: its own last ones
+     * when it was verified before, else the current last good. A rollback to the previous config, and a
      * wait for a server that runs the declared config already, judge its
      * serving only (health, chat, speculation): the previous config served.
      */
-    newConfig?: { lastGood?: ServingFigures };
+    newConfig?: { lastGood?: HeldFigures };
 }
 
 /**
@@ -60,7 +62,10 @@ export function waitServing(
         onProgress: (message) => say(redact(message, [server.apiKey])),
         expectedSpeculative: server.speculativeAlgorithm,
         ...(server.newConfig
-            ? { quality: qualitySettings(server.readiness), ...(server.newConfig.lastGood ? { lastGood: server.newConfig.lastGood } : {}) }
+            ? {
+                  quality: qualitySettings(server.readiness),
+                  ...(server.newConfig.lastGood ? { lastGood: server.newConfig.lastGood.figures, lastGoodOrigin: server.newConfig.lastGood.origin } : {}),
+              }
             : {}),
         chatCheck: server.readiness.chatCheck,
         servedModelName: server.servedModelName,

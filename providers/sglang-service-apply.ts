@@ -66,7 +66,8 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     }
     // Behind a gateway: out of it, drained, rolled out, back in (providers/gateway-drain.ts).
-    const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded));
+    const drafterDigest = drafter && !("error" in drafter) ? drafter.folderDigest : undefined;
+    const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest));
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);
     return outputs;
 }

@@ -8,6 +8,7 @@ import type { BoxExpectations } from "../core/box-facts";
 import type { ReadinessConfig } from "../core/config-schema";
 import type { DeclaredSecrets } from "../core/deploy-secrets";
 import type { ServingFigures } from "../core/serving-figures";
+import type { VerifiedConfig } from "../core/serving-history";
 import type { GatewayMembership } from "../core/gateway";
 import type { VenvPlan } from "../core/venv-layout";
 import type { BoxFactsRead } from "./box-facts";
@@ -69,6 +70,14 @@ export interface ServiceProps {
      */
     servingFigures?: ServingFigures;
     /**
+     * The last good figures per served config (core/serving-history.ts), newest
+     * first, a few kept: a verified rollout that measured puts its config
+     * first. A rollout of a config found here is held to its own last figures
+     * (a revert), any other to servingFigures. A record like servingFigures;
+     * absent in states written before it, which hold servingFigures alone.
+     */
+    servingHistory?: VerifiedConfig[];
+    /**
      * The drafter folder's digest (core/box-facts.ts folderDigest) when the
      * running server was started by a rollout: what it loaded. Kept by
      * refreshes; absent without a separate drafter.
@@ -92,7 +101,7 @@ export interface ServiceProps {
 }
 
 /** The record fields check carries from the refreshed inputs into the new ones. */
-export const CARRIED_RECORD = ["servingFigures", "drafterDigest", "drafterDigestOnBox", "acceptLengthDrift"] as const;
+export const CARRIED_RECORD = ["servingFigures", "servingHistory", "drafterDigest", "drafterDigestOnBox", "acceptLengthDrift"] as const;
 
 /**
  * A revision whose rollout was verified serving (the readiness wait:

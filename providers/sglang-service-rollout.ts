@@ -6,6 +6,7 @@ import { randomUUID } from "crypto";
 import { sha256 } from "../core/digest";
 import { redact } from "../core/redact";
 import type { ServingFigures } from "../core/serving-figures";
+import { heldToShown, withVerified } from "../core/serving-history";
 import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
 import { API_KEY_ENV } from "../core/sglang-rules";
 import { parseEnvironmentFile } from "../core/systemd-unit";
@@ -15,6 +16,7 @@ import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import { readDrafterDigest } from "./box-facts";
 import { ResourceInitFailed } from "./resource-provider";
+import { heldFiguresOf, servedConfigKeyOf } from "./served-config";
 import { ServedServer, startAndWait } from "./serving";
 import { say } from "./say";
 import { LiveService, outputsFrom, readLive, rolloutReasons } from "./sglang-service-live";
@@ -33,9 +35,19 @@ const GPU_FREE_THRESHOLD_MIB = 1024;
  * it and wait for it, and fail with the cause and the journal tail, recording
  * what really runs so the next `up` tries the change again. This loop only
  * runs the steps. The outputs of a rollout whose readiness wait succeeded
- * carry `servingVerified` for the ReadinessCheck of this run.
+ * carry `servingVerified` for the ReadinessCheck of this run, and put the
+ * new config first in the history of verified configs with what it measured.
+ * `drafterDigest`: the drafter folder's digest as read before the rollout
+ * (what the new config will load), for the figures it is held to.
  */
-export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps, live: LiveService, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
+export async function rollout(
+    run: ProviderRun,
+    id: string,
+    inputs: ServiceProps,
+    live: LiveService,
+    recorded?: ServiceOutputs,
+    drafterDigest?: string,
+): Promise<ServiceOutputs> {
     const remote = run.remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
     const secret = (text: string) => redact(text, secretValuesOf(inputs));
@@ -53,8 +65,10 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         gpuReleaseTimeoutSeconds: inputs.readiness.gpuReleaseTimeoutSeconds,
     });
     const previous = previousServer(inputs, live, recorded);
-    // The new config is held to the last good config's figures, and what it measures becomes the record.
-    const lastGood = inputs.servingFigures ?? recorded?.servingFigures;
+    // The new config is held to its own last figures when it served before, else to the last good config's; what it measures becomes the record.
+    const record = { servingFigures: inputs.servingFigures ?? recorded?.servingFigures, servingHistory: inputs.servingHistory ?? recorded?.servingHistory };
+    const lastGood = heldFiguresOf(inputs, drafterDigest, record);
+    if (lastGood) say(`[${unit}] the new config is held to ${heldToShown(lastGood)}`);
     const newServer: ServiceProps & ServedServer = { ...inputs, newConfig: lastGood ? { lastGood } : {} };
     let measured: ServingFigures | undefined;
     for (;;) {
@@ -75,10 +89,22 @@ export async function rollout(run: ProviderRun, id: string, inputs: ServiceProps
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.
-        const { servingFigures: _lastGood, drafterDigest: _loaded, drafterDigestOnBox: _onBox, acceptLengthDrift: _drift, ...declared } = inputs;
+        const {
+            servingFigures: _lastGood,
+            servingHistory: _history,
+            drafterDigest: _loaded,
+            drafterDigestOnBox: _onBox,
+            acceptLengthDrift: _drift,
+            ...declared
+        } = inputs;
+        // The earlier configs' figures stay theirs: a later return to one is held to them.
+        const history = measured
+            ? withVerified(record.servingHistory, { config: servedConfigKeyOf(inputs, drafter), verifiedAt: new Date().toISOString(), figures: measured })
+            : record.servingHistory;
         return {
             ...outputsFrom(declared, after, revision, { revision, run: run.id }),
             ...(measured ? { servingFigures: measured } : {}),
+            ...(history ? { servingHistory: history } : {}),
             ...(drafter !== undefined ? { drafterDigest: drafter, drafterDigestOnBox: drafter } : {}),
         };
     }

@@ -6,7 +6,9 @@
  */
 import { decideWrite, parseOwner } from "../core/ownership";
 import { describeFigures, percent } from "../core/serving-figures";
+import { heldToShown, type HeldFigures } from "../core/serving-history";
 import { describeSource, type VenvPlan } from "../core/venv-layout";
+import { heldFiguresOf } from "./served-config";
 import { qualitySettings } from "./serving";
 import { say } from "./say";
 import { drafterDigestRefusal, drafterPath } from "../core/box-facts";
@@ -54,7 +56,9 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
         // Every preview shows the record beside what it previews, change or not.
         if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
-        let restart = restartReason(olds, news);
+        // What a restart is held to: this config's own figures when it served before (a revert), else the last good ones.
+        const held = heldFiguresOf(news, drafter && !("error" in drafter) ? drafter.folderDigest : undefined, olds);
+        let restart = restartReason(olds, news, held);
         if (stagesRelease(news, facts)) {
             say(`[${news.unitName}] SGLang ${news.venv.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv)}`);
             restart = `${restart}; SGLang ${news.venv.release} staged in ${news.venv.dir} first`;
@@ -101,26 +105,30 @@ function stagingPlan(plan: VenvPlan): string {
 }
 
 /** Shown by the preview: whether the server restarts, and for which changed flags, environment or secrets. */
-function restartReason(olds: Partial<ServiceProps>, news: ServiceProps): string {
+function restartReason(olds: Partial<ServiceProps>, news: ServiceProps, held: HeldFigures | undefined): string {
     if (olds.unitName === undefined) return "yes: new server";
     const changed = changedKeys(olds, news, PROCESS_FIELDS).filter((k) => k !== "unitText" || !sameServer(olds.unitText, news.unitText));
     // The declared secrets (names, and whether there is a key), never their values: a rotated value shows as drift instead (diff).
     const secrets = JSON.stringify(declaredSecrets(olds as ServiceProps)) !== JSON.stringify(declaredSecrets(news));
     const recorded = olds as Partial<ServiceOutputs>;
     const drifted = drafterChangedInPlace(recorded) ?? recorded.acceptLengthDrift;
-    if (changed.length === 0 && !secrets) return drifted ? `yes: ${drifted}${heldTo(recorded, news)}` : "no";
+    if (changed.length === 0 && !secrets) return drifted ? `yes: ${drifted}${heldTo(held, news)}` : "no";
     const what = [...changedNames(olds.flags, news.flags), ...changedNames(olds.environment, news.environment), ...(secrets ? ["secrets"] : [])];
-    return `yes: ${what.length ? what.join(", ") : "unit file"} changed${heldTo(recorded, news)}`;
+    return `yes: ${what.length ? what.join(", ") : "unit file"} changed${heldTo(held, news)}`;
 }
 
-/** What a restart is held to: the last good config's figures (remote/checks/serving-quality.ts), shown beside the change. */
-function heldTo(recorded: Partial<ServiceOutputs>, news: ServiceProps): string {
-    const figures = recorded.servingFigures;
-    if (!figures) return "";
+/**
+ * What a restart is held to (remote/checks/serving-quality.ts), shown beside
+ * the change: the config's own earlier figures when it served before, else
+ * the last good config's (providers/served-config.ts).
+ */
+function heldTo(held: HeldFigures | undefined, news: ServiceProps): string {
+    if (!held) return "";
+    const figures = held.figures;
     const { limits } = qualitySettings(news.readiness);
-    const held = [
+    const bounds = [
         ...(figures.acceptLength !== undefined && news.speculativeAlgorithm ? [`accept length at most ${percent(limits.acceptLengthDropLimit)} below`] : []),
         ...(figures.throughput !== undefined ? [`throughput at most ${percent(limits.throughputDropLimit)} below`] : []),
     ];
-    return held.length ? `; held to the last good ${describeFigures(figures)}: ${held.join(", ")}` : "";
+    return bounds.length ? `; held to ${heldToShown(held)}: ${bounds.join(", ")}` : "";
 }

@@ -260,6 +260,7 @@ export async function waitUntilReady(o: WaitUntilReadyOptions): Promise<Readines
         ...(o.expectedSpeculative ? { expectedSpeculative: o.expectedSpeculative } : {}),
         ...(o.quality ? { quality: o.quality } : {}),
         ...(o.lastGood ? { lastGood: o.lastGood } : {}),
+        ...(o.lastGoodOrigin ? { lastGoodOrigin: o.lastGoodOrigin } : {}),
         probeTimeoutMs: o.probeTimeoutMs,
         http,
         withKey,

@@ -9,6 +9,7 @@
 
 import type { FailureCause } from "../../core/readiness";
 import type { ServingFigures } from "../../core/serving-figures";
+import type { FiguresOrigin } from "../../core/serving-history";
 import type { ServingPrompt } from "../../core/serving-prompts";
 import type { QualityLimits } from "../../core/serving-quality";
 import type { HttpResult, ProbeOptions } from "../probe";
@@ -30,6 +31,8 @@ export interface CheckedServer {
     quality?: ServingQualitySettings;
     /** A new config's start: the last good config's figures, which it must serve at least as well as (serving-quality.ts). */
     lastGood?: ServingFigures;
+    /** Whose figures lastGood are (core/serving-history.ts): the config's own from an earlier rollout, or (absent) the current last good. */
+    lastGoodOrigin?: FiguresOrigin;
 }
 
 export interface ServingQualitySettings {

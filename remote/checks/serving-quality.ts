@@ -81,7 +81,7 @@ export const servingQualityCheck: PostReadyCheck = {
     // A rollout's new config (the one the gate's settings come with): measured by the prompt set, or held by /server_info's figure alone.
     appliesTo: ({ quality, expectedSpeculative, lastGood }) => quality !== undefined && (quality.prompts !== null || Boolean(expectedSpeculative && lastGood)),
     async run(ctx) {
-        const { expectedSpeculative: algorithm, lastGood, quality } = ctx;
+        const { expectedSpeculative: algorithm, lastGood, lastGoodOrigin: origin, quality } = ctx;
         if (!quality) throw new Error("the serving-quality check runs only with the gate's settings (appliesTo)");
         const info = await ctx.serverInfo();
         if ("error" in info) return checkFailed(this.name, info.error, { retry: true });
@@ -100,7 +100,12 @@ export const servingQualityCheck: PostReadyCheck = {
             figures = { algorithm, acceptLength: active.acceptLength };
         }
         const shape = algorithm ? draftShapeOf(info.body, algorithm) : undefined;
-        const verdict = judgeServing(figures, { ...(shape ? { shape } : {}), ...(lastGood ? { lastGood } : {}), limits: quality.limits });
+        const verdict = judgeServing(figures, {
+            ...(shape ? { shape } : {}),
+            ...(lastGood ? { lastGood } : {}),
+            ...(origin ? { origin } : {}),
+            limits: quality.limits,
+        });
         return verdict.ok ? { ok: true, said: verdict.said, findings: { servingFigures: figures } } : checkFailed(this.name, verdict.reason, { retry: false });
     },
 };

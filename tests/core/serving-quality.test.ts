@@ -92,6 +92,23 @@ describe("the serving-quality verdict (core/serving-quality.ts)", () => {
         assert.equal(judgeServing(figures(3.2, { code: 3.2 }, 36), { shape: MTP3, lastGood, limits: LIMITS }).ok, true, "exactly at the limit");
     });
 
+    it("names a config's own earlier figures, and when they were verified, when it is held to them (a return to an earlier config)", () => {
+        const origin = { kind: "earlier" as const, verifiedAt: "2026-12-03T14:05:09.123Z" };
+        const own = figures(3.2, {}, 40);
+        assert.match(
+            reasonOf(judgeServing(figures(2.8, { code: 2.8 }), { shape: MTP3, lastGood: own, origin, limits: LIMITS })),
+            /^avg accept length 2\.80 \(NEXTN\) is 12\.5% below this config's own 3\.20 \(NEXTN\), verified 2026-12-03 14:05 UTC \(a return to an earlier config\), more than readiness\.acceptLengthDropLimit/,
+        );
+        assert.match(
+            reasonOf(judgeServing(figures(3.2, { code: 3.2 }, 35), { shape: MTP3, lastGood: own, origin, limits: LIMITS })),
+            /^output throughput 35\.0 tok\/s is 12\.5% below this config's own 40\.0 tok\/s, verified 2026-12-03 14:05 UTC \(a return to an earlier config\)/,
+        );
+        assert.match(
+            reasonOf(judgeServing(figures(3.1, { code: 3.1 }), { shape: MTP3, lastGood: own, origin, limits: LIMITS })),
+            /^ok: serving figures .* against this config's own avg accept length 3\.20 \(NEXTN\), 40\.0 tok\/s, verified 2026-12-03 14:05 UTC \(a return to an earlier config\): within 10%/,
+        );
+    });
+
     it("holds a server without speculation to the last good throughput alone", () => {
         const plain = { throughput: 25, buckets: { prose: { throughput: 25 } } };
         assert.match(

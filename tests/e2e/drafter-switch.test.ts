@@ -1,4 +1,5 @@
 import * as assert from "node:assert/strict";
+import { clearFaults, setFaults } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
 import { labFigures, mainPid, NEXTN_LAB_FIGURES, onBox, serverInfoOnBox, service, servingFiguresInState, useLab } from "./lab-box";
@@ -16,10 +17,11 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
     this.timeout(1_500_000);
     const lab = useLab("drafter", 127);
 
-    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift; pinned by its digest, up refuses it until the new digest is declared, then rolls it out again", async () => {
+    it("NEXTN to DFLASH (issue 21): a drafter accepting over 10% less than NEXTN's recorded figure fails the up naming both, NEXTN serves again and the change stays pending; the good drafter (steps 1, topk 1, draft tokens 16) is kept, its figures recorded, a later preview shows no drift, and the drafter changed in place is drift; pinned by its digest, up refuses it until the new digest is declared, then rolls it out again; NEXTN again (issue 37, a revert) is held to its own figures: with a drafter fault lowering its accept length 15% it is refused, without it kept with the default limits, and the next preview is clean", async () => {
         const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
+        const nextn = structuredClone(service(config).speculative);
         const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
         try {
             d.giveApiKey(API_KEY);
@@ -108,7 +110,42 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             expectExit(again, 0, "up after the drafter changed in place, its new digest declared");
             assert.match(again.output, /rollout: the drafter folder \/models\/Qwen3\.6-27B-DFlash changed in place since the server loaded it/);
             expectExit(await d.npmScript("drift", ["--stack", "lab", "--json"]), 0, "no drift once the server loaded the drafter as it is");
+
+            // Back to NEXTN as it was (a `git revert` of the switch), with the default limits: held to NEXTN's own figures, not DFLASH's.
+            service(config).speculative = nextn;
+            d.writeConfig(config);
+            const ownFigures =
+                "its own earlier avg accept length 1\\.72 \\(NEXTN\\), 45\\.2 tok/s \\(code 1\\.80 / 51\\.2 tok/s, long-context 1\\.60 / 33\\.0 tok/s, prose 1\\.71 / 48\\.4 tok/s\\), " +
+                "verified \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC \\(a return to an earlier config\\)";
+            const revertPreview = await d.preview();
+            expectExit(revertPreview, 0, "preview of the revert to NEXTN");
+            assert.match(revertPreview.output, new RegExp(`held to ${ownFigures}: accept length at most 10% below, throughput at most 10% below`));
+            // The same NEXTN config with its drafter accepting 15% less (the lab's collapse fault from ready on, NEXTN's starts only): refused against its own figures.
+            setFaults({ acceptLengthAfterReady: { seconds: 0, acceptLength: 1.46 }, whenArgs: ["--speculative-algorithm", "NEXTN"] }, labDir);
+            const worse = await d.up();
+            assert.notEqual(worse.code, 0, worse.output);
+            assert.match(
+                worse.output,
+                /avg accept length 1\.4\d \(NEXTN\) is 1[45]\.\d% below this config's own 1\.72 \(NEXTN\), verified \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \(a return to an earlier config\), more than readiness\.acceptLengthDropLimit \(10%\)/,
+            );
+            assert.match(worse.output, /previous unit was put back and is ready again/);
+            assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "DFLASH", "DFLASH serves again");
+            assert.deepEqual(await servingFiguresInState(d), DFLASH_FIGURES, "DFLASH's figures stay the last good");
+            // Without the fault: the revert is kept with the default limits, its figures the last good again, and the next preview is clean.
+            clearFaults(labDir);
+            const reverted = await d.up();
+            expectExit(reverted, 0, "up of the revert to NEXTN with the default limits");
+            assert.match(
+                reverted.output,
+                new RegExp(
+                    `against this config's own avg accept length 1\\.72 \\(NEXTN\\), 45\\.2 tok/s, verified .* \\(a return to an earlier config\\): within 10%`,
+                ),
+            );
+            assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
+            assert.deepEqual(await servingFiguresInState(d), NEXTN_LAB_FIGURES);
+            expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the revert");
         } finally {
+            clearFaults(labDir);
             d.cleanup();
         }
     });

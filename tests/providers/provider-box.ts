@@ -512,6 +512,8 @@ export interface ServerBehaviour {
     chat: string;
     /** /server_info: as the process's args say, an object of the wrong shape, or not JSON at all. */
     info: "args" | "wrong-shape" | "not-json";
+    /** /generate's meta_info for each of its 64 tokens with speculation: verify steps (35: an accept length of 1.83) and seconds (1.6: 40 tok/s). */
+    generate: { verifyCount: number; e2eLatency: number };
 }
 
 /**
@@ -521,7 +523,7 @@ export interface ServerBehaviour {
  */
 export class FakeSglang {
     box: ProviderBox | undefined;
-    behaviour: ServerBehaviour = { chat: "The capital of France is Paris.", info: "args" };
+    behaviour: ServerBehaviour = { chat: "The capital of France is Paris.", info: "args", generate: { verifyCount: 35, e2eLatency: 1.6 } };
     readonly requests: Array<{ method: string; path: string; authorized: boolean }> = [];
 
     private constructor(
@@ -590,9 +592,13 @@ export class FakeSglang {
                     });
                 case "/generate": {
                     // The serving-quality gate's prompts: meta_info as SGLang's tokenizer manager reports it, 64 tokens in 1.6 s,
-                    // with speculation 35 verify steps (an accept length of 1.83, as /server_info says).
+                    // with speculation 35 verify steps (an accept length of 1.83, as /server_info says), unless the test says otherwise.
                     const speculative = flag(proc.words, "--speculative-algorithm") !== undefined;
-                    return send(200, { text: "...", meta_info: { completion_tokens: 64, e2e_latency: 1.6, ...(speculative ? { spec_verify_ct: 35 } : {}) } });
+                    const { verifyCount, e2eLatency } = this.behaviour.generate;
+                    return send(200, {
+                        text: "...",
+                        meta_info: { completion_tokens: 64, e2e_latency: e2eLatency, ...(speculative ? { spec_verify_ct: verifyCount } : {}) },
+                    });
                 }
                 case "/server_info":
                     if (this.behaviour.info === "not-json") return send(200, "<html>502 Bad Gateway</html>");

@@ -682,6 +682,109 @@ describe("SglangService provider against the fake box", function () {
         });
     });
 
+    describe("figures kept per served config (issue 37): what a rollout is held to", () => {
+        // The fake server's /generate, 64 tokens at 40 tok/s: 35 verify steps by default (an accept length of 1.83); 33: 1.94; 37: 1.73; 40: 1.60
+        // (NEXTN with one step accepts at most 2).
+        const serving = (verifyCount: number) => (box.server.behaviour.generate = { verifyCount, e2eLatency: 1.6 });
+        const VERIFIED_AT = "verified \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC \\(a return to an earlier config\\)";
+
+        it("holds a return to a config verified before to its own figures, not the better ones of the config it replaces: the revert is kept with the default limits", async () => {
+            serving(40);
+            const nextn = await deployed();
+            serving(33);
+            const better = await update(
+                nextn,
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
+            assert.equal(better.servingFigures!.acceptLength, 1.939);
+            // The preview of the revert says what it is held to: its own earlier figures, and when they were verified.
+            const { inputs } = await provider.check!(better, declared());
+            assert.match(
+                inputs!.restart!,
+                new RegExp(
+                    `^yes: --mem-fraction-static changed; held to its own earlier avg accept length 1\\.60 \\(NEXTN\\), 40\\.0 tok/s \\(.*\\), ${VERIFIED_AT}: ` +
+                        "accept length at most 10% below, throughput at most 10% below$",
+                ),
+            );
+            // 1.60 again: 17.5% below the config it replaces, as its own.
+            serving(40);
+            box.forget();
+            const reverted = await update(better, inputs!);
+            assert.deepEqual(reverted.flags, nextn.flags, "the earlier config serves again");
+            assert.equal(reverted.servingFigures!.acceptLength, 1.6, "its figures are the last good again");
+            assert.deepEqual(
+                reverted.servingHistory!.map((e) => e.figures.acceptLength),
+                [1.6, 1.939],
+                "the reverted config first, the one it replaced kept",
+            );
+            const said = box.said.join("\n");
+            assert.match(said, new RegExp(`the new config is held to its own earlier avg accept length 1\\.60 \\(NEXTN\\), .*${VERIFIED_AT}`));
+            assert.match(said, new RegExp(`against this config's own avg accept length 1\\.60 \\(NEXTN\\), 40\\.0 tok/s, ${VERIFIED_AT}: within 10%`));
+        });
+
+        it("refuses a return to a config that serves worse than its own last figures, though better than the last good config's, and keeps the record", async () => {
+            serving(33);
+            const nextn = await deployed();
+            // A switch that serves worse, kept by raising the limit for its one up.
+            serving(40);
+            const relaxed = { readiness: readinessSettings({ acceptLengthDropLimit: 0.5 }) };
+            const switched = await update(
+                nextn,
+                declared((raw) => (raw.memFractionStatic = 0.85), relaxed),
+            );
+            assert.equal(switched.servingFigures!.acceptLength, 1.6);
+            // Back with the default limits, serving 1.73: above the last good 1.60, but 10.8% below its own 1.94.
+            serving(37);
+            await assert.rejects(update(switched, declared()), (e: PartialFailure) => {
+                assert.match(
+                    e.message,
+                    new RegExp(
+                        `avg accept length 1\\.73 \\(NEXTN\\) is 10\\.8% below this config's own 1\\.94 \\(NEXTN\\), ${VERIFIED_AT}, ` +
+                            "more than readiness\\.acceptLengthDropLimit \\(10%\\)",
+                    ),
+                );
+                assert.deepEqual(e.properties!.servingFigures, switched.servingFigures, "the last good figures stay");
+                assert.deepEqual(e.properties!.servingHistory, switched.servingHistory, "the history stays");
+                assert.equal(e.properties!.flags["--mem-fraction-static"], "0.85", "the switch serves on");
+                return true;
+            });
+        });
+
+        it("holds a new config to the current last good figures, not to an earlier config's lower ones", async () => {
+            serving(40);
+            const nextn = await deployed();
+            serving(33);
+            const better = await update(
+                nextn,
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
+            const other = declared((raw) => (raw.memFractionStatic = 0.8));
+            const { inputs } = await provider.check!(better, other);
+            assert.match(inputs!.restart!, /^yes: --mem-fraction-static changed; held to the last good avg accept length 1\.94 \(NEXTN\), 40\.0 tok\/s /);
+            // 1.73: above the first config's 1.60, 10.8% below the last good 1.94.
+            serving(37);
+            await assert.rejects(
+                update(better, inputs!),
+                /avg accept length 1\.73 \(NEXTN\) is 10\.8% below the last good config's 1\.94 \(NEXTN\), more than readiness\.acceptLengthDropLimit \(10%\)/,
+            );
+        });
+
+        it("holds a rollout of a state written before the history to its servingFigures, and starts the history with the config it verifies", async () => {
+            const { servingHistory: _none, ...outs } = await deployed();
+            const older: ServiceOutputs = { ...outs, servingFigures: { algorithm: "NEXTN", acceptLength: 1.8 } };
+            const changed = await update(
+                older,
+                declared((raw) => (raw.memFractionStatic = 0.85)),
+            );
+            assert.ok(
+                box.said.some((l) => l.includes("the new config is held to the last good avg accept length 1.80 (NEXTN)")),
+                box.said.join("\n"),
+            );
+            assert.equal(changed.servingHistory!.length, 1);
+            assert.deepEqual(changed.servingHistory![0]!.figures, changed.servingFigures);
+        });
+    });
+
     describe("read", () => {
         it("returns the live state, and inputs as the box has them (unit, flags, owner)", async () => {
             const outs = await deployed();
