@@ -135,14 +135,11 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         expectExit(r, 0, "npm run drift with the read-only key");
         assert.equal((JSON.parse(r.stdout) as { drift: boolean }).drift, false);
         // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift).
+        // From here on the runs hold no API key, as the read-only key's jobs do (their workflows give them none).
         delete d.engineEnv.SGLANG_SERVE_API_KEY;
-        try {
-            const noKey = await drift(d);
-            expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
-            assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
-        } finally {
-            d.giveApiKey(API_KEY);
-        }
+        const noKey = await drift(d);
+        expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
+        assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
     });
 
     it("npm run drift with the read-only key sees a change made on the box (exit 7, naming the field)", async () => {
@@ -187,6 +184,9 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         const before = await mainPid(labDir);
         config["sglang-serve:service"].memFractionStatic = 0.85;
         d.writeConfig(config);
+        // The up a deploy runs, with the deploy's API key, but the read-only key: its reads that compare the
+        // secret file are refused (issue 34 finding 8), as is any write.
+        d.giveApiKey(API_KEY);
         try {
             const r = await d.up();
             assert.notEqual(r.code, 0, "up with the read-only key must fail");
@@ -195,6 +195,7 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
             assert.equal(await memFraction(info), 0.88);
             assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
         } finally {
+            delete d.engineEnv.SGLANG_SERVE_API_KEY;
             config["sglang-serve:service"].memFractionStatic = 0.88;
             d.writeConfig(config);
         }
