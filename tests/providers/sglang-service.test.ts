@@ -687,8 +687,8 @@ describe("SglangService provider against the fake box", function () {
         // (NEXTN with one step accepts at most 2).
         const serving = (verifyCount: number) => (box.server.behaviour.generate = { verifyCount, e2eLatency: 1.6 });
         const VERIFIED_AT = "verified \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC \\(a return to an earlier config\\)";
-
-        it("holds a return to a config verified before to its own figures, not the better ones of the config it replaces: the revert is kept with the default limits", async () => {
+        /** NEXTN deployed serving 1.60, then mem-fraction-static 0.85 kept serving 1.94: the last good. */
+        const nextnThenBetter = async () => {
             serving(40);
             const nextn = await deployed();
             serving(33);
@@ -696,6 +696,11 @@ describe("SglangService provider against the fake box", function () {
                 nextn,
                 declared((raw) => (raw.memFractionStatic = 0.85)),
             );
+            return { nextn, better };
+        };
+
+        it("holds a return to a config verified before to its own figures, not the better ones of the config it replaces: the revert is kept with the default limits", async () => {
+            const { nextn, better } = await nextnThenBetter();
             assert.equal(better.servingFigures!.acceptLength, 1.939);
             // The preview of the revert says what it is held to: its own earlier figures, and when they were verified.
             const { inputs } = await provider.check!(better, declared());
@@ -751,13 +756,7 @@ describe("SglangService provider against the fake box", function () {
         });
 
         it("holds a new config to the current last good figures, not to an earlier config's lower ones", async () => {
-            serving(40);
-            const nextn = await deployed();
-            serving(33);
-            const better = await update(
-                nextn,
-                declared((raw) => (raw.memFractionStatic = 0.85)),
-            );
+            const { better } = await nextnThenBetter();
             const other = declared((raw) => (raw.memFractionStatic = 0.8));
             const { inputs } = await provider.check!(better, other);
             assert.match(inputs!.restart!, /^yes: --mem-fraction-static changed; held to the last good avg accept length 1\.94 \(NEXTN\), 40\.0 tok\/s /);
