@@ -67,7 +67,7 @@ function tail(text: string, maxLines: number, maxChars: number): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Refused session channels opened again while other channels of the connection were open (see execOnce). */
+/** How often a session channel refused on a busy connection is opened again (see execOnce). */
 const MAX_CHANNEL_REFUSALS = 16;
 
 // Socket errors that mean "the network or the server went away", worth a reconnect.
@@ -95,10 +95,10 @@ interface Conn {
     waiters: Array<() => void>;
     /** Channels the server accepted that have not closed yet. */
     open: number;
-    /** Whether the server has accepted a channel on this connection. */
-    accepted: boolean;
     /** Called when one of those closes. */
     closeWaiters: Array<() => void>;
+    /** Whether the server has accepted a channel on this connection. */
+    accepted: boolean;
     idleTimer: NodeJS.Timeout | null;
 }
 
