@@ -1,4 +1,4 @@
-import { PROVIDER_CONFIG_KEYS } from "../core/provider-config";
+import { PROVIDER_CONFIG_KEYS } from "../core/config/provider-config";
 import * as pulumi from "./pulumi";
 
 /**

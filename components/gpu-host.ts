@@ -1,7 +1,7 @@
 import * as pulumi from "./pulumi";
-import { Connection } from "./connection";
+import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
-import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/gpu-facts";
+import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/box/gpu-facts";
 import type { GpuHostOutputs, GpuHostProps } from "../providers/gpu-host-props";
 
 export type { DeviceMajors, GpuFact };

@@ -1,6 +1,6 @@
 import * as pulumi from "./pulumi";
-import type { ContainerConfig } from "../core/config-schema";
-import { Connection } from "./connection";
+import type { ContainerConfig } from "../core/config/schema";
+import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION } from "./dynamic-provider";
 import { DeviceMajors } from "./gpu-host";
 import type { ContainerOutputs, ContainerProps } from "../providers/lxc-container-props";

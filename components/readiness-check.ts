@@ -1,6 +1,6 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig } from "../core/config-schema";
-import { Connection } from "./connection";
+import type { ReadinessConfig } from "../core/config/schema";
+import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ReadinessOutputs, ReadinessProps } from "../providers/readiness-check-props";
 import type { ServingVerified } from "../providers/sglang-service-props";

@@ -1,10 +1,11 @@
 import * as pulumi from "./pulumi";
-import type { GatewayConfig } from "../core/config-schema";
-import { gatewayAdminUrl, renderGatewayUnit } from "../core/gateway";
-import { formatOwner } from "../core/ownership";
-import { unitName, UnitOwner } from "../core/systemd-unit";
-import { gatewayVenvPlan } from "../core/venv-layout";
-import { Connection } from "./connection";
+import type { GatewayConfig } from "../core/config/schema";
+import { gatewayAdminUrl, renderGatewayUnit } from "../core/gateway/gateway";
+import { formatOwner } from "../core/unit/ownership";
+import { UnitOwner } from "../core/unit/systemd-unit";
+import { unitName } from "../core/unit/unit-paths";
+import { gatewayVenvPlan } from "../core/venv/venv-layout";
+import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { GatewayOutputs, GatewayProps } from "../providers/sglang-gateway-props";
 

@@ -1,15 +1,16 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig, ServiceConfig } from "../core/config-schema";
-import { formatOwner } from "../core/ownership";
-import { renderUnit, serverConfigFilePath, serverEnvironment, unitName, UnitOwner } from "../core/systemd-unit";
-import { renderArgv } from "../core/sglang-args";
-import type { DeclaredSecrets } from "../core/deploy-secrets";
-import type { ServingFigures } from "../core/serving-figures";
-import { flagMap } from "../core/flag-map";
-import { boxExpectations } from "../core/box-facts";
-import { venvPlanOf } from "../core/venv-layout";
-import type { GatewayMembership } from "../core/gateway";
-import { Connection } from "./connection";
+import type { ReadinessConfig, ServiceConfig } from "../core/config/schema";
+import { formatOwner } from "../core/unit/ownership";
+import { renderUnit, serverEnvironment, UnitOwner } from "../core/unit/systemd-unit";
+import { serverConfigFilePath, unitName } from "../core/unit/unit-paths";
+import { renderArgv } from "../core/sglang/args";
+import type { DeclaredSecrets } from "../core/secrets/deploy-secrets";
+import type { ServingFigures } from "../core/serving/serving-figures";
+import { flagMap } from "../core/sglang/flag-map";
+import { boxExpectations } from "../core/box/box-facts";
+import { venvPlanOf } from "../core/venv/venv-layout";
+import type { GatewayMembership } from "../core/gateway/gateway";
+import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
 
@@ -71,7 +72,7 @@ export class SglangService extends pulumi.ComponentResource {
     constructor(name: string, args: SglangServiceArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:SglangService", name, {}, opts);
         const service = args.service;
-        // Declared only: the values come from the deploy run's environment to the provider, never through Pulumi (core/deploy-secrets.ts).
+        // Declared only: the values come from the deploy run's environment to the provider, never through Pulumi (core/secrets/deploy-secrets.ts).
         const secrets: DeclaredSecrets = { apiKey: service.requireApiKey, environment: [...service.secretEnvironment].sort() };
         const argv = renderArgv(service, service.requireApiKey ? { configFile: serverConfigFilePath(service.name) } : {});
         const flagged = flagMap(argv);

@@ -1,11 +1,11 @@
 import * as pulumi from "./pulumi";
-import { validateStackConfig } from "../core/config";
-import { formatConfigIssues } from "../core/config-issues";
-import type { StackConfig } from "../core/config-schema";
-import { rawStackConfig } from "../core/stack-config-source";
-import { deploySecretsMessage, givenKeyProblems } from "../core/deploy-secrets";
+import { validateStackConfig } from "../core/config/config";
+import { formatConfigIssues } from "../core/config/issues";
+import type { StackConfig } from "../core/config/schema";
+import { rawStackConfig } from "../core/config/stack-config-source";
+import { deploySecretsMessage, givenKeyProblems } from "../core/secrets/deploy-secrets";
 
-/** The raw sections of a stack's config, as Pulumi holds them (core/stack-config-source.ts). */
+/** The raw sections of a stack's config, as Pulumi holds them (core/config/stack-config-source.ts). */
 export function readRawStackConfig(config: pulumi.Config): Record<string, unknown> {
     return rawStackConfig((name) => pulumi.getConfig(`${config.name}:${name}`));
 }

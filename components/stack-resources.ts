@@ -1,11 +1,11 @@
 import * as pulumi from "./pulumi";
-import type { ContainerConfig, HostConfig, ReadinessConfig, ServerConfig, ServiceConfig, StackConfig } from "../core/config-schema";
-import { Connection } from "./connection";
+import type { ContainerConfig, HostConfig, ReadinessConfig, ServerConfig, ServiceConfig, StackConfig } from "../core/config/schema";
+import { Connection } from "../core/connection";
 import { GpuHost } from "./gpu-host";
 import { LxcContainer } from "./lxc-container";
 import { ReadinessCheck } from "./readiness-check";
 import { SglangService } from "./sglang-service";
-import { gatewayAdminUrl, GatewayMembership, workerUrl } from "../core/gateway";
+import { gatewayAdminUrl, GatewayMembership, workerUrl } from "../core/gateway/gateway";
 import { SglangGateway } from "./sglang-gateway";
 
 // The stack's resources, declared from its validated config: per box the GPU
@@ -77,7 +77,7 @@ function declareServer(
             connection: box.serverConnection,
             service,
             readiness,
-            // A server declared with its GPUs sees only those (core/systemd-unit.ts serverEnvironment); else the box's.
+            // A server declared with its GPUs sees only those (core/unit/systemd-unit.ts serverEnvironment); else the box's.
             gpuIndices: service.gpus ?? box.gpuIndices,
             gpuMemoryMiB: box.gpuMemoryMiB,
             gpuName: box.gpuName,

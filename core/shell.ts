@@ -5,7 +5,7 @@
  * container directly (lxc-attach, no second shell), so quoting once is right
  * for both topologies.
  */
-import type { Topology } from "./config-schema";
+import type { Topology } from "./config/schema";
 
 /** Words that mean the same quoted or not, left bare so logs stay readable. No `=`: a leading `a=b` word is an assignment to sh. */
 const PLAIN_WORD = /^[A-Za-z0-9_./:@%+,-]+$/;

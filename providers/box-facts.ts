@@ -1,13 +1,12 @@
-import { BoxContradiction, boxContradictions, BoxExpectations, BoxFacts, boxFactsCommand, drafterPath, parseBoxFacts } from "../core/box-facts";
+import { BoxContradiction, boxContradictions, BoxExpectations, BoxFactsRead, boxFactsCommand, drafterPath, parseBoxFacts } from "../core/box/box-facts";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
 import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
-import type { VenvPlan } from "../core/venv-layout";
+import type { VenvPlan } from "../core/venv/venv-layout";
 
 /** The box's facts, or why they could not be read (a missing python, say). */
-export type BoxFactsRead = BoxFacts | { error: string };
 
-/** Reads the box's facts about the declared server (core/box-facts.ts): one command. */
+/** Reads the box's facts about the declared server (core/box/box-facts.ts): one command. */
 export async function readBoxFacts(remote: RemoteHost, expect: BoxExpectations): Promise<BoxFactsRead> {
     // A venv the stack stages runs only with the stack's marker in it (the read-only gate allows a --venv-root python only so).
     const r = await remote.run(boxFactsCommand(expect.python, expect.modelPath, expect.stagedVenv !== undefined));
@@ -27,7 +26,7 @@ export async function readDrafterFacts(remote: RemoteHost, expect: BoxExpectatio
 }
 
 /**
- * The drafter folder's digest now (core/box-facts.ts folderDigest). Undefined
+ * The drafter folder's digest now (core/box/box-facts.ts folderDigest). Undefined
  * without a drafter, or when the folder cannot be read (the rollout's own
  * checks say why).
  */

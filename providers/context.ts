@@ -1,4 +1,4 @@
-import type { ProviderConfig } from "../core/provider-config";
+import type { ProviderConfig } from "../core/config/provider-config";
 import { SshPool } from "../remote/ssh-pool";
 import { ProviderRun } from "./provider-run";
 import type { CompleteProvider, ResourceProvider } from "./resource-provider";

@@ -1,10 +1,10 @@
 /**
- * The deploy run's secret values (core/deploy-secrets.ts), from this
+ * The deploy run's secret values (core/secrets/deploy-secrets.ts), from this
  * process's environment (the engine starts the provider plugin with the
  * CLI's): read when a provider writes the box or authenticates, never an
  * input, never in the state.
  */
-import { DeclaredSecrets, deployApiKeyFrom, DeploySecrets, deploySecretsFrom, deploySecretsMessage, givesDeploySecrets } from "../core/deploy-secrets";
+import { DeclaredSecrets, deployApiKeyFrom, DeploySecrets, deploySecretsFrom, deploySecretsMessage, givesDeploySecrets } from "../core/secrets/deploy-secrets";
 
 /** The declared values; throws naming every problem (a value missing, malformed, or not declared). */
 export function deploySecrets(declared: DeclaredSecrets): DeploySecrets {

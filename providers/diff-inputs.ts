@@ -1,6 +1,6 @@
-import { deepEqual } from "../core/diff";
+import { deepEqual } from "../core/drift/diff";
 
-/** The keys whose values differ between olds and news (core/diff.ts deepEqual: an undefined field equals a missing one). */
+/** The keys whose values differ between olds and news (core/drift/diff.ts deepEqual: an undefined field equals a missing one). */
 export function changedKeys<T extends object>(olds: Partial<T>, news: Partial<T>, keys: readonly (keyof T)[]): (keyof T)[] {
     return keys.filter((k) => !deepEqual(olds[k], news[k]));
 }

@@ -7,8 +7,8 @@
  * own drain is a fixed settle time, not a count (smg 1.13.0), hence the
  * server's.
  */
-import { GatewayWorker, parseServerLoad, serverLoadArgv } from "../core/gateway";
-import { serviceNameOf } from "../core/unit-read";
+import { GatewayWorker, parseServerLoad, serverLoadArgv } from "../core/gateway/gateway";
+import { serviceNameOf } from "../core/unit/unit-read";
 import { GatewayAdmin } from "../remote/gateway-admin";
 import { waitFor } from "../remote/await/wait-for";
 import type { RemoteHost } from "../remote/remote-host";

@@ -3,8 +3,8 @@
  * (components/gpu-host.ts) passes exactly these fields (each an Input), the
  * provider (providers/gpu-host.ts) reads them.
  */
-import type { Connection } from "../components/connection";
-import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/gpu-facts";
+import type { Connection } from "../core/connection";
+import type { DeviceMajors, GpuExpectation, GpuFact } from "../core/box/gpu-facts";
 
 export interface GpuHostProps {
     providerVersion: string;

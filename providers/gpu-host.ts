@@ -1,8 +1,8 @@
 import type { CompleteProvider } from "./resource-provider";
 import { newMarker, parseBatch } from "../core/batch-script";
-import { gpuFactsScript } from "../core/host-reads";
-import type { Connection } from "../components/connection";
-import { gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/gpu-facts";
+import { gpuFactsScript } from "../core/box/host-reads";
+import type { Connection } from "../core/connection";
+import { gpuExpectationProblems, parseGpuQuery, parseProcDevices, parseProxmoxVersion } from "../core/box/gpu-facts";
 import { servedByThisProcess } from "./context";
 import type { ProviderRun } from "./provider-run";
 import { changedKeys } from "./diff-inputs";

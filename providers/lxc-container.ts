@@ -1,8 +1,8 @@
 import { CompleteProvider, keepingProviderModule, ResourceInitFailed } from "./resource-provider";
 import { newMarker, parseBatch } from "../core/batch-script";
-import { containerReadScript } from "../core/host-reads";
-import type { ContainerConfig } from "../core/config-schema";
-import type { DeviceMajors } from "../core/gpu-facts";
+import { containerReadScript } from "../core/box/host-reads";
+import type { ContainerConfig } from "../core/config/schema";
+import type { DeviceMajors } from "../core/box/gpu-facts";
 import {
     editPassthroughInPlace,
     parsePctConfig,
@@ -16,14 +16,14 @@ import {
     pctOption,
     pctSetArgs,
     pctView,
-} from "../core/pct-config";
+} from "../core/box/pct-config";
 import { editPctConfigFile, pctConfigPaths } from "../remote/pct-config-file";
 import type { RemoteHost } from "../remote/remote-host";
 import { servedByThisProcess } from "./context";
 import type { ProviderRun } from "./provider-run";
 import { say } from "./say";
 import { changedKeys } from "./diff-inputs";
-import { deepEqual } from "../core/diff";
+import { deepEqual } from "../core/drift/diff";
 import type { ContainerOutputs, ContainerProps } from "./lxc-container-props";
 
 interface LiveContainer {

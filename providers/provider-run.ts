@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Connection } from "../components/connection";
-import type { ProviderConfig } from "../core/provider-config";
-import { sshPrivateKeyPath } from "../core/stack-config-source";
+import type { Connection } from "../core/connection";
+import type { ProviderConfig } from "../core/config/provider-config";
+import { sshPrivateKeyPath } from "../core/config/stack-config-source";
 import { RemoteHost } from "../remote/remote-host";
 import { loadSshCredentials, SshCredentials } from "../remote/ssh-credentials";
 import type { SshPool } from "../remote/ssh-pool";

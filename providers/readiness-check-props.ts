@@ -3,8 +3,8 @@
  * component (components/readiness-check.ts) passes exactly these fields (each
  * an Input), the provider (providers/readiness-check.ts) reads them.
  */
-import type { Connection } from "../components/connection";
-import type { ReadinessConfig } from "../core/config-schema";
+import type { Connection } from "../core/connection";
+import type { ReadinessConfig } from "../core/config/schema";
 import type { ServingVerified } from "./sglang-service-props";
 
 export interface ReadinessProps {

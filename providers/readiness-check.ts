@@ -1,6 +1,6 @@
 import type { CompleteProvider } from "./resource-provider";
-import { describeFailure } from "../core/readiness";
-import { redact } from "../core/redact";
+import { describeFailure } from "../core/readiness/readiness";
+import { redact } from "../core/secrets/redact";
 import { servedByThisProcess } from "./context";
 import { deployApiKey } from "./deploy-secrets";
 import { changedKeys } from "./diff-inputs";

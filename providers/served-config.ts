@@ -1,12 +1,12 @@
 /**
  * The served config a service's props declare, as the serving-quality gate
- * keys its figures (core/served-config-key.ts), and the figures the record
- * holds a rollout of it to (core/serving-history.ts): for the preview's
+ * keys its figures (core/serving/served-config-key.ts), and the figures the record
+ * holds a rollout of it to (core/serving/serving-history.ts): for the preview's
  * restart line (check) and the rollout, which must agree.
  */
-import { drafterPath } from "../core/box-facts";
-import { servedConfigKey } from "../core/served-config-key";
-import { figuresHeldTo, type HeldFigures } from "../core/serving-history";
+import { drafterPath } from "../core/box/box-facts";
+import { servedConfigKey } from "../core/serving/served-config-key";
+import { figuresHeldTo, type HeldFigures } from "../core/serving/serving-history";
 import type { ServiceProps } from "./sglang-service-props";
 
 /**

@@ -1,4 +1,4 @@
-import { parseServerInfoReadOutput, ServerInfoReadResult, serverInfoReadArgv } from "../core/server-info-read";
+import { parseServerInfoReadOutput, ServerInfoReadResult, serverInfoReadArgv } from "../core/sglang/server-info-read";
 import type { RemoteRunner } from "../remote/remote-host";
 import { unitPaths } from "./unit-view";
 
@@ -6,7 +6,7 @@ import { unitPaths } from "./unit-view";
  * GET /server_info asked on the box where the server runs (one SSH command,
  * through `pct exec` in the pct-exec topology), with the API key the box
  * keeps in the unit's 0600 EnvironmentFile: a refresh needs no API key, and
- * the read-only key's gate allows the command (core/server-info-read.ts).
+ * the read-only key's gate allows the command (core/sglang/server-info-read.ts).
  * The server not answering is a value; a command that could not run at all
  * (refused by the gate, no python3) throws, naming the box and the fix.
  */

@@ -2,18 +2,18 @@
 // readiness wait (remote/readiness-wait.ts), run the wait without a start, and
 // take a quick look (/health and /server_info). The wait itself lives in
 // remote/. ("Gate" names only the read-only key's forced command, gate/.)
-import type { ReadinessConfig } from "../core/config-schema";
-import type { AttemptContext } from "../core/readiness";
-import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "../core/serving-figures";
-import type { HeldFigures } from "../core/serving-history";
-import { SHIPPED_SERVING_PROMPTS } from "../core/serving-prompts";
+import type { ReadinessConfig } from "../core/config/schema";
+import type { AttemptContext } from "../core/readiness/readiness";
+import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "../core/serving/serving-figures";
+import type { HeldFigures } from "../core/serving/serving-history";
+import { SHIPPED_SERVING_PROMPTS } from "../core/serving/serving-prompts";
 import type { ServingQualitySettings } from "../remote/checks/post-ready-check";
-import { checkSpeculativeActive } from "../core/chat-check";
-import { LiveServerArgs, normalizeServerInfo } from "../core/sglang-args";
+import { checkSpeculativeActive } from "../core/serving/chat-check";
+import { LiveServerArgs, normalizeServerInfo } from "../core/sglang/args";
 import { endpointUrl, getServerInfo, httpGetJson } from "../remote/probe";
 import { JournalPosition, journalPosition, ReadinessResult, readJournalTail, waitUntilReady } from "../remote/readiness-wait";
 import { containerNotRunning, type RemoteHost, type RemoteRunner } from "../remote/remote-host";
-import { redact } from "../core/redact";
+import { redact } from "../core/secrets/redact";
 import { say } from "./say";
 import type { Look, ServerLooks } from "./server-looks";
 import { readServerInfoOnBox } from "./server-info-on-box";
@@ -29,7 +29,7 @@ export interface ServedServer {
     /**
      * A rollout's new config: only it goes through the serving-quality gate
      * (remote/checks/serving-quality.ts), held to the figures
-     * core/serving-history.ts chooses when there are any: its own last ones
+     * core/serving/serving-history.ts chooses when there are any: its own last ones
      * when it was verified before, else the current last good. A rollback to the previous config, and a
      * wait for a server that runs the declared config already, judge its
      * serving only (health, chat, speculation): the previous config served.

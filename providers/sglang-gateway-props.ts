@@ -3,9 +3,9 @@
  * component (components/sglang-gateway.ts) passes exactly these fields (each
  * an Input), the provider (providers/sglang-gateway.ts) reads them.
  */
-import type { Connection } from "../components/connection";
-import type { GatewayWorker } from "../core/gateway";
-import type { VenvPlan } from "../core/venv-layout";
+import type { Connection } from "../core/connection";
+import type { GatewayWorker } from "../core/gateway/gateway";
+import type { VenvPlan } from "../core/venv/venv-layout";
 
 export interface GatewayProps {
     providerVersion: string;
@@ -13,9 +13,9 @@ export interface GatewayProps {
     connection: Connection;
     unitName: string;
     unitText: string;
-    /** smg's venv, staged when missing (core/venv-layout.ts gatewayVenvPlan). */
+    /** smg's venv, staged when missing (core/venv/venv-layout.ts gatewayVenvPlan). */
     venv: VenvPlan;
-    /** Where the stack reaches its admin API, from its box (core/gateway.ts gatewayAdminUrl). */
+    /** Where the stack reaches its admin API, from its box (core/gateway/gateway.ts gatewayAdminUrl). */
     adminUrl: string;
     /** Where clients reach it. */
     endpoint: string;
@@ -23,7 +23,7 @@ export interface GatewayProps {
     workers: Array<{ name: string; url: string }>;
     /** The servers require the API key: the gateway's data plane does too (the same key, SGLANG_SERVE_API_KEY). */
     requireApiKey: boolean;
-    /** `<project>/<stack>`, recorded in the unit (core/ownership.ts). */
+    /** `<project>/<stack>`, recorded in the unit (core/unit/ownership.ts). */
     owner: string;
 }
 

@@ -6,12 +6,12 @@
  * list back: a worker missing, extra or not ready is drift that `up` repairs.
  */
 import { sha256 } from "../core/digest";
-import { deployApiKeyFrom, gatewayAdminKeyFrom } from "../core/deploy-secrets";
-import { describeWorkerDrift, GatewayWorker, hasWorkerDrift, renderGatewayEnvironmentFile, workerDrift } from "../core/gateway";
-import { decideDelete, decideWrite, parseOwner } from "../core/ownership";
-import { unitOwner } from "../core/systemd-unit";
-import { serviceNameOf } from "../core/unit-read";
-import { STAGING_MARKER } from "../core/venv-layout";
+import { deployApiKeyFrom, gatewayAdminKeyFrom } from "../core/secrets/deploy-secrets";
+import { describeWorkerDrift, GatewayWorker, hasWorkerDrift, renderGatewayEnvironmentFile, workerDrift } from "../core/gateway/gateway";
+import { decideDelete, decideWrite, parseOwner } from "../core/unit/ownership";
+import { unitOwner } from "../core/unit/systemd-unit";
+import { serviceNameOf } from "../core/unit/unit-read";
+import { STAGING_MARKER } from "../core/venv/venv-layout";
 import { waitFor } from "../remote/await/wait-for";
 import { GatewayAdmin } from "../remote/gateway-admin";
 import type { RemoteHost } from "../remote/remote-host";

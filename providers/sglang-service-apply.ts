@@ -4,13 +4,13 @@
  * that runs the declared config as it is, or roll out.
  */
 import { sha256 } from "../core/digest";
-import { decideDelete, decideWrite, formatOwner } from "../core/ownership";
-import { describeFailure } from "../core/readiness";
-import { redact } from "../core/redact";
-import { unitOwner } from "../core/systemd-unit";
+import { decideDelete, decideWrite, formatOwner } from "../core/unit/ownership";
+import { describeFailure } from "../core/readiness/readiness";
+import { redact } from "../core/secrets/redact";
+import { unitOwner } from "../core/unit/systemd-unit";
 import { journalPosition } from "../remote/readiness-wait";
 import type { RemoteHost } from "../remote/remote-host";
-import { drafterDigestRefusal } from "../core/box-facts";
+import { drafterDigestRefusal } from "../core/box/box-facts";
 import { assertBoxServes, readDrafterFacts, stagesRelease } from "./box-facts";
 import type { ProviderRun } from "./provider-run";
 import { outOfGateway } from "./gateway-drain";

@@ -3,11 +3,11 @@
  * the running server's args) and the service's outputs built from it; the
  * refresh (`read`) of an SglangService.
  */
-import { formatOwner, parseOwner } from "../core/ownership";
-import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving-figures";
-import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/systemd-unit";
+import { formatOwner, parseOwner } from "../core/unit/ownership";
+import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving/serving-figures";
+import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/unit/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
-import { drafterPath } from "../core/box-facts";
+import { drafterPath } from "../core/box/box-facts";
 import { readBoxFacts, readDrafterDigest } from "./box-facts";
 import { changedNames } from "./diff-inputs";
 import type { ProviderRun } from "./provider-run";

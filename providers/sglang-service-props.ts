@@ -3,15 +3,15 @@
  * component (components/sglang-service.ts) passes exactly these fields (each
  * an Input), the provider (providers/sglang-service.ts) reads them.
  */
-import type { Connection } from "../components/connection";
-import type { BoxExpectations } from "../core/box-facts";
-import type { ReadinessConfig } from "../core/config-schema";
-import type { DeclaredSecrets } from "../core/deploy-secrets";
-import type { ServingFigures } from "../core/serving-figures";
-import type { VerifiedConfig } from "../core/serving-history";
-import type { GatewayMembership } from "../core/gateway";
-import type { VenvPlan } from "../core/venv-layout";
-import type { BoxFactsRead } from "./box-facts";
+import type { Connection } from "../core/connection";
+import type { BoxExpectations } from "../core/box/box-facts";
+import type { ReadinessConfig } from "../core/config/schema";
+import type { DeclaredSecrets } from "../core/secrets/deploy-secrets";
+import type { ServingFigures } from "../core/serving/serving-figures";
+import type { VerifiedConfig } from "../core/serving/serving-history";
+import type { GatewayMembership } from "../core/gateway/gateway";
+import type { VenvPlan } from "../core/venv/venv-layout";
+import type { BoxFactsRead } from "../core/box/box-facts";
 
 export interface ServiceProps {
     providerVersion: string;
@@ -50,9 +50,9 @@ export interface ServiceProps {
     takeOverFrom?: string;
     /** Shown by the preview: whether and why the server restarts. Set by check. */
     restart?: string;
-    /** What the declared server needs of the box (core/box-facts.ts). */
+    /** What the declared server needs of the box (core/box/box-facts.ts). */
     expectBox?: BoxExpectations;
-    /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv-layout.ts). */
+    /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv/venv-layout.ts). */
     venv?: VenvPlan;
     /** The gateway the server is behind (sglang-serve:gateway): a rollout takes it out, drains it, and puts it back (providers/gateway-drain.ts). */
     gateway?: GatewayMembership;
@@ -70,7 +70,7 @@ export interface ServiceProps {
      */
     servingFigures?: ServingFigures;
     /**
-     * The last good figures per served config (core/serving-history.ts), newest
+     * The last good figures per served config (core/serving/serving-history.ts), newest
      * first, a few kept: a verified rollout that measured puts its config
      * first. A rollout of a config found here is held to its own last figures
      * (a revert), any other to servingFigures. A record like servingFigures;
@@ -78,7 +78,7 @@ export interface ServiceProps {
      */
     servingHistory?: VerifiedConfig[];
     /**
-     * The drafter folder's digest (core/box-facts.ts folderDigest) when the
+     * The drafter folder's digest (core/box/box-facts.ts folderDigest) when the
      * running server was started by a rollout: what it loaded. Kept by
      * refreshes; absent without a separate drafter.
      */
@@ -92,7 +92,7 @@ export interface ServiceProps {
     /**
      * Set by a refresh when the running server's accept length (/server_info)
      * has fallen more than readiness.acceptLengthDropLimit below servingFigures
-     * (core/serving-figures.ts acceptLengthDrift): what differs, naming both
+     * (core/serving/serving-figures.ts acceptLengthDrift): what differs, naming both
      * figures. Drift: the drift check reports it, and the next `up` rolls out
      * again through the checks, which measure a fresh server against the
      * record. Absent while the server serves as recorded.
@@ -124,7 +124,7 @@ export interface ServiceOutputs extends ServiceProps {
     activeState: string;
     enabled: boolean;
     /**
-     * The EnvironmentFile as the box's unit read answers it (core/unit-read.ts):
+     * The EnvironmentFile as the box's unit read answers it (core/unit/unit-read.ts):
      * the declared file's digest when it is that file, "differs" when another,
      * "" when there is none; secrets drift without storing them.
      */

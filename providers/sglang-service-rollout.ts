@@ -1,16 +1,16 @@
 /**
- * The rollout runner: runs the stop-first rollout that core/rollout-plan.ts
+ * The rollout runner: runs the stop-first rollout that core/rollout/rollout-plan.ts
  * plans, one step at a time, on the box.
  */
 import { randomUUID } from "crypto";
 import { sha256 } from "../core/digest";
-import { redact } from "../core/redact";
-import type { ServingFigures } from "../core/serving-figures";
-import { heldToShown, withVerified } from "../core/serving-history";
-import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout-plan";
-import { API_KEY_ENV } from "../core/sglang-rules";
-import { parseEnvironmentFile } from "../core/systemd-unit";
-import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } from "../core/unit-file-scripts";
+import { redact } from "../core/secrets/redact";
+import type { ServingFigures } from "../core/serving/serving-figures";
+import { heldToShown, withVerified } from "../core/serving/serving-history";
+import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout/rollout-plan";
+import { API_KEY_ENV } from "../core/sglang/rules";
+import { parseEnvironmentFile } from "../core/unit/systemd-unit";
+import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } from "../core/unit/file-scripts";
 import { waitForGpuMemoryReleased } from "../remote/gpu-release";
 import type { RemoteHost } from "../remote/remote-host";
 import type { ProviderRun } from "./provider-run";
@@ -28,7 +28,7 @@ import { previousPaths, unitPaths } from "./unit-view";
 const GPU_FREE_THRESHOLD_MIB = 1024;
 
 /**
- * Stop-first rollout, run as the plan in core/rollout-plan.ts says: keep the
+ * Stop-first rollout, run as the plan in core/rollout/rollout-plan.ts says: keep the
  * previous unit, stop, wait for GPU memory release, write the new unit, start
  * it and wait until it serves (readiness, checks, healthy window), retrying a
  * start that can pass on retry; on failure put the previous unit back, start

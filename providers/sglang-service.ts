@@ -4,14 +4,14 @@
  * -rollout.ts the rollout itself), and the preview's decisions (check: what
  * restarts and why; diff: what changed or drifted).
  */
-import { decideWrite, parseOwner } from "../core/ownership";
-import { describeFigures, percent } from "../core/serving-figures";
-import { heldToShown, type HeldFigures } from "../core/serving-history";
-import { describeSource, type VenvPlan } from "../core/venv-layout";
+import { decideWrite, parseOwner } from "../core/unit/ownership";
+import { describeFigures, percent } from "../core/serving/serving-figures";
+import { heldToShown, type HeldFigures } from "../core/serving/serving-history";
+import { describeSource, type VenvPlan } from "../core/venv/venv-layout";
 import { heldFiguresOf } from "./served-config";
 import { qualitySettings } from "./serving";
 import { say } from "./say";
-import { drafterDigestRefusal, drafterPath } from "../core/box-facts";
+import { drafterDigestRefusal, drafterPath } from "../core/box/box-facts";
 import { boxFactsForCheck, boxFailures, readDrafterFacts, stagesRelease } from "./box-facts";
 import { servedByThisProcess } from "./context";
 import { changedKeys, changedNames } from "./diff-inputs";

@@ -1,5 +1,5 @@
 /**
- * SGLang's own verdict at preview (core/sglang-verdict.ts): the declared
+ * SGLang's own verdict at preview (core/sglang/verdict.ts): the declared
  * release's code, from its wheel in install.sh's cache (installed once, with a
  * progress line; offline without it, a failure saying how to fill it), run
  * here on the command line and environment the unit would have, with the box's
@@ -20,12 +20,12 @@ import {
     verdictOf,
     VerdictRequest,
     verdictRequest,
-} from "../core/sglang-verdict";
-import { thirdPartyEnvironment } from "../core/third-party-env";
+} from "../core/sglang/verdict";
+import { thirdPartyEnvironment } from "../core/secrets/third-party-env";
 import { sha256 } from "../core/digest";
-import { serviceFromUnit } from "../core/systemd-unit";
+import { serviceFromUnit } from "../core/unit/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
-import type { BoxFactsRead } from "./box-facts";
+import type { BoxFactsRead } from "../core/box/box-facts";
 import { say } from "./say";
 import type { ServiceProps } from "./sglang-service-props";
 
@@ -95,7 +95,7 @@ export function pruneVerdicts(dir: string, keep: number): number {
 /**
  * The release's code in the cache, installed first when missing, and rebuilt
  * when its site fails the check against its wheels' RECORDs (a site that
- * passes runs no install.sh: a hand-copied cache works offline). pip runs with the allowlisted environment (core/third-party-env.ts).
+ * passes runs no install.sh: a hand-copied cache works offline). pip runs with the allowlisted environment (core/secrets/third-party-env.ts).
  */
 async function ensureRelease(version: string, label: string): Promise<void> {
     const installed = isInstalled(version);

@@ -1,6 +1,6 @@
 import { newMarker } from "../core/batch-script";
 import { sha256 } from "../core/digest";
-import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit-read";
+import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit/unit-read";
 import { Coalescer } from "../remote/coalesce";
 import type { RemoteHost } from "../remote/remote-host";
 import { unitPaths } from "./unit-view";
@@ -20,7 +20,7 @@ export class UnitReads {
         return parseUnitReadOutput(result.stdout, units, marker);
     });
 
-    /** `expectedEnvironmentHash`: environmentFileHash of the declared file; the box answers it again or "differs" (core/unit-read.ts). */
+    /** `expectedEnvironmentHash`: environmentFileHash of the declared file; the box answers it again or "differs" (core/unit/unit-read.ts). */
     read(remote: RemoteHost, unitName: string, expectedEnvironmentHash: string): Promise<UnitReadResult> {
         const t = remote.target;
         const credentials = sha256(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`);

@@ -1,7 +1,9 @@
-import { flagMap } from "../core/flag-map";
-import { ArgvFields, LiveServerArgs, liveArgsDrift } from "../core/sglang-args";
-import { ENVIRONMENT_DIRECTORY, serviceFromUnit } from "../core/systemd-unit";
-import { serviceNameOf, unitPaths } from "../core/unit-read";
+import { flagMap } from "../core/sglang/flag-map";
+import type { ArgvFields } from "../core/sglang/argv-fields";
+import { LiveServerArgs, liveArgsDrift } from "../core/sglang/args";
+import { serviceFromUnit } from "../core/unit/systemd-unit";
+import { ENVIRONMENT_DIRECTORY } from "../core/unit/unit-paths";
+import { serviceNameOf, unitPaths } from "../core/unit/unit-read";
 
 export { unitPaths };
 
@@ -34,7 +36,7 @@ export function previousPaths(unitName: string): { unit: string; environmentFile
 /**
  * Fields where the running server (/server_info, normalized) differs from
  * what the unit file on the box says: the unit changed but the process was
- * not restarted. core/sglang-args.ts liveArgsDrift is the comparison.
+ * not restarted. core/sglang/args.ts liveArgsDrift is the comparison.
  */
 export function liveArgsMismatch(unit: UnitView, live: LiveServerArgs): string[] {
     if (!unit.fields) return ["(the unit file cannot be read back)"];

@@ -1,11 +1,11 @@
 /**
- * The gateway's admin API, asked on its box (core/gateway.ts
+ * The gateway's admin API, asked on its box (core/gateway/gateway.ts
  * GATEWAY_ADMIN_SCRIPT): the admin key is read there from the gateway's 0600
  * EnvironmentFile, never sent from here, and only to a port the gateway's
  * unit holds. A port held by another process is an error naming it, at once:
  * no wait for a liveness that a squatter's answers could fake.
  */
-import { AdminAnswer, gatewayAdminArgv, GatewayWorker, parseAdminAnswer, parseWorkers } from "../core/gateway";
+import { AdminAnswer, gatewayAdminArgv, GatewayWorker, parseAdminAnswer, parseWorkers } from "../core/gateway/gateway";
 import type { RemoteRunner } from "./remote-host";
 
 export class GatewayAdmin {

@@ -5,7 +5,7 @@
 // (compute apps are matched to the GPUs by UUID).
 
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
-import { COMPUTE_APPS_QUERY, ComputeApp, GPU_MEMORY_QUERY, GpuMemory, parseComputeAppsCsv, parseGpuMemoryCsv } from "../core/nvidia-smi";
+import { COMPUTE_APPS_QUERY, ComputeApp, GPU_MEMORY_QUERY, GpuMemory, parseComputeAppsCsv, parseGpuMemoryCsv } from "../core/box/nvidia-smi";
 import { RemoteRunner } from "./remote-host";
 
 export interface GpuReleaseOptions {

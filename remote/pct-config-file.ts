@@ -4,7 +4,7 @@
 // timeout) around every read-modify-write of /etc/pve/lxc/<vmid>.conf, so
 // `pct set`, the API and vzdump never interleave with this edit.
 //
-// The edit itself is pure (core/pct-config.ts). The file travels as base64
+// The edit itself is pure (core/box/pct-config.ts). The file travels as base64
 // both ways and is edited as latin1 text, so its bytes come back unchanged.
 // The lock is held by one remote command, which writes only if the file
 // still has the digest the edit was computed from (like Proxmox's `digest`

@@ -90,8 +90,8 @@ function networkError(where: string, e: NodeJS.ErrnoException): HttpResult {
  * GET /server_info over HTTP: the body when the server answered a JSON
  * object, else why not. The one HTTP reader of it (the readiness wait, a
  * server checked without its box); refreshes read it on the box
- * (core/server-info-read.ts), from the same endpoint: every release the stack
- * knows (core/sglang-releases.ts) serves /server_info, and neither read falls
+ * (core/sglang/server-info-read.ts), from the same endpoint: every release the stack
+ * knows (core/sglang/releases.ts) serves /server_info, and neither read falls
  * back to the older /get_server_info.
  */
 export async function getServerInfo(

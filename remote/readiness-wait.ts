@@ -1,16 +1,17 @@
 // The I/O driver of the readiness wait: polls the unit and its journal over
 // SSH (one command per poll) and GET /health from this machine, and runs the
 // one poll loop (remote/await/poll-until.ts) over the readiness machine
-// (core/readiness.ts) until ready or failed; then the registered post-ready
+// (core/readiness/readiness.ts) until ready or failed; then the registered post-ready
 // checks (remote/checks/registry.ts: the API key, a chat completion,
 // speculation), then the same loop over the healthy window
-// (core/healthy-window.ts).
+// (core/readiness/healthy-window.ts).
 
 import { newMarker, parseBatch, renderBatch } from "../core/batch-script";
-import { healthyWindowCondition, openHealthyWindow } from "../core/healthy-window";
-import { AttemptContext, FailureCause, HealthObservation, PhaseEntry, readinessCondition, UnitStatus } from "../core/readiness";
+import { healthyWindowCondition, openHealthyWindow } from "../core/readiness/healthy-window";
+import { AttemptContext, FailureCause, HealthObservation, PhaseEntry, UnitStatus } from "../core/readiness/readiness";
+import { readinessCondition } from "../core/readiness/readiness-condition";
 import { Observe, pollUntil, PollUntilOptions } from "./await/poll-until";
-import type { ServingFigures } from "../core/serving-figures";
+import type { ServingFigures } from "../core/serving/serving-figures";
 import { CheckContext, CheckedServer, PostReadyCheck, runPostReadyChecks } from "./checks/post-ready-check";
 import { POST_READY_CHECKS } from "./checks/registry";
 import { endpointUrl, getServerInfo, httpGetJson, httpPostJson, ProbeOptions } from "./probe";
@@ -41,7 +42,7 @@ export interface WaitUntilReadyOptions extends CheckedServer {
     healthOnlyGracePolls?: number;
     /**
      * After ready and the checks, the server must stay healthy this long
-     * (core/healthy-window.ts) before the wait succeeds. Default 0: no window.
+     * (core/readiness/healthy-window.ts) before the wait succeeds. Default 0: no window.
      */
     minHealthyMs?: number;
     /** Which start of the config this is; shown in the progress lines. */
@@ -80,7 +81,7 @@ export type ReadinessResult =
           startLines: string[];
       };
 
-/** Journal lines of one start kept for the retry decision (core/rollout-plan.ts retryVerdict). */
+/** Journal lines of one start kept for the retry decision (core/rollout/rollout-plan.ts retryVerdict). */
 const START_LINES_KEPT = 200;
 
 // One command per poll (core/batch-script.ts framing): the unit's state, then

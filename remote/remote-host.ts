@@ -4,7 +4,7 @@
 // Every command line is built by core/shell.ts's quoting functions from an
 // argv; nothing here pastes strings into a shell.
 
-import type { Topology } from "../core/config-schema";
+import type { Topology } from "../core/config/schema";
 import { remoteCommand } from "../core/shell";
 import { writeFileScript } from "../core/write-file-script";
 import { SshError } from "./ssh-error";

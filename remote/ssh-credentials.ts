@@ -1,12 +1,12 @@
 // The SSH credentials of a provider run, as an SshTarget's key fields:
 // the secret key, a key file (owner-only, read at run time), or ssh-agent
 // (SSH_AUTH_SOCK from the environment the engine started the provider in).
-// See core/ssh-credentials.ts for the order and the rules.
+// See core/secrets/ssh-credentials.ts for the order and the rules.
 
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { chooseSshCredentials, keyFileModeProblem } from "../core/ssh-credentials";
+import { chooseSshCredentials, keyFileModeProblem } from "../core/secrets/ssh-credentials";
 import type { SshTarget } from "./ssh-target";
 
 export type SshCredentials = Pick<SshTarget, "privateKey" | "passphrase" | "agent">;

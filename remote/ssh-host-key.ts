@@ -1,10 +1,10 @@
 // The pinned host key as the SSH pool uses it: the configured text, parsed by
-// core/host-key.ts (the one parser of host keys), or an error that says what
+// core/secrets/host-key.ts (the one parser of host keys), or an error that says what
 // to configure; and the host-key algorithms to offer so the host shows the
 // pinned key.
 
 import { ServerHostKeyAlgorithm } from "ssh2";
-import { HostKey, HostKeyType, parseHostKey } from "../core/host-key";
+import { HostKey, HostKeyType, parseHostKey } from "../core/secrets/host-key";
 import { SshError } from "./ssh-error";
 
 export type PinnedKey = HostKey;

@@ -14,7 +14,7 @@
 
 import { constants as osConstants } from "os";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
-import { fingerprintOfKeyBlob, keyTypeOfBlob } from "../core/host-key";
+import { fingerprintOfKeyBlob, keyTypeOfBlob } from "../core/secrets/host-key";
 import { writeFileScript } from "../core/write-file-script";
 import { SshError } from "./ssh-error";
 import { hostKeyAlgorithms, parsePinnedHostKey, PinnedKey } from "./ssh-host-key";

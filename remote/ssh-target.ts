@@ -3,7 +3,7 @@
 // and its secrets kept out of those messages. Shared by the pool
 // (ssh-pool.ts), RemoteHost (remote-host.ts) and the test fakes.
 
-import { redact } from "../core/redact";
+import { redact } from "../core/secrets/redact";
 
 export interface SshTarget {
     address: string;
@@ -34,7 +34,7 @@ export function hostName(target: SshTarget): string {
 /**
  * Remove secrets that a library message might echo: the passphrase, the
  * private key's lines, the lines of what went to stdin. Last line of defence,
- * not the plan; the masking itself is core/redact.ts.
+ * not the plan; the masking itself is core/secrets/redact.ts.
  */
 export function redactTarget(message: string, target: SshTarget, stdin?: string | Buffer): string {
     const secrets: string[] = [];

@@ -1,6 +1,6 @@
 /**
  * Stages the declared release's venv on the box while the running server
- * serves (core/venv-layout.ts): pip runs in a transient systemd unit, so a
+ * serves (core/venv/venv-layout.ts): pip runs in a transient systemd unit, so a
  * dropped SSH session does not end it, and its log is polled for progress
  * lines. Then the installed release is checked (its package metadata and its
  * own parser with the rendered flags) and marked staged. A failure removes
@@ -21,7 +21,7 @@ import {
     stageLogPath,
     stageUnitName,
     VenvPlan,
-} from "../core/venv-layout";
+} from "../core/venv/venv-layout";
 import type { RemoteRunner } from "./remote-host";
 
 export interface StageOptions {

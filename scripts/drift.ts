@@ -2,7 +2,7 @@
  * `npm run drift -- --stack <name> [--json]`: does the box still match what
  * the stack deployed? Runs `refresh --preview-only` on the stack through the
  * Automation API (`Stack.previewRefresh({ onEvent })`) and builds
- * the report from the engine's events (core/drift-report.ts). Nothing is
+ * the report from the engine's events (core/drift/drift-report.ts). Nothing is
  * written to the stack's state.
  *
  * `npm run drift` is `scripts/pulumi.sh --env-exec node ... scripts/drift.ts`:
@@ -20,7 +20,7 @@
 import * as path from "node:path";
 import { parseArgs as parseNodeArgs } from "node:util";
 import { CommandError, EngineEvent, LocalWorkspace, PulumiCommand, Stack, StackNotFoundError } from "@pulumi/pulumi/automation";
-import { DriftReport, driftReport, engineErrors, formatDriftTable } from "../core/drift-report";
+import { DriftReport, driftReport, engineErrors, formatDriftTable } from "../core/drift/drift-report";
 
 /** The engine's exit code under `--expect-no-changes` when the refresh found changes. */
 export const EXIT_DRIFT = 7;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run lint:workflows`: actionlint on every workflow in .github/workflows,
-# then the repository's own rules (core/workflow-rules.ts: named secrets, no
+# then the repository's own rules (core/workflows/workflow-rules.ts: named secrets, no
 # `secrets: inherit`, deploys on a runner label of their own).
 #
 # actionlint is built from Go modules (tools/actionlint/go.mod pins it), like

@@ -36,10 +36,10 @@ import {
     renderGate,
     renderInstallScript,
     renderRemoveKeyScript,
-} from "../core/read-gate-install";
+} from "../core/read-gate/install";
 import { rawConfigFromStackYaml } from "./render";
 import { isRecord } from "../core/is-record";
-import { venvPython } from "../core/venv-layout";
+import { venvPython } from "../core/venv/venv-layout";
 
 const repo = path.resolve(__dirname, "..");
 export const GATE_FILE = path.join(repo, "gate", "sglang-serve-read-gate");

@@ -7,13 +7,14 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { validateStackConfig } from "../core/config";
-import { formatConfigIssues } from "../core/config-issues";
-import { BoxConfig, CONFIG_NAMESPACE, ServerConfig, StackConfig } from "../core/config-schema";
-import { rawStackConfig, stackFileSource } from "../core/stack-config-source";
-import { SECRET_MASK } from "../core/redact";
-import { renderSecretFiles } from "../core/deploy-secrets";
-import { environmentFilePath, renderUnit, unitPath } from "../core/systemd-unit";
+import { validateStackConfig } from "../core/config/config";
+import { formatConfigIssues } from "../core/config/issues";
+import { BoxConfig, CONFIG_NAMESPACE, ServerConfig, StackConfig } from "../core/config/schema";
+import { rawStackConfig, stackFileSource } from "../core/config/stack-config-source";
+import { SECRET_MASK } from "../core/secrets/redact";
+import { renderSecretFiles } from "../core/secrets/deploy-secrets";
+import { renderUnit } from "../core/unit/systemd-unit";
+import { environmentFilePath, unitPath } from "../core/unit/unit-paths";
 import * as yaml from "js-yaml";
 
 /**
@@ -43,7 +44,7 @@ export interface RenderedServer {
 
 export class ConfigError extends Error {}
 
-/** The raw config of a stack file's text (core/stack-config-source.ts); secure values become a stand-in. */
+/** The raw config of a stack file's text (core/config/stack-config-source.ts); secure values become a stand-in. */
 export function rawConfigFromStackYaml(text: string): Record<string, unknown> {
     return rawStackConfig(stackFileSource(yaml.load(text), SECRET_STAND_IN));
 }

@@ -1,11 +1,11 @@
 /**
- * The repository's own workflow rules (core/workflow-rules.ts) over every file
+ * The repository's own workflow rules (core/workflows/workflow-rules.ts) over every file
  * in .github/workflows; `npm run lint:workflows` runs it after actionlint.
  * Exit 0 clean, 1 findings (printed).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { formatFindings, lintWorkflows } from "../core/workflow-rules";
+import { formatFindings, lintWorkflows } from "../core/workflows/workflow-rules";
 
 const dir = path.join(__dirname, "..", ".github", "workflows");
 const files = new Map(
@@ -20,4 +20,4 @@ if (findings.length > 0) {
     console.error(formatFindings(findings));
     process.exit(1);
 }
-console.error(`workflow-rules: ${files.size} workflow(s) keep the repository's rules (core/workflow-rules.ts)`);
+console.error(`workflow-rules: ${files.size} workflow(s) keep the repository's rules (core/workflows/workflow-rules.ts)`);

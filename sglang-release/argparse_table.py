@@ -1,6 +1,8 @@
-"""A release's `sglang serve` options as its own argparse builds them, as JSON.
+"""A release's `sglang serve` options as its own argparse builds them, as JSON,
+written into the stack's tables (core/sglang/argparse-tables.json, one entry
+per release; the others are kept as they are):
 
-    python3 argparse_table.py --version 0.5.11 > core/sglang-argparse/0.5.11.json
+    python3 sglang-release/argparse_table.py --version 0.5.11
 
 The parser is the one `prepare_server_args` makes (`argparse.ArgumentParser(
 prog="sglang serve")` and `ServerArgs.add_cli_args`), from the release's real
@@ -10,12 +12,13 @@ count actions), `choices` as argparse compares them, the value type where it
 is a builtin (`int`, `float`, `str`; another callable is named, not checked),
 whether it is a `--x/--no-x` pair, and whether it accumulates when repeated
 (`append`: append, extend, append_const, count). The stack reads the table to judge
-`extraArgs` at preview (core/sglang-argparse.ts).
+`extraArgs` at preview (core/sglang/argparse.ts).
 """
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TABLES = os.path.join(HERE, "..", "core", "sglang", "argparse-tables.json")
 
 if __name__ == "__main__" and not (sys.flags.isolated and sys.flags.no_site and sys.dont_write_bytecode):
     os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__), *sys.argv[1:]])
@@ -77,10 +80,23 @@ def main():
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
     options = [o for o in map(option_of, parser._actions) if o is not None]
-    # One option a line, so that a new release's table reads as a diff of options.
-    head = json.dumps({"version": cli.version, "prog": parser.prog, "allowAbbrev": parser.allow_abbrev})[:-1]
-    lines = ",\n".join("  " + json.dumps(o) for o in options)
-    sys.stdout.write(f'{head}, "options": [\n{lines}\n]}}\n')
+    with open(TABLES) as f:
+        tables = json.load(f)
+    tables[cli.version] = {"version": cli.version, "prog": parser.prog, "allowAbbrev": parser.allow_abbrev, "options": options}
+    write_tables(tables)
+
+
+def write_tables(tables):
+    """One option a line, releases oldest first, so that a new release's table reads as a diff of options."""
+    entries = []
+    for version in sorted(tables, key=lambda v: tuple(int(x) for x in v.split("."))):
+        t = tables[version]
+        head = json.dumps({"version": t["version"], "prog": t["prog"], "allowAbbrev": t["allowAbbrev"]})[:-1]
+        lines = ",\n".join("    " + json.dumps(o) for o in t["options"])
+        entries.append(f'  {json.dumps(version)}: {head}, "options": [\n{lines}\n  ]}}')
+    with open(TABLES + ".new", "w") as f:
+        f.write("{\n" + ",\n".join(entries) + "\n}\n")
+    os.replace(TABLES + ".new", TABLES)
 
 
 if __name__ == "__main__":

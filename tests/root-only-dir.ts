@@ -1,6 +1,6 @@
 // A temporary directory that only root owns and writes, on a path whose every
 // directory is root's alone (/run, not the world-writable /tmp): the box-facts
-// read runs an interpreter only through such paths (core/box-facts.ts
+// read runs an interpreter only through such paths (core/box/box-facts.ts
 // BOX_FACTS_LAUNCHER), so the tests' boxes live in one. Run as another user,
 // it is an ordinary temporary directory, and box-facts reads there are refused.
 import * as fs from "node:fs";

@@ -1,7 +1,7 @@
 /**
  * The fleet lab's GPUs: one per server of the fleet phases, each holding its
  * server's 27B model at TP 1 (a stack's servers on one box have GPUs of their
- * own: core/config-rules.ts). The lab numbers at most 32 GPUs
+ * own: core/config/rules.ts). The lab numbers at most 32 GPUs
  * (lab/control.ts gpuSpecs); the default phases place 1 + 4 + 16 + 4 = 25.
  */
 export const FLEET_GPU = { name: "NVIDIA H200", memoryMiB: 143771 };
@@ -16,7 +16,7 @@ export interface FleetMember {
 }
 
 /**
- * Who runs which servers. One owner per unit (core/ownership.ts): a server
+ * Who runs which servers. One owner per unit (core/unit/ownership.ts): a server
  * adopted by one stack is refused to every other, so each fleet program and
  * each one-service stack gets servers of its own, all on the one fleet box:
  * the program of N has `n<N>-0` .. `n<N>-<N-1>`, the i-th one-service stack

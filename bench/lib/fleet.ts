@@ -1,10 +1,11 @@
 import { labExec } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
-import { validateStackConfig } from "../../core/config";
-import { formatConfigIssues } from "../../core/config-issues";
-import type { ServiceConfig } from "../../core/config-schema";
-import { renderSecretFiles } from "../../core/deploy-secrets";
-import { ENVIRONMENT_DIRECTORY, renderUnit, UNIT_DIRECTORY, unitName } from "../../core/systemd-unit";
+import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
+import type { ServiceConfig } from "../../core/config/schema";
+import { renderSecretFiles } from "../../core/secrets/deploy-secrets";
+import { renderUnit } from "../../core/unit/systemd-unit";
+import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY, unitName } from "../../core/unit/unit-paths";
 import { httpGetJson } from "../../remote/probe";
 import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
 import { FLEET_GPU, FleetMember, FleetPlan } from "./fleet-plan";

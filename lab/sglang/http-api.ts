@@ -6,10 +6,8 @@
 import * as http from "http";
 import { randomBytes } from "crypto";
 import { acceptLengthFor, type Drafting, requestFigures, type SpeedFaults } from "./speculation";
+import type { JsonValue, ServerArgs } from "./server-args";
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-/** The release's resolved ServerArgs (dataclasses.asdict). */
-export type ServerArgs = Record<string, JsonValue>;
 
 export interface ApiState {
     ready: boolean;

@@ -13,7 +13,7 @@
 // BASE_TOKENS_PER_SECOND without speculation.
 import * as fs from "fs";
 import * as path from "path";
-import type { ServerArgs } from "./http-api";
+import type { ServerArgs } from "./server-args";
 
 export type Bucket = "code" | "prose" | "long-context";
 

@@ -1,11 +1,11 @@
 // The one poll loop of the readiness wait: it drives the readiness machine and
-// then the healthy window (each an AwaitCondition, core/await-condition.ts)
+// then the healthy window (each an AwaitCondition, core/readiness/await-condition.ts)
 // and knows nothing about what either waits for. Each poll: observe (the
 // unit, its new journal lines, GET /health), let the condition judge what came
 // first, then the whole poll; say progress; sleep until the next poll is due.
 
-import type { AwaitCondition } from "../../core/await-condition";
-import type { FailureCause, HealthObservation, UnitStatus } from "../../core/readiness";
+import type { AwaitCondition } from "../../core/readiness/await-condition";
+import type { FailureCause, HealthObservation, UnitStatus } from "../../core/readiness/readiness";
 
 /**
  * One poll as it arrives: the unit and its journal lines first, /health when

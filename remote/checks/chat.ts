@@ -1,7 +1,7 @@
 // "A server that answers /health can still generate garbage" (field notes):
-// one short chat completion, its text judged by core/chat-check.ts.
+// one short chat completion, its text judged by core/serving/chat-check.ts.
 
-import { checkChatResponse } from "../../core/chat-check";
+import { checkChatResponse } from "../../core/serving/chat-check";
 import { endpointUrl } from "../probe";
 import type { PostReadyCheck } from "./post-ready-check";
 

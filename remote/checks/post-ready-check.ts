@@ -7,11 +7,11 @@
 // registry.ts. It fails with `checkFailed` (its own name, the reason, and
 // whether a new start could pass it); nothing else needs a case for it.
 
-import type { FailureCause } from "../../core/readiness";
-import type { ServingFigures } from "../../core/serving-figures";
-import type { FiguresOrigin } from "../../core/serving-history";
-import type { ServingPrompt } from "../../core/serving-prompts";
-import type { QualityLimits } from "../../core/serving-quality";
+import type { FailureCause } from "../../core/readiness/readiness";
+import type { ServingFigures } from "../../core/serving/serving-figures";
+import type { FiguresOrigin } from "../../core/serving/serving-history";
+import type { ServingPrompt } from "../../core/serving/serving-prompts";
+import type { QualityLimits } from "../../core/serving/serving-quality";
 import type { HttpResult, ProbeOptions } from "../probe";
 
 /** The server under check, as the readiness wait was told about it. */
@@ -31,7 +31,7 @@ export interface CheckedServer {
     quality?: ServingQualitySettings;
     /** A new config's start: the last good config's figures, which it must serve at least as well as (serving-quality.ts). */
     lastGood?: ServingFigures;
-    /** Whose figures lastGood are (core/serving-history.ts): the config's own from an earlier rollout, or (absent) the current last good. */
+    /** Whose figures lastGood are (core/serving/serving-history.ts): the config's own from an earlier rollout, or (absent) the current last good. */
     lastGoodOrigin?: FiguresOrigin;
 }
 

@@ -1,18 +1,18 @@
 // The serving-quality gate (issue 21): a change is kept only if it serves at
 // least as well as the last good config. After ready, the prompt set
-// (core/serving-prompts.ts) goes to SGLang's native /generate one prompt at a
+// (core/serving/serving-prompts.ts) goes to SGLang's native /generate one prompt at a
 // time, at temperature 0; each answer's meta_info gives the completion tokens,
 // SGLang's own e2e_latency and, on speculative releases that report it, the
-// verify steps (spec_verify_ct). The figures (core/serving-figures.ts) are
-// judged by core/serving-quality.ts. With readiness.servingCheck off, the
+// verify steps (spec_verify_ct). The figures (core/serving/serving-figures.ts) are
+// judged by core/serving/serving-quality.ts. With readiness.servingCheck off, the
 // accept length /server_info reports is held to the last good one alone.
 // A restart would measure the same config again: no retry.
 
-import { checkSpeculativeActive } from "../../core/chat-check";
+import { checkSpeculativeActive } from "../../core/serving/chat-check";
 import { isRecord } from "../../core/is-record";
-import { figuresOf, type PromptMeasurement, type ServingFigures } from "../../core/serving-figures";
-import type { ServingPrompt } from "../../core/serving-prompts";
-import { draftShapeOf, judgeServing } from "../../core/serving-quality";
+import { figuresOf, type PromptMeasurement, type ServingFigures } from "../../core/serving/serving-figures";
+import type { ServingPrompt } from "../../core/serving/serving-prompts";
+import { draftShapeOf, judgeServing } from "../../core/serving/serving-quality";
 import { endpointUrl, getServerInfo } from "../probe";
 import { checkFailed, type CheckContext, type CheckOutcome, type PostReadyCheck } from "./post-ready-check";
 

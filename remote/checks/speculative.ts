@@ -1,8 +1,8 @@
 // A speculative-decoding flag can be accepted yet leave the drafter inactive:
 // /server_info must show the configured algorithm and, where SGLang reports
-// it, an accept length above 1 (core/chat-check.ts checkSpeculativeActive).
+// it, an accept length above 1 (core/serving/chat-check.ts checkSpeculativeActive).
 
-import { checkSpeculativeActive } from "../../core/chat-check";
+import { checkSpeculativeActive } from "../../core/serving/chat-check";
 import type { PostReadyCheck } from "./post-ready-check";
 
 export const speculativeCheck: PostReadyCheck = {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { validateStackConfig } from "../../core/config";
-import { formatConfigIssues } from "../../core/config-issues";
+import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
 import { fleetProgramConfig, fleetStackConfig } from "../../bench/lib/fleet";
 import { FLEET_GPU, FLEET_MAX_SERVERS, planFleet } from "../../bench/lib/fleet-plan";
 import type { LabMachines, StackConfigFile } from "../../lab/stack";

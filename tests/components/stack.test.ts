@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { committedStackSettings } from "../core/fixtures";
 import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
 import { deploySecrets } from "../../providers/deploy-secrets";
-import { serviceFromUnit } from "../../core/systemd-unit";
+import { serviceFromUnit } from "../../core/unit/systemd-unit";
 
 /** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {

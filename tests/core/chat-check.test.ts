@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkChatResponse, checkSpeculativeActive, degeneracyReason } from "../../core/chat-check";
+import { checkChatResponse, checkSpeculativeActive, degeneracyReason } from "../../core/serving/chat-check";
 
 const completion = (content: string | null, extra: Record<string, unknown> = {}) => ({
     id: "4f1c",

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { validateStackConfig } from "../../core/config";
-import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
-import type { StackConfig } from "../../core/config-schema";
-import { renderUnit, serviceFromUnit } from "../../core/systemd-unit";
+import { validateStackConfig } from "../../core/config/config";
+import { ConfigIssue, formatConfigIssues } from "../../core/config/issues";
+import type { StackConfig } from "../../core/config/schema";
+import { renderUnit, serviceFromUnit } from "../../core/unit/systemd-unit";
 import { fieldConfig, FieldRaw } from "./fixtures";
 
 /** The field config as two one-GPU servers on one box with bigger GPUs (the 52 GB model fits one), each entry edited by `edit`. */

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { validateStackConfig } from "../../core/config";
-import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
-import { STATIC_POOL_RESERVE_GIB } from "../../core/config-rules";
-import { hostKeyProblem } from "../../core/config-values";
-import { radixSpeculativeError } from "../../core/sglang-rules";
+import { validateStackConfig } from "../../core/config/config";
+import { ConfigIssue, formatConfigIssues } from "../../core/config/issues";
+import { STATIC_POOL_RESERVE_GIB } from "../../core/box/config-rules";
+import { hostKeyProblem } from "../../core/config/values";
+import { radixSpeculativeError } from "../../core/sglang/rules";
 import { DFLASH_BLOCK, fieldConfig, FieldRaw, withField } from "./fixtures";
-import { PLACEHOLDER_HOST_KEY } from "../../core/host-key";
-import { rawStackConfig } from "../../core/stack-config-source";
+import { PLACEHOLDER_HOST_KEY } from "../../core/secrets/host-key";
+import { rawStackConfig } from "../../core/config/stack-config-source";
 
 function issuesOf(raw: unknown): ConfigIssue[] {
     const result = validateStackConfig(raw);
@@ -57,7 +57,7 @@ describe("stack config: the field's working config", () => {
     });
 
     it("fills in defaults", () => {
-        const { config } = accepted(fieldConfig()) as { config: import("../../core/config-schema").StackConfig };
+        const { config } = accepted(fieldConfig()) as { config: import("../../core/config/schema").StackConfig };
         assert.equal(config.boxes[0]!.host.port, 22);
         assert.equal(config.boxes[0]!.host.user, "root");
         assert.equal(config.servers[0]!.launcher, "auto");
@@ -1161,7 +1161,7 @@ describe("stack config: API key and authentication", () => {
 describe("stack config: numbers and booleans as `pulumi config set --path` stores them (strings)", () => {
     it('takes "0.87" for service.memFractionStatic 0.87', () => {
         const { config } = accepted(withField((r) => ((r.service as Record<string, unknown>).memFractionStatic = "0.87"))) as {
-            config: import("../../core/config-schema").StackConfig;
+            config: import("../../core/config/schema").StackConfig;
         };
         assert.equal(config.servers[0]!.memFractionStatic, 0.87);
     });
@@ -1172,7 +1172,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 (r.service as Record<string, unknown>).tensorParallelSize = "2";
                 (r.host as Record<string, unknown>).port = "22";
             }),
-        ) as { config: import("../../core/config-schema").StackConfig };
+        ) as { config: import("../../core/config/schema").StackConfig };
         assert.equal(config.servers[0]!.tensorParallelSize, 2);
         assert.equal(config.boxes[0]!.host.port, 22);
     });
@@ -1183,7 +1183,7 @@ describe("stack config: numbers and booleans as `pulumi config set --path` store
                 (r.service as Record<string, unknown>).disableRadixCache = "false";
                 r.readiness = { chatCheck: "true" };
             }),
-        ) as { config: import("../../core/config-schema").StackConfig };
+        ) as { config: import("../../core/config/schema").StackConfig };
         assert.equal(config.servers[0]!.disableRadixCache, false);
         assert.equal(config.readiness.chatCheck, true);
     });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { API_KEY_VARIABLE, deploySecretsFrom, givesDeploySecrets, renderSecretFiles, SECRET_ENVIRONMENT_VARIABLE } from "../../core/deploy-secrets";
+import { API_KEY_VARIABLE, deploySecretsFrom, givesDeploySecrets, renderSecretFiles, SECRET_ENVIRONMENT_VARIABLE } from "../../core/secrets/deploy-secrets";
 
 const KEY = "0123456789abcdef0123456789abcdef";
 const both = { apiKey: true, environment: ["HF_TOKEN"] };

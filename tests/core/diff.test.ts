@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { diffFields } from "../../core/diff";
+import { diffFields } from "../../core/drift/diff";
 
 describe("field diffs", () => {
     it("lists only fields that differ, declared order first", () => {

@@ -13,8 +13,8 @@ import {
     RESOURCE_FIELD,
     resourceNameOf,
     resourceTypeOf,
-} from "../../core/drift-report";
-import { maskSecretAssignments } from "../../core/redact";
+} from "../../core/drift/drift-report";
+import { maskSecretAssignments } from "../../core/secrets/redact";
 import { parseArgs, runDrift } from "../../scripts/drift";
 
 // Fixtures (tests/core/drift-events/*.json and the bottom of this file) are the events engine v3.248.0 emitted for

@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as yaml from "js-yaml";
-import { validateStackConfig } from "../../core/config";
-import { formatConfigIssues } from "../../core/config-issues";
+import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
 import { isRecord } from "../../core/is-record";
-import { rawStackConfig, stackFileSource } from "../../core/stack-config-source";
+import { rawStackConfig, stackFileSource } from "../../core/config/stack-config-source";
 import { committedStackSettings } from "./fixtures";
 
 const repo = path.join(__dirname, "..", "..");

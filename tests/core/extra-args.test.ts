@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { extraFlagValues, repeatedExtraFlags } from "../../core/extra-args";
-import { argparseOption, argparseTable } from "../../core/sglang-argparse";
+import { extraFlagValues, repeatedExtraFlags } from "../../core/sglang/extra-args";
+import { argparseOption, argparseTable } from "../../core/sglang/argparse";
 
 describe("extraArgs: repeated flags (issue 37)", () => {
     const table = argparseTable("0.5.11")!;

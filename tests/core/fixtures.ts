@@ -9,9 +9,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config-schema";
+import { CONFIG_NAMESPACE, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config/schema";
 import { isRecord } from "../../core/is-record";
-import { OWNED_FLAGS } from "../../core/sglang-settings";
+import { OWNED_FLAGS } from "../../core/sglang/settings";
 
 const repo = path.join(__dirname, "..", "..");
 
@@ -67,7 +67,7 @@ export interface FieldRaw {
  * kpro5 as the field runs it (Pulumi.kpro5.yaml, the one example config:
  * Qwen3.6-27B BF16, TP 2, NEXTN one draft step, extra_buffer + SPEC_V2), as
  * raw sections: the field listens on 0.0.0.0 and requires an API key, whose
- * value only the deploy run gives (core/deploy-secrets.ts).
+ * value only the deploy run gives (core/secrets/deploy-secrets.ts).
  */
 export function fieldConfig(): FieldRaw {
     const prefix = `${CONFIG_NAMESPACE}:`;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { flagMap } from "../../core/flag-map";
+import { flagMap } from "../../core/sglang/flag-map";
 
 describe("flag map: a command line as the preview shows it", () => {
     it("splits the command from the flags and maps switches to true and one value to itself, in either form", () => {

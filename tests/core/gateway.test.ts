@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { validateStackConfig } from "../../core/config";
-import { formatConfigIssues } from "../../core/config-issues";
-import type { GatewayConfig } from "../../core/config-schema";
+import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
+import type { GatewayConfig } from "../../core/config/schema";
 import {
     describeWorkerDrift,
     gatewayAdminUrl,
@@ -14,9 +14,9 @@ import {
     renderGatewayUnit,
     workerDrift,
     workerUrl,
-} from "../../core/gateway";
-import { parseExecStart, parseUnit, unitValues } from "../../core/systemd-unit";
-import { gatewayVenvPlan } from "../../core/venv-layout";
+} from "../../core/gateway/gateway";
+import { parseExecStart, parseUnit, unitValues } from "../../core/unit/systemd-unit";
+import { gatewayVenvPlan } from "../../core/venv/venv-layout";
 import { GatewayAdmin } from "../../remote/gateway-admin";
 import type { RemoteRunner } from "../../remote/remote-host";
 import { spawn, spawnSync } from "node:child_process";
@@ -101,7 +101,7 @@ describe("stack config: the gateway (sglang-serve:gateway)", () => {
     });
 });
 
-describe("the gateway's unit and key file (core/gateway.ts)", () => {
+describe("the gateway's unit and key file (core/gateway/gateway.ts)", () => {
     const g = () => gatewayOf(withGateway());
 
     it("runs smg launch in its venv's python with the declared settings, no key flag on its command line, and systemd-analyze verify takes it", () => {
@@ -204,7 +204,7 @@ describe("the gateway's unit and key file (core/gateway.ts)", () => {
     });
 });
 
-describe("the gateway's workers (core/gateway.ts)", () => {
+describe("the gateway's workers (core/gateway/gateway.ts)", () => {
     const listed = parseWorkers(
         JSON.stringify({
             workers: [
@@ -251,7 +251,7 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 `;
 
-describe("the gateway's admin script on its box (core/gateway.ts GATEWAY_ADMIN_SCRIPT)", function () {
+describe("the gateway's admin script on its box (core/gateway/gateway.ts GATEWAY_ADMIN_SCRIPT)", function () {
     this.timeout(20_000);
     const ADMIN_KEY = "admin-key-0123456789";
     const API_KEY = "api-key-0123456789";

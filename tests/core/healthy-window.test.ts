@@ -7,8 +7,8 @@ import {
     openHealthyWindow,
     stepWindow,
     WindowDecision,
-} from "../../core/healthy-window";
-import type { HealthObservation, Observation, UnitStatus } from "../../core/readiness";
+} from "../../core/readiness/healthy-window";
+import type { HealthObservation, Observation, UnitStatus } from "../../core/readiness/readiness";
 
 // The healthy window after ready (issue 13): polls of a server that was ready
 // at 100 s with MainPID 4242, fed one by one.

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseComputeAppsCsv, parseGpuMemoryCsv, parseNvidiaSmiCsv } from "../../core/nvidia-smi";
+import { parseComputeAppsCsv, parseGpuMemoryCsv, parseNvidiaSmiCsv } from "../../core/box/nvidia-smi";
 
 describe("nvidia-smi CSV", () => {
     it("parses each GPU's UUID and memory.used", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decideDelete, decideWrite, formatOwner, namesOwner, parseOwner } from "../../core/ownership";
+import { decideDelete, decideWrite, formatOwner, namesOwner, parseOwner } from "../../core/unit/ownership";
 
 const KPRO5 = { project: "sglang-serve", stack: "kpro5" };
 const CT129 = { project: "sglang-serve", stack: "ct129" };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ContainerSchema } from "../../core/config-schema";
+import { ContainerSchema } from "../../core/config/schema";
 import {
     editPassthroughInPlace,
     gpuPassthroughLines,
@@ -20,7 +20,7 @@ import {
     renderPctConfig,
     splitPctConfigText,
     withGpuPassthrough,
-} from "../../core/pct-config";
+} from "../../core/box/pct-config";
 
 /** /etc/pve/lxc/129.conf as Proxmox writes it for the field's container, with a snapshot and a pending change. */
 const CT129 = `#llm-two%3A SGLang Qwen3.6-27B

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
-import { validateStackConfig } from "../../core/config";
-import { formatConfigIssues } from "../../core/config-issues";
+import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
 import { withField } from "./fixtures";
 
 /** The field config staging its release from a venv section with `venv` merged in. */
@@ -23,7 +23,7 @@ function accepted(raw: unknown): void {
     assert.ok(result.ok, result.ok ? "" : formatConfigIssues(result.issues));
 }
 
-describe("pip sources are safe by default (core/pip-sources.ts, issue 34 finding 6)", () => {
+describe("pip sources are safe by default (core/venv/pip-sources.ts, issue 34 finding 6)", () => {
     it("refuses a plain-http index, extra index or wheelhouse URL on a host that is not loopback, naming https://", () => {
         for (const [venv, key] of [
             [{ indexUrl: "http://pypi.example/simple" }, "service.venv.indexUrl"],

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { API_KEY_VARIABLE, deploySecretsFrom, GATEWAY_ADMIN_KEY_VARIABLE, gatewayAdminKeyFrom, givenKeyProblems } from "../../core/deploy-secrets";
+import { API_KEY_VARIABLE, deploySecretsFrom, GATEWAY_ADMIN_KEY_VARIABLE, gatewayAdminKeyFrom, givenKeyProblems } from "../../core/secrets/deploy-secrets";
 
 const KEY = "0123456789abcdef0123456789abcdef";
 const both = { apiKey: true, gatewayAdminKey: true };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { validateStackConfig } from "../../core/config";
-import { ConfigIssue, formatConfigIssues } from "../../core/config-issues";
+import { validateStackConfig } from "../../core/config/config";
+import { ConfigIssue, formatConfigIssues } from "../../core/config/issues";
 import { fieldConfig } from "./fixtures";
 
 // readiness.minHealthySeconds and readiness.startAttempts (issue 13): defaults,

@@ -1,5 +1,5 @@
 import * as assert from "node:assert/strict";
-import { redact } from "../../core/redact";
+import { redact } from "../../core/secrets/redact";
 
 describe("redact", () => {
     it("masks every occurrence of the API key in a journal line that echoes SGLang's server_args", () => {

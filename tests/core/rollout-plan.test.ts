@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { FailureCause } from "../../core/readiness";
+import type { FailureCause } from "../../core/readiness/readiness";
 import {
     advanceRollout,
     onStepError,
@@ -10,7 +10,7 @@ import {
     RolloutResult,
     RolloutStep,
     StartResult,
-} from "../../core/rollout-plan";
+} from "../../core/rollout/rollout-plan";
 
 // The rollout as a plan, walked step by step without SSH: each test gives the
 // observations a box would produce and checks the steps and the messages.

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import fc from "fast-check";
-import { launchDigest, servedConfigKey, type ServedConfig } from "../../core/served-config-key";
+import { launchDigest, servedConfigKey, type ServedConfig } from "../../core/serving/served-config-key";
 
 const NEXTN: ServedConfig = {
     sglangVersion: "0.5.11",
@@ -10,7 +10,7 @@ const NEXTN: ServedConfig = {
     environment: { SGLANG_ENABLE_SPEC_V2: "1" },
 };
 
-describe("the key of a served config (core/served-config-key.ts)", () => {
+describe("the key of a served config (core/serving/served-config-key.ts)", () => {
     it("is the same for the same release, drafter, command, flags and environment, whatever order the maps were written in", () => {
         const reordered: ServedConfig = {
             ...NEXTN,

@@ -1,9 +1,9 @@
 import * as assert from "node:assert/strict";
-import { acceptLengthDrift, describeFigures, figuresOf } from "../../core/serving-figures";
+import { acceptLengthDrift, describeFigures, figuresOf } from "../../core/serving/serving-figures";
 
 const NEXTN = { algorithm: "NEXTN", acceptLength: 1.7 };
 
-describe("the last good config's figures (core/serving-figures.ts)", () => {
+describe("the last good config's figures (core/serving/serving-figures.ts)", () => {
     describe("the prompt set's figures (figuresOf)", () => {
         const m = (bucket: string, completionTokens: number, e2eLatencySeconds: number, verifyCount?: number) => ({
             bucket,

@@ -1,12 +1,12 @@
 import * as assert from "node:assert/strict";
-import type { ServingFigures } from "../../core/serving-figures";
-import { figuresHeldTo, heldFiguresPhrase, heldToShown, SERVING_HISTORY_SIZE, shownVerifiedAt, VerifiedConfig, withVerified } from "../../core/serving-history";
+import type { ServingFigures } from "../../core/serving/serving-figures";
+import { figuresHeldTo, heldFiguresPhrase, heldToShown, SERVING_HISTORY_SIZE, shownVerifiedAt, VerifiedConfig, withVerified } from "../../core/serving/serving-history";
 
 const NEXTN: ServingFigures = { algorithm: "NEXTN", acceptLength: 1.72, throughput: 45.2 };
 const DFLASH: ServingFigures = { algorithm: "DFLASH", acceptLength: 3.54, throughput: 85.9 };
 const verified = (config: string, figures: ServingFigures, verifiedAt = "2026-12-03T14:05:09.123Z"): VerifiedConfig => ({ config, verifiedAt, figures });
 
-describe("the last good figures per served config (core/serving-history.ts)", () => {
+describe("the last good figures per served config (core/serving/serving-history.ts)", () => {
     it("keeps the newest verified config first, and a config verified again only once, with its latest figures", () => {
         let history = withVerified(undefined, verified("nextn", NEXTN));
         history = withVerified(history, verified("dflash", DFLASH));

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
-import type { ServingFigures } from "../../core/serving-figures";
-import { defaultAcceptLengthFloor, DraftShape, draftShapeOf, judgeServing, maxAcceptLength } from "../../core/serving-quality";
+import type { ServingFigures } from "../../core/serving/serving-figures";
+import { defaultAcceptLengthFloor, DraftShape, draftShapeOf, judgeServing, maxAcceptLength } from "../../core/serving/serving-quality";
 
 const LIMITS = { acceptLengthDropLimit: 0.1, throughputDropLimit: 0.1 };
 const MTP3: DraftShape = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1, numDraftTokens: 4 };
@@ -12,7 +12,7 @@ const figures = (acceptLength: number, buckets: Record<string, number>, throughp
 });
 const reasonOf = (v: ReturnType<typeof judgeServing>) => (v.ok ? `ok: ${v.said}` : v.reason);
 
-describe("the serving-quality verdict (core/serving-quality.ts)", () => {
+describe("the serving-quality verdict (core/serving/serving-quality.ts)", () => {
     it("reads the resolved draft settings from /server_info", () => {
         assert.deepEqual(draftShapeOf({ speculative_num_steps: 3, speculative_eagle_topk: 1, speculative_num_draft_tokens: 4 }, "NEXTN"), MTP3);
         assert.deepEqual(draftShapeOf({ speculative_num_steps: null }, "EAGLE3"), {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
-import { ArgvError, argvFieldsOf, argvFromFields, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang-args";
+import { ServiceConfig, ServiceSchema } from "../../core/config/schema";
+import { ArgvError, argvFieldsOf, argvFromFields, liveArgsDrift, normalizeServerInfo, parseArgv, renderArgv, resolveLauncher } from "../../core/sglang/args";
 import { fieldConfig, fieldService, serviceConfig } from "./fixtures";
 
 function service(edit: (raw: ReturnType<typeof fieldConfig>["service"]) => void = () => {}): ServiceConfig {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { SGLANG_RELEASES, sglangRelease } from "../../core/sglang-releases";
-import { judgeServerArgs, mambaRadixSupport, ServerArgsInput } from "../../core/sglang-server-args";
+import { SGLANG_RELEASES, sglangRelease } from "../../core/sglang/releases";
+import { judgeServerArgs, mambaRadixSupport, ServerArgsInput } from "../../core/sglang/server-args";
 
 const release = (v: string) => SGLANG_RELEASES.find((r) => r.version === v)!;
 const nextn = { algorithm: "NEXTN", numSteps: 1, eagleTopk: 1, numDraftTokens: 2 };

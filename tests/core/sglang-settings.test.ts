@@ -1,8 +1,8 @@
 import * as assert from "node:assert/strict";
-import { argparseTable, argparseVersions, type ArgparseOption, type ArgparseTable } from "../../core/sglang-argparse";
-import { normalizeServerInfo, parseArgv, renderArgv } from "../../core/sglang-args";
-import { flagOf, OWNED_FLAGS, OWNED_SETTINGS, SERVER_INFO_FIELDS, settingFlag, settingSpellings } from "../../core/sglang-settings";
-import { compareVersions } from "../../core/sglang-rules";
+import { argparseTable, argparseVersions, type ArgparseOption, type ArgparseTable } from "../../core/sglang/argparse";
+import { normalizeServerInfo, parseArgv, renderArgv } from "../../core/sglang/args";
+import { flagOf, OWNED_FLAGS, OWNED_SETTINGS, SERVER_INFO_FIELDS, settingFlag, settingSpellings } from "../../core/sglang/settings";
+import { compareVersions } from "../../core/sglang/rules";
 import { fieldService } from "./fixtures";
 
 /** The option argparse reads `name` as: its own flag, or (allow_abbrev) the one option it is a prefix of. */
@@ -20,8 +20,8 @@ function takesKind(option: ArgparseOption, kind: string): boolean {
     return option.nargs === null && type.includes(option.type);
 }
 
-// The table (core/sglang-settings.ts) against each release's own argparse,
-// dumped from its wheel (core/sglang-argparse/<version>.json).
+// The table (core/sglang/settings.ts) against each release's own argparse,
+// dumped from its wheel (core/sglang/argparse-tables.json).
 describe("the owned SGLang settings table, against each release's argparse", () => {
     const versions = argparseVersions().sort(compareVersions);
 

@@ -1,7 +1,8 @@
 import * as assert from "node:assert/strict";
-import { ServiceSchema } from "../../core/config-schema";
-import { standInArgv, tracebackLinesOf, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang-verdict";
-import { renderUnit, serverConfigFilePath } from "../../core/systemd-unit";
+import { ServiceSchema } from "../../core/config/schema";
+import { standInArgv, tracebackLinesOf, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang/verdict";
+import { renderUnit } from "../../core/unit/systemd-unit";
+import { serverConfigFilePath } from "../../core/unit/unit-paths";
 import { fieldConfig } from "./fixtures";
 
 // The pure half of SGLang's own verdict at preview (tests/lab/sglang-verdict.test.ts runs the real release).
@@ -14,7 +15,7 @@ function unitOf(edit: (raw: Record<string, unknown>) => void = () => undefined, 
     return renderUnit(service, { hasSecrets: true, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
 }
 
-describe("SGLang's own verdict: the request and the answer (core/sglang-verdict.ts)", () => {
+describe("SGLang's own verdict: the request and the answer (core/sglang/verdict.ts)", () => {
     it("asks with the unit's argv after the program, without the API key's --config file, and its environment", () => {
         const unitText = unitOf((raw) => (raw.extraArgs = ["--reasoning-parser", "qwen3"]));
         assert.ok(unitText.includes(`--config ${serverConfigFilePath("qwen")}`));

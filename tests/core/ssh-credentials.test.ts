@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chooseSshCredentials, keyFileModeProblem } from "../../core/ssh-credentials";
+import { chooseSshCredentials, keyFileModeProblem } from "../../core/secrets/ssh-credentials";
 
 describe("SSH credentials: where the key comes from", () => {
     it("uses ssh-agent when neither the secret nor a key file is set", () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { rawStackConfig, SECRET_PRESENT, sshPrivateKeyPath, stackFileSource } from "../../core/stack-config-source";
+import { rawStackConfig, SECRET_PRESENT, sshPrivateKeyPath, stackFileSource } from "../../core/config/stack-config-source";
 
 describe("stack config source: one reader for the program, the providers and the stack files", () => {
     it("parses the object values Pulumi hands over as JSON text, and only the presence of the API key", () => {

@@ -1,33 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { ServiceConfig, ServiceSchema } from "../../core/config-schema";
-import { forbiddenCharacter } from "../../core/extra-args";
-import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang-args";
-import { servicePython } from "../../core/venv-layout";
-import {
-    ENVIRONMENT_FILE_MODE,
-    environmentFilePath,
-    escapeExecArg,
-    escapeSpecifiers,
-    parseEnvironmentFile,
-    parseExecStart,
-    parseUnit,
-    quoteWord,
-    renderEnvironmentFile,
-    renderExecStart,
-    renderServerConfigFile,
-    renderUnit,
-    serverConfigFilePath,
-    serverEnvironment,
-    serviceFromUnit,
-    splitWords,
-    unescapeSpecifiers,
-    unitName,
-    unitOwner,
-    unitTextWithoutOwner,
-    unitValues,
-    UnitSyntaxError,
-} from "../../core/systemd-unit";
+import { ServiceConfig, ServiceSchema } from "../../core/config/schema";
+import { forbiddenCharacter } from "../../core/sglang/extra-args";
+import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang/args";
+import { servicePython } from "../../core/venv/venv-layout";
+import { escapeExecArg, escapeSpecifiers, parseEnvironmentFile, parseExecStart, parseUnit, quoteWord, renderEnvironmentFile, renderExecStart, renderServerConfigFile, renderUnit, serverEnvironment, serviceFromUnit, splitWords, unescapeSpecifiers, unitOwner, unitTextWithoutOwner, unitValues, UnitSyntaxError } from "../../core/unit/systemd-unit";
+import { ENVIRONMENT_FILE_MODE, environmentFilePath, serverConfigFilePath, unitName } from "../../core/unit/unit-paths";
 import { fieldConfig, fieldService, serviceConfig, SystemdRoot } from "./fixtures";
 
 /** What serviceFromUnit should read back from renderUnit(service, { hasSecrets }): the declared fields, environment and files. */

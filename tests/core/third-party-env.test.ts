@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { API_KEY_VARIABLE, GATEWAY_ADMIN_KEY_VARIABLE, SECRET_ENVIRONMENT_VARIABLE } from "../../core/deploy-secrets";
-import { thirdPartyEnvironment } from "../../core/third-party-env";
+import { API_KEY_VARIABLE, GATEWAY_ADMIN_KEY_VARIABLE, SECRET_ENVIRONMENT_VARIABLE } from "../../core/secrets/deploy-secrets";
+import { thirdPartyEnvironment } from "../../core/secrets/third-party-env";
 
 // Issue 34 finding 1: the release's code and pip run with an environment built
 // from an allowlist, not the deploy's environment minus the stack's own names.

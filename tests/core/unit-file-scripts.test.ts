@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript, UnitFiles } from "../../core/unit-file-scripts";
+import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript, UnitFiles } from "../../core/unit/file-scripts";
 
 describe("the scripts that keep and restore the previous unit", () => {
     let dir: string;

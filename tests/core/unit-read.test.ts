@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ENVIRONMENT_DIFFERS, parseUnitReadOutput, renderUnitReadScript, UnitReadRequest } from "../../core/unit-read";
+import { ENVIRONMENT_DIFFERS, parseUnitReadOutput, renderUnitReadScript, UnitReadRequest } from "../../core/unit/unit-read";
 
 const M = "sglang-serve-0123456789abcdef";
 const qwen: UnitReadRequest = {

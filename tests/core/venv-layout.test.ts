@@ -3,9 +3,9 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { validateStackConfig } from "../../core/config";
-import type { ServiceConfig } from "../../core/config-schema";
-import { renderArgv } from "../../core/sglang-args";
+import { validateStackConfig } from "../../core/config/config";
+import type { ServiceConfig } from "../../core/config/schema";
+import { renderArgv } from "../../core/sglang/args";
 import {
     parseStagePoll,
     parserArgvOf,
@@ -17,7 +17,7 @@ import {
     STAGED_MARKER,
     STAGING_MARKER,
     venvPlanOf,
-} from "../../core/venv-layout";
+} from "../../core/venv/venv-layout";
 import { withField } from "./fixtures";
 
 function venvService(venv: Record<string, unknown>, version = "0.5.23"): ServiceConfig {
@@ -32,7 +32,7 @@ function venvService(venv: Record<string, unknown>, version = "0.5.23"): Service
     return result.config.servers[0]!;
 }
 
-describe("the venvs the stack owns (core/venv-layout.ts)", () => {
+describe("the venvs the stack owns (core/venv/venv-layout.ts)", () => {
     it("puts a release's venv under the root unless it is adopted; service.python, when set, is used as it is", () => {
         assert.equal(servicePython(venvService({ root: "/opt/sglang/" })), "/opt/sglang/venv-0.5.23/bin/python3");
         assert.equal(servicePython(venvService({ root: "/opt/sglang", adopt: { "0.5.11": "/opt/sglang/venv" } }, "0.5.11")), "/opt/sglang/venv/bin/python3");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ENVIRONMENT_SECRETS, evaluateExpression, lintWorkflows, READ_BACKEND_CHECK_STEP, WorkflowFinding } from "../../core/workflow-rules";
+import { ENVIRONMENT_SECRETS, evaluateExpression, lintWorkflows, READ_BACKEND_CHECK_STEP, WorkflowFinding } from "../../core/workflows/workflow-rules";
 
 const dir = path.join(__dirname, "..", "..", ".github", "workflows");
 const committed = (): Map<string, string> =>

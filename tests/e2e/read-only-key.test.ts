@@ -11,9 +11,9 @@ import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 import { remoteCommand, shCommand } from "../../core/shell";
-import { containerReadScript } from "../../core/host-reads";
-import { parseServerInfoReadOutput, serverInfoReadArgv } from "../../core/server-info-read";
-import { unitPaths } from "../../core/unit-read";
+import { containerReadScript } from "../../core/box/host-reads";
+import { parseServerInfoReadOutput, serverInfoReadArgv } from "../../core/sglang/server-info-read";
+import { unitPaths } from "../../core/unit/unit-read";
 
 /** The container read the stack sends (providers/lxc-container.ts), as the read-only key sends it. */
 const CONTAINER_READ = shCommand(["sh", "-c", containerReadScript(129, "sglang-serve-0123456789abcdef")]);

@@ -2,15 +2,15 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { validateStackConfig } from "../../core/config";
-import { argvFieldsOf, liveArgsDrift, normalizeServerInfo, renderArgv } from "../../core/sglang-args";
+import { validateStackConfig } from "../../core/config/config";
+import { argvFieldsOf, liveArgsDrift, normalizeServerInfo, renderArgv } from "../../core/sglang/args";
 import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { fieldConfig, FieldRaw, withField } from "../core/fixtures";
 
 type Edit = (r: FieldRaw) => void;
 
-// The one comparison of declared and live args (core/sglang-args.ts
+// The one comparison of declared and live args (core/sglang/args.ts
 // liveArgsDrift) against /server_info documents the real SGLang 0.5.11
 // builds for the field config and the rows of the table: no declared
 // field shows drift forever.

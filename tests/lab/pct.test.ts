@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { gpuPassthroughLines } from "../../core/pct-config";
+import { gpuPassthroughLines } from "../../core/box/pct-config";
 import { exec, lab, ok } from "./lab-fixture";
 
 describe("lab pct", function () {
@@ -154,7 +154,7 @@ describe("lab pct", function () {
         const smi = await exec("host", "pct exec 129 -- nvidia-smi");
         assert.deepEqual([smi.code, smi.stdout], [255, "Failed to initialize NVML: Unknown Error\n"]);
 
-        // The stack's own passthrough lines (core/pct-config.ts), as LxcContainer writes them.
+        // The stack's own passthrough lines (core/box/pct-config.ts), as LxcContainer writes them.
         const stackLines = gpuPassthroughLines([0, 1], { nvidia: 195, nvidiaUvm: 508 }).map((l) =>
             l.kind === "option" ? `${l.key}: ${l.value}` : `#${l.text}`,
         );

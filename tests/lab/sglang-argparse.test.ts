@@ -1,11 +1,11 @@
 import * as assert from "node:assert/strict";
 import fc from "fast-check";
-import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang-argparse";
-import { OWNED_FLAGS } from "../../core/sglang-settings";
+import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang/argparse";
+import { OWNED_FLAGS } from "../../core/sglang/settings";
 import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
-// core/sglang-argparse.ts replays argparse over each release's table of
+// core/sglang/argparse.ts replays argparse over each release's table of
 // options; here the real releases (their wheels, hardware stubbed) judge the
 // same command lines, and the two must agree: the same refusal with the same
 // text, or both let the line through argparse (what ServerArgs does after
@@ -33,7 +33,7 @@ const NAMED: string[][] = [
  * given and given wrongly (a value outside the choices or of another type, a
  * value to a switch, values missing or surplus, an abbreviation), and flags
  * the release does not have. Left out: the options the stack owns (refused
- * before argparse: core/sglang-settings.ts OWNED_FLAGS) and those whose value
+ * before argparse: core/sglang/settings.ts OWNED_FLAGS) and those whose value
  * SGLang's own type function reads (JSON, sizes), which the replay leaves to
  * the release.
  */
@@ -71,7 +71,7 @@ function fragments(table: ArgparseTable): fc.Arbitrary<string[]> {
         .map((parts) => parts.flat());
 }
 
-describe("extraArgs through each release's own argparse: core/sglang-argparse.ts against the real releases", function () {
+describe("extraArgs through each release's own argparse: core/sglang/argparse.ts against the real releases", function () {
     this.timeout(600_000);
     before(async () => {
         await ensureInstalled();

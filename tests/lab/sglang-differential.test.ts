@@ -12,7 +12,7 @@ const SEED = 20261201;
 
 // The stack's judgement at preview judged by the real releases: for each,
 // CASES generated stack configs, the stack's verdict (its own SGLang rules,
-// core/sglang-releases.ts and core/sglang-server-args.ts, then SGLang's own
+// core/sglang/releases.ts and core/sglang/server-args.ts, then SGLang's own
 // verdict on the rendered unit, filed under a stack key as the preview files
 // it) against what that release's own `sglang serve` CLI, ServerArgs and
 // check_server_args do with the command line the stack renders.

@@ -2,7 +2,7 @@
  * The differential test's machinery: stack configs generated with fast-check
  * (biased to the speculative / mamba / radix / architecture corners), each
  * judged twice: by the stack as its preview judges it (validateStackConfig,
- * then SGLang's own verdict on the rendered unit: core/sglang-verdict.ts, as
+ * then SGLang's own verdict on the rendered unit: core/sglang/verdict.ts, as
  * providers/sglang-verdict.ts asks it, with the key it files a refusal under),
  * and by the real SGLang release (sglang-release/oracle.py: the release's own
  * `sglang serve` CLI, ServerArgs and check_server_args, hardware stubbed) on
@@ -14,12 +14,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
-import { validateStackConfig } from "../../core/config";
-import { argparseTable, type ArgparseOption } from "../../core/sglang-argparse";
-import { OWNED_FLAGS } from "../../core/sglang-settings";
-import { renderArgv } from "../../core/sglang-args";
-import { renderUnit } from "../../core/systemd-unit";
-import { verdictCase, verdictFailures, verdictOf, VerdictRequest, verdictRequest } from "../../core/sglang-verdict";
+import { validateStackConfig } from "../../core/config/config";
+import { argparseTable, type ArgparseOption } from "../../core/sglang/argparse";
+import { OWNED_FLAGS } from "../../core/sglang/settings";
+import { renderArgv } from "../../core/sglang/args";
+import { renderUnit } from "../../core/unit/systemd-unit";
+import { verdictCase, verdictFailures, verdictOf, VerdictRequest, verdictRequest } from "../../core/sglang/verdict";
 import { fieldConfig, FieldRaw } from "../core/fixtures";
 import { OracleResult, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
@@ -359,7 +359,7 @@ export function keysOfSglangError(r: OracleResult, extraArgs: readonly string[])
     const named = extraArgsNamed(message, extraArgs);
     if (named.length > 0) return named;
     // Past the cases above, a message that names no setting (`TRTLLM MHA backend for prefill is only supported on
-    // Blackwell GPUs`) is about the command line as a whole, the key the preview files it under (core/sglang-verdict.ts).
+    // Blackwell GPUs`) is about the command line as a whole, the key the preview files it under (core/sglang/verdict.ts).
     if (!/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(r.message ?? "")) return ["service"];
     return [`(unmapped: ${r.exceptionType}: ${(r.message ?? "").slice(0, 120)})`];
 }
@@ -390,7 +390,7 @@ export interface DifferentialResult {
     disagreements: Disagreement[];
 }
 
-/** A service's extraArgs the stack's own rules judge beyond argparse: the mamba track interval (core/config-rules.ts). */
+/** A service's extraArgs the stack's own rules judge beyond argparse: the mamba track interval (core/config/rules.ts). */
 function rulesJudgedExtraArgs(extraArgs: readonly string[]): string[] {
     return extraArgs.filter((a) => a.startsWith("--mamba-track-interval"));
 }

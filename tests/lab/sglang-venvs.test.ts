@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { boxFactsCommand, parseBoxFacts } from "../../core/box-facts";
-import { ServiceConfig } from "../../core/config-schema";
-import { renderArgv } from "../../core/sglang-args";
-import { renderServerConfigFile } from "../../core/systemd-unit";
+import { boxFactsCommand, parseBoxFacts } from "../../core/box/box-facts";
+import { ServiceConfig } from "../../core/config/schema";
+import { renderArgv } from "../../core/sglang/args";
+import { renderServerConfigFile } from "../../core/unit/systemd-unit";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";
 import { exec, httpRequest, installUnit, LAB_WAIT_MS, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";

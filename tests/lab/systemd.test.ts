@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { escapeSpecifiers, quoteWord, renderExecStart } from "../../core/systemd-unit";
+import { escapeSpecifiers, quoteWord, renderExecStart } from "../../core/unit/systemd-unit";
 import { exec, installUnit, journalOnce, LAB_WAIT_MS, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 const sleeper = (name: string, extra = "") => `[Unit]
@@ -181,7 +181,7 @@ describe("the real systemd 252, systemctl and journalctl in container 129", func
     });
 
     it("hands the program exactly the argv the stack renders into ExecStart and the values it writes into Environment= (hostile values)", async () => {
-        // What core/systemd-unit.ts writes for extraArgs and service.environment, read back by the real systemd.
+        // What core/unit/systemd-unit.ts writes for extraArgs and service.environment, read back by the real systemd.
         const hostile = [
             "--json-model-override-args",
             '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}',

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { ContainerConfig, ContainerSchema } from "../../core/config-schema";
+import { ContainerConfig, ContainerSchema } from "../../core/config/schema";
 import { lxcContainerProvider } from "../../providers/lxc-container";
 import type { ContainerOutputs, ContainerProps } from "../../providers/lxc-container-props";
 import { batchAnswer, ProviderBox } from "./provider-box";

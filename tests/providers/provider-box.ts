@@ -21,14 +21,15 @@ import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
 import * as path from "path";
-import type { Connection } from "../../components/connection";
+import type { Connection } from "../../core/connection";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
-import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config-schema";
-import { flagMap } from "../../core/flag-map";
-import { formatOwner } from "../../core/ownership";
-import { renderArgv } from "../../core/sglang-args";
-import { API_KEY_VARIABLE, renderSecretFiles } from "../../core/deploy-secrets";
-import { renderUnit, serverConfigFilePath, unitName, UnitOwner } from "../../core/systemd-unit";
+import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config/schema";
+import { flagMap } from "../../core/sglang/flag-map";
+import { formatOwner } from "../../core/unit/ownership";
+import { renderArgv } from "../../core/sglang/args";
+import { API_KEY_VARIABLE, renderSecretFiles } from "../../core/secrets/deploy-secrets";
+import { renderUnit, UnitOwner } from "../../core/unit/systemd-unit";
+import { serverConfigFilePath, unitName } from "../../core/unit/unit-paths";
 import { ProviderRun } from "../../providers/provider-run";
 import type { ServiceProps } from "../../providers/sglang-service-props";
 import { SshPool } from "../../remote/ssh-pool";
@@ -162,7 +163,7 @@ if verb == "show":
         file_state = ("enabled" if u["enabled"] else "disabled") if os.path.exists(unit_file(n)) else ""
         values = {"Id": n, "ActiveState": u["active"], "SubState": u["sub"], "MainPID": u["pid"], "NRestarts": u["restarts"], "UnitFileState": file_state}
         # The fake server runs in the test process (FAKE_SERVER_PID): the /server_info read, which asks for
-        # the MainPID alone to know who may hold the port (core/server-info-read.ts), gets that process.
+        # the MainPID alone to know who may hold the port (core/sglang/server-info-read.ts), gets that process.
         if props == ["MainPID"] and u["active"] == "active" and os.environ.get("FAKE_SERVER_PID"):
             values["MainPID"] = os.environ["FAKE_SERVER_PID"]
         blocks.append("".join("%s=%s\\n" % (p, values[p]) for p in props))
@@ -679,7 +680,7 @@ export function readinessSettings(edit: Record<string, unknown> = {}): Readiness
 
 /**
  * The deploy run's API key (SGLANG_SERVE_API_KEY), as a deploy job gives it
- * to the providers (core/deploy-secrets.ts); null: a run without it (a
+ * to the providers (core/secrets/deploy-secrets.ts); null: a run without it (a
  * pull request's preview). ProviderBox.open sets API_KEY, close removes it.
  */
 export function deployWith(apiKey: string | null): void {

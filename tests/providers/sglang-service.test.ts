@@ -1,11 +1,11 @@
 import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { BoxFacts, boxExpectations } from "../../core/box-facts";
-import { ENVIRONMENT_DIFFERS } from "../../core/unit-read";
+import { BoxFacts, boxExpectations } from "../../core/box/box-facts";
+import { ENVIRONMENT_DIFFERS } from "../../core/unit/unit-read";
 import { assertBoxServes } from "../../providers/box-facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
 import { SECRETS_AS_DECLARED } from "../../providers/service-secrets";
-import { SHIPPED_SERVING_PROMPTS } from "../../core/serving-prompts";
+import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
 import { sglangServiceProvider } from "../../providers/sglang-service";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";

@@ -6,7 +6,7 @@
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import type { UnitStatus } from "../../core/readiness";
+import type { UnitStatus } from "../../core/readiness/readiness";
 import type { RemoteRunner } from "../../remote/remote-host";
 import { rootOnlyTempDir } from "../root-only-dir";
 import type { ExecOptions, ExecResult } from "../../remote/ssh-target";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ChildProcess, spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
-import { editPassthroughInPlace, PctLockedError } from "../../core/pct-config";
+import { editPassthroughInPlace, PctLockedError } from "../../core/box/pct-config";
 import { editPctConfigFile, pctConfigPaths, readPctConfigFile } from "../../remote/pct-config-file";
 import { FakeBox } from "./fake-box";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { AwaitCondition, Verdict } from "../../core/await-condition";
-import type { FailureCause, HealthObservation, Observation, UnitStatus } from "../../core/readiness";
+import type { AwaitCondition, Verdict } from "../../core/readiness/await-condition";
+import type { FailureCause, HealthObservation, Observation, UnitStatus } from "../../core/readiness/readiness";
 import { Observe, Poll, pollUntil } from "../../remote/await/poll-until";
 
 // The one poll loop against a scripted condition and scripted polls, on a fake

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { CheckContext, checkFailed, PostReadyCheck, runPostReadyChecks } from "../../remote/checks/post-ready-check";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
 import { servingQualityCheck } from "../../remote/checks/serving-quality";
-import type { ServingPrompt } from "../../core/serving-prompts";
+import type { ServingPrompt } from "../../core/serving/serving-prompts";
 
 // The runner of the post-ready checks and the registered list. What each
 // registered check judges is tested through the readiness wait (readiness-wait.test.ts).

@@ -1,17 +1,17 @@
 // The read-only gate (gate/sglang-serve-read-gate) as the tests drive it:
 // installed as the install script installs it (its source with the reads the
-// stack's builders render, core/read-gate-install.ts renderGate), and the
+// stack's builders render, core/read-gate/install.ts renderGate), and the
 // read commands as the stack's own code builds them.
 import { spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { boxFactsCommand } from "../../core/box-facts";
-import { containerReadScript, gpuFactsScript } from "../../core/host-reads";
-import { renderGate } from "../../core/read-gate-install";
+import { boxFactsCommand } from "../../core/box/box-facts";
+import { containerReadScript, gpuFactsScript } from "../../core/box/host-reads";
+import { renderGate } from "../../core/read-gate/install";
 import { remoteCommand, shCommand } from "../../core/shell";
-import { serverInfoReadArgv } from "../../core/server-info-read";
-import { renderUnitReadScript, unitPaths } from "../../core/unit-read";
+import { serverInfoReadArgv } from "../../core/sglang/server-info-read";
+import { renderUnitReadScript, unitPaths } from "../../core/unit/unit-read";
 
 /** The gate's source in the repository. */
 export const GATE_SOURCE = path.resolve(__dirname, "..", "..", "gate", "sglang-serve-read-gate");

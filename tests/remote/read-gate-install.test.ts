@@ -3,10 +3,10 @@ import { execFileSync, spawnSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { authorizedKeysLine, parsePublicKey, ReadGateOptionError, renderGate, renderInstallScript, renderRemoveKeyScript } from "../../core/read-gate-install";
+import { authorizedKeysLine, parsePublicKey, ReadGateOptionError, renderGate, renderInstallScript, renderRemoveKeyScript } from "../../core/read-gate/install";
 import { GATE_FILE, runReadGate } from "../../scripts/read-gate";
 import { shCommand } from "../../core/shell";
-import { gpuFactsScript } from "../../core/host-reads";
+import { gpuFactsScript } from "../../core/box/host-reads";
 
 function keygen(dir: string, name: string): { file: string; pub: string } {
     const file = path.join(dir, name);

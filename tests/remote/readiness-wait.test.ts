@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { UnitStatus } from "../../core/readiness";
+import type { UnitStatus } from "../../core/readiness/readiness";
 import { HttpResult, ProbeOptions } from "../../remote/probe";
 import { POST_READY_CHECKS } from "../../remote/checks/registry";
 import { journalPosition, parsePollOutput, readJournalTail, waitUntilReady, WaitUntilReadyOptions } from "../../remote/readiness-wait";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { fingerprintOfKeyBlob } from "../../core/host-key";
+import { fingerprintOfKeyBlob } from "../../core/secrets/host-key";
 import { SshError } from "../../remote/ssh-error";
 import { parsePinnedHostKey } from "../../remote/ssh-host-key";
 import { SshPool } from "../../remote/ssh-pool";

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseUnitReadOutput, renderUnitReadScript } from "../../core/unit-read";
+import { parseUnitReadOutput, renderUnitReadScript } from "../../core/unit/unit-read";
 import { Coalescer } from "../../remote/coalesce";
 
 describe("the unit read script under a real sh", () => {

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
-import { validateStackConfig } from "../../core/config";
-import { renderArgv } from "../../core/sglang-args";
-import { DISCARD_STAGING_SCRIPT, MARK_STAGED_SCRIPT, RELEASE_PARSER_SCRIPT, STAGE_POLL_SCRIPT, VenvPlan, venvPlanOf } from "../../core/venv-layout";
+import { validateStackConfig } from "../../core/config/config";
+import { renderArgv } from "../../core/sglang/args";
+import { DISCARD_STAGING_SCRIPT, MARK_STAGED_SCRIPT, RELEASE_PARSER_SCRIPT, STAGE_POLL_SCRIPT, VenvPlan, venvPlanOf } from "../../core/venv/venv-layout";
 import type { RemoteRunner } from "../../remote/remote-host";
 import type { ExecResult } from "../../remote/ssh-target";
 import { pruneVenvs, stageVenv, StagingFailed } from "../../remote/venv-staging";
