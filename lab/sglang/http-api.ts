@@ -8,7 +8,6 @@ import { randomBytes } from "crypto";
 import { acceptLengthFor, type Drafting, requestFigures, type SpeedFaults } from "./speculation";
 import type { JsonValue, ServerArgs } from "./server-args";
 
-
 export interface ApiState {
     ready: boolean;
     schedulerAlive: boolean;

@@ -1,5 +1,15 @@
 import assert from "node:assert/strict";
-import { classifyJournalLine, formatProgress, HealthObservation, describeFailure, initialReadinessState, Observation, ReadinessDecision, step, UnitStatus } from "../../core/readiness/readiness";
+import {
+    classifyJournalLine,
+    formatProgress,
+    HealthObservation,
+    describeFailure,
+    initialReadinessState,
+    Observation,
+    ReadinessDecision,
+    step,
+    UnitStatus,
+} from "../../core/readiness/readiness";
 import { readinessCondition } from "../../core/readiness/readiness-condition";
 
 // Startup log of SGLang 0.5.11 serving Qwen3.6-27B at TP 2 with NEXTN, as

@@ -1,6 +1,14 @@
 import * as assert from "node:assert/strict";
 import type { ServingFigures } from "../../core/serving/serving-figures";
-import { figuresHeldTo, heldFiguresPhrase, heldToShown, SERVING_HISTORY_SIZE, shownVerifiedAt, VerifiedConfig, withVerified } from "../../core/serving/serving-history";
+import {
+    figuresHeldTo,
+    heldFiguresPhrase,
+    heldToShown,
+    SERVING_HISTORY_SIZE,
+    shownVerifiedAt,
+    VerifiedConfig,
+    withVerified,
+} from "../../core/serving/serving-history";
 
 const NEXTN: ServingFigures = { algorithm: "NEXTN", acceptLength: 1.72, throughput: 45.2 };
 const DFLASH: ServingFigures = { algorithm: "DFLASH", acceptLength: 3.54, throughput: 85.9 };

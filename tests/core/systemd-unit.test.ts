@@ -4,7 +4,26 @@ import { ServiceConfig, ServiceSchema } from "../../core/config/schema";
 import { forbiddenCharacter } from "../../core/sglang/extra-args";
 import { argvFieldsOf, resolveLauncher, serveExecutable } from "../../core/sglang/args";
 import { servicePython } from "../../core/venv/venv-layout";
-import { escapeExecArg, escapeSpecifiers, parseEnvironmentFile, parseExecStart, parseUnit, quoteWord, renderEnvironmentFile, renderExecStart, renderServerConfigFile, renderUnit, serverEnvironment, serviceFromUnit, splitWords, unescapeSpecifiers, unitOwner, unitTextWithoutOwner, unitValues, UnitSyntaxError } from "../../core/unit/systemd-unit";
+import {
+    escapeExecArg,
+    escapeSpecifiers,
+    parseEnvironmentFile,
+    parseExecStart,
+    parseUnit,
+    quoteWord,
+    renderEnvironmentFile,
+    renderExecStart,
+    renderServerConfigFile,
+    renderUnit,
+    serverEnvironment,
+    serviceFromUnit,
+    splitWords,
+    unescapeSpecifiers,
+    unitOwner,
+    unitTextWithoutOwner,
+    unitValues,
+    UnitSyntaxError,
+} from "../../core/unit/systemd-unit";
 import { ENVIRONMENT_FILE_MODE, environmentFilePath, serverConfigFilePath, unitName } from "../../core/unit/unit-paths";
 import { fieldConfig, fieldService, serviceConfig, SystemdRoot } from "./fixtures";
 
