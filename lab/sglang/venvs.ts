@@ -16,8 +16,8 @@ export const FIELD_VENV = { release: "0.5.11", path: "/opt/sglang/venv" } as con
 
 /**
  * Release -> venv in the container, one for each of `versions` (the releases
- * of sglang-release/VERSIONS, handed in: the pct stand-in compiles this file,
- * and only lab/ at that): the field's at its path, each other beside it as
+ * of sglang-release/VERSIONS, handed in: the pct stand-in's build compiles
+ * this file, and only lab/): the field's at its path, each other beside it as
  * `/opt/sglang/venv-<release>`.
  */
 export function sglangVenvs(versions: readonly string[]): Readonly<Record<string, string>> {
@@ -208,9 +208,10 @@ function makeVenv(optDir: string, rootfsImage: string, venv: string, dir: string
 
 /**
  * Makes the venvs of `versions` (sglangVenvs) under `optDir` (the lab
- * directory the container has at /opt): the venv itself once, with the container's python3 (chroot into the
- * rootfs image, in a mount namespace of its own); the .pth and the console
- * scripts every time (cheap, and they follow the checkout).
+ * directory the container has at /opt): the venv itself once, with the
+ * container's python3 (chroot into the rootfs image, in a mount namespace of
+ * its own); the .pth and the console scripts every time (cheap, and they
+ * follow the checkout).
  */
 export function ensureVenvs(optDir: string, rootfsImage: string, releases: string, versions: readonly string[]): void {
     for (const [version, venv] of Object.entries(sglangVenvs(versions))) {
