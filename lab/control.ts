@@ -38,7 +38,7 @@ import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
-import { cacheRoot, ensureInstalled, releaseCacheRoot, releaseDir } from "../sglang-release/oracle";
+import { cacheRoot, ensureInstalled, releaseCacheRoot, releaseDir, sglangVersions } from "../sglang-release/oracle";
 import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, CT_SYSTEM_SITE, ensureVenvs, ensureWheelhouse, systemSitePthText } from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 import { readStackConfig, writeStackFile } from "./stack-file";
@@ -278,10 +278,10 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
         for (const [target, dir] of Object.entries(mounts[m]))
             if (target !== "/proc/devices" && target !== ROOTFS_IN_HOST && target !== RELEASES_IN_HOST) fs.mkdirSync(dir, { recursive: true });
     }
-    // The real SGLang releases, one venv each (/opt/sglang/venv is 0.5.11), run by the container's python3.
+    // The real SGLang releases of sglang-release/VERSIONS, one venv each (/opt/sglang/venv is the field's), run by the container's python3.
     copySglangReal(releaseDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
     fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
-    ensureVenvs(mounts.container["/opt"]!, rootfsImage, releaseCacheRoot());
+    ensureVenvs(mounts.container["/opt"]!, rootfsImage, releaseCacheRoot(), sglangVersions());
     // What a venv the stack stages sees of the box: the stubs in the system site, the real wheels to install from.
     const pythonLib = path.posix.join("/usr/lib", path.posix.basename(path.posix.dirname(CT_SYSTEM_SITE)));
     if (!fs.existsSync(path.join(rootfsImage, pythonLib)))

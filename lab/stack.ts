@@ -1,7 +1,7 @@
 import * as path from "path";
 import { labStackConfig as labConfigFrom, LabMachines } from "./control";
 import { readStackConfig } from "./stack-file";
-import { CT_WHEELHOUSE, LAB_STAGED_RELEASE, releasePins } from "./sglang/venvs";
+import { CT_WHEELHOUSE, FIELD_VENV, LAB_STAGED_RELEASE, releasePins } from "./sglang/venvs";
 
 export type { LabMachines };
 export type StackConfigFile = Record<string, Record<string, unknown>>;
@@ -27,7 +27,7 @@ export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"
 
 /**
  * The lab box's service.venv: the stack stages releases under
- * /opt/sglang/releases and adopts the field's 0.5.11 venv as it is. What pip
+ * /opt/sglang/releases and adopts the field's venv (0.5.11) as it is. What pip
  * installs is real (SGLang's wheel and its own pins, from the wheelhouse on
  * the box: --find-links, --no-index); its other dependencies (torch, CUDA, the
  * kernels, the config layer's packages) are the box's system site
@@ -37,7 +37,7 @@ export function labStackConfig(lab: LabMachines, topology: "pct-exec" | "direct"
 export function labStagedVenv(): Record<string, unknown> {
     return {
         root: "/opt/sglang/releases",
-        adopt: { "0.5.11": "/opt/sglang/venv" },
+        adopt: { [FIELD_VENV.release]: FIELD_VENV.path },
         systemSitePackages: true,
         findLinks: [CT_WHEELHOUSE],
         pipArgs: ["--no-index", "--no-deps"],

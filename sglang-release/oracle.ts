@@ -82,13 +82,37 @@ function python(): string {
     return process.env.SGLANG_SERVE_PYTHON || "python3";
 }
 
-/** The releases in VERSIONS, in file order. */
-export function sglangVersions(): string[] {
-    return fs
-        .readFileSync(path.join(releaseDir(), "VERSIONS"), "utf8")
-        .split("\n")
-        .map((l) => l.trim())
-        .filter((l) => l !== "" && !l.startsWith("#"));
+/** A release as install.sh takes it (its own check, the same pattern). */
+const RELEASE = /^[0-9]+(\.[0-9]+)*([.-]?(a|b|rc|post|dev)[0-9]*)*$/;
+
+/**
+ * VERSIONS' text as its releases, in file order: one a line, blank lines and
+ * `#` comments skipped. A line that is not a release, or a release given
+ * twice, throws naming the line (install.sh would try to install it).
+ */
+export function parseVersions(text: string): string[] {
+    const versions: string[] = [];
+    text.split("\n").forEach((raw, i) => {
+        const line = raw.trim();
+        if (line === "" || line.startsWith("#")) return;
+        if (!RELEASE.test(line)) throw new Error(`sglang-release/VERSIONS line ${i + 1}: ${JSON.stringify(line)} is not a release (e.g. 0.5.23)`);
+        if (versions.includes(line)) throw new Error(`sglang-release/VERSIONS line ${i + 1}: ${line} is listed twice`);
+        versions.push(line);
+    });
+    return versions;
+}
+
+let versionsRead: readonly string[] | undefined;
+
+/**
+ * The releases in VERSIONS, in file order (oldest first), read once: the one
+ * list of the releases the project runs for real. install.sh installs them,
+ * the lab gives each a venv (lab/sglang/venvs.ts), and the tests that hold the
+ * stack to the real releases run each (README.md, "Adding a release").
+ */
+export function sglangVersions(): readonly string[] {
+    versionsRead ??= parseVersions(fs.readFileSync(path.join(releaseDir(), "VERSIONS"), "utf8"));
+    return versionsRead;
 }
 
 interface Ran {

@@ -72,10 +72,11 @@ export function extraFlagValues(tokens: readonly string[], flag: string): ExtraF
 /**
  * The flags of a fragment that set one option more than once: one group per
  * option, its occurrences in order. argparse runs an option's action at each
- * occurrence, and every action of SGLang's releases (0.5.9, 0.5.10, 0.5.11,
- * 0.5.23: store, store_true, BooleanOptionalAction, nargs "+"/"*"/"?", and
- * its own LoRAPathAction and Deprecated*Action) sets the value anew: the last
- * occurrence wins, and SGLang starts. None appends, extends or counts.
+ * occurrence, and every action of SGLang's releases (store, store_true,
+ * BooleanOptionalAction, nargs "+"/"*"/"?", and its own LoRAPathAction and
+ * Deprecated*Action, as read in 0.5.9-0.5.23) sets the value anew: the last
+ * occurrence wins, and SGLang starts. None appends, extends or counts
+ * (tests/core/extra-args.test.ts checks each release's dumped table).
  * `optionOf` names the option a flag sets (an alias, an abbreviation or
  * `--no-x` set the same one as `--x`), or undefined for an option that
  * accumulates its occurrences (its table's `append`); by default, the flag.

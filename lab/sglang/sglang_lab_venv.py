@@ -1,10 +1,10 @@
 """The lab's SGLang venvs: the release's own entry points, hardware stubbed.
 
-Each venv in the lab's container (`/opt/sglang/venv`, `/opt/sglang/venv-0.5.10`,
-...) is a real `python3 -m venv --without-pip` of the container's python3
-whose `sglang-lab.pth` puts the hardware stubs, the release's site dir and the
-shared deps dir on sys.path, and runs `boot()` below at every interpreter
-start. `boot()` does nothing unless the process is one of SGLang's server
+Each venv in the lab's container (one per release of sglang-release/VERSIONS:
+`/opt/sglang/venv`, `/opt/sglang/venv-<release>`) is a real `python3 -m venv
+--without-pip` of the container's python3 whose `sglang-lab.pth` puts the
+hardware stubs, the release's site dir and the shared deps dir on sys.path,
+and runs `boot()` below at every interpreter start. `boot()` does nothing unless the process is one of SGLang's server
 entry points:
 
 - `<venv>/bin/sglang serve ...` (the console script pip writes: sglang.cli.main:main)

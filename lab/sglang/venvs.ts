@@ -11,13 +11,21 @@ import * as path from "path";
 import { CT_LAB } from "../rootfs";
 import { repoDir } from "../lab-info";
 
-/** Release -> venv in the container; /opt/sglang/venv is the field's (0.5.11). */
-export const SGLANG_VENVS: Readonly<Record<string, string>> = {
-    "0.5.11": "/opt/sglang/venv",
-    "0.5.10": "/opt/sglang/venv-0.5.10",
-    "0.5.9": "/opt/sglang/venv-0.5.9",
-    "0.5.23": "/opt/sglang/venv-0.5.23",
-};
+/** The field's venv: the release its boxes run (service.sglangVersion in Pulumi.kpro5.yaml), where they have it. */
+export const FIELD_VENV = { release: "0.5.11", path: "/opt/sglang/venv" } as const;
+
+/**
+ * Release -> venv in the container, one for each of `versions` (the releases
+ * of sglang-release/VERSIONS, handed in: the pct stand-in's build compiles
+ * this file, and only lab/): the field's at its path, each other beside it as
+ * `/opt/sglang/venv-<release>`.
+ */
+export function sglangVenvs(versions: readonly string[]): Readonly<Record<string, string>> {
+    if (!versions.includes(FIELD_VENV.release)) {
+        throw new Error(`lab: sglang-release/VERSIONS does not list the field's release ${FIELD_VENV.release} (lab/sglang/venvs.ts FIELD_VENV)`);
+    }
+    return Object.fromEntries(versions.map((v) => [v, v === FIELD_VENV.release ? FIELD_VENV.path : `/opt/sglang/venv-${v}`]));
+}
 
 /** Where the container finds the lab's Python side (read-only): the stubs, oracle.py, sglang_lab_venv.py. */
 export const CT_SGLANG_REAL = path.posix.join(CT_LAB.lib, "sglang-real");
@@ -49,7 +57,12 @@ export const CT_SYSTEM_SITE = "/usr/local/lib/python3.11/dist-packages";
 /** The real wheels the lab's stack stages from (pip --find-links, --no-index): SGLang's and its pins, in install.sh's cache. */
 export const CT_WHEELHOUSE = path.posix.join(CT_RELEASES, "wheelhouse");
 
-/** The release the lab's stacks stage with pip (the others have ready-made venvs): the newest in sglang-release/VERSIONS. */
+/**
+ * The release the lab's stacks stage with pip (the e2e upgrade and the bench
+ * go from the field's to it; the others have ready-made venvs): a choice, not
+ * the newest of sglang-release/VERSIONS, so adding a release leaves it be.
+ * Its pins come from sglang-release/DEPS (releasePins).
+ */
 export const LAB_STAGED_RELEASE = "0.5.23";
 
 /** The gateway release the lab's stacks install (smg on PyPI), with its dependencies, from the same wheelhouse. */
@@ -194,13 +207,14 @@ function makeVenv(optDir: string, rootfsImage: string, venv: string, dir: string
 }
 
 /**
- * Makes the venvs under `optDir` (the lab directory the container has at
- * /opt): the venv itself once, with the container's python3 (chroot into the
- * rootfs image, in a mount namespace of its own); the .pth and the console
- * scripts every time (cheap, and they follow the checkout).
+ * Makes the venvs of `versions` (sglangVenvs) under `optDir` (the lab
+ * directory the container has at /opt): the venv itself once, with the
+ * container's python3 (chroot into the rootfs image, in a mount namespace of
+ * its own); the .pth and the console scripts every time (cheap, and they
+ * follow the checkout).
  */
-export function ensureVenvs(optDir: string, rootfsImage: string, releases: string): void {
-    for (const [version, venv] of Object.entries(SGLANG_VENVS)) {
+export function ensureVenvs(optDir: string, rootfsImage: string, releases: string, versions: readonly string[]): void {
+    for (const [version, venv] of Object.entries(sglangVenvs(versions))) {
         const site = path.join(releases, version, "site");
         const info = distInfo(site, version);
         const dir = path.join(optDir, path.posix.relative("/opt", venv));

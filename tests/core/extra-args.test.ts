@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { extraFlagValues, repeatedExtraFlags } from "../../core/sglang/extra-args";
-import { argparseOption, argparseTable } from "../../core/sglang/argparse";
+import { argparseOption, argparseTable, argparseVersions } from "../../core/sglang/argparse";
 
 describe("extraArgs: repeated flags (issue 37)", () => {
     const table = argparseTable("0.5.11")!;
@@ -41,7 +41,8 @@ describe("extraArgs: repeated flags (issue 37)", () => {
     });
 
     it("finds that no option of the known releases accumulates when repeated", () => {
-        for (const version of ["0.5.9", "0.5.10", "0.5.11", "0.5.23"]) {
+        // Every release with a table: those of sglang-release/VERSIONS and any other dumped (tests/lab/sglang-versions.test.ts).
+        for (const version of argparseVersions()) {
             assert.deepEqual(
                 argparseTable(version)!
                     .options.filter((o) => o.append)

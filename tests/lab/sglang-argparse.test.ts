@@ -2,7 +2,7 @@ import * as assert from "node:assert/strict";
 import fc from "fast-check";
 import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang/argparse";
 import { OWNED_FLAGS } from "../../core/sglang/settings";
-import { ensureInstalled, runOracle } from "../../sglang-release/oracle";
+import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
 // core/sglang/argparse.ts replays argparse over each release's table of
@@ -77,7 +77,8 @@ describe("extraArgs through each release's own argparse: core/sglang/argparse.ts
         await ensureInstalled();
     });
 
-    for (const version of ["0.5.9", "0.5.10", "0.5.11", "0.5.23"]) {
+    // Every release of sglang-release/VERSIONS.
+    for (const version of sglangVersions()) {
         it(`agrees with SGLang ${version}'s argparse on issue 18's commands and ${CASES} generated fragments`, async () => {
             const table = argparseTable(version);
             assert.ok(table, `no table for ${version}`);

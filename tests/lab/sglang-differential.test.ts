@@ -1,5 +1,5 @@
 import * as assert from "node:assert/strict";
-import { ensureInstalled } from "../../sglang-release/oracle";
+import { ensureInstalled, sglangVersions } from "../../sglang-release/oracle";
 import { runDifferential } from "./sglang-differential";
 
 /**
@@ -23,7 +23,8 @@ describe("the stack's SGLang rules against the real releases (differential)", fu
         await ensureInstalled();
     });
 
-    for (const version of ["0.5.9", "0.5.10", "0.5.11", "0.5.23"]) {
+    // Every release of sglang-release/VERSIONS.
+    for (const version of sglangVersions()) {
         it(`agrees with SGLang ${version} on accept/reject, and names the key SGLang's error is about, for ${CASES} generated configs`, async () => {
             const r = await runDifferential(version, CASES, SEED);
             console.log(

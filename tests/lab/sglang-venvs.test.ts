@@ -5,6 +5,8 @@ import { renderArgv } from "../../core/sglang/args";
 import { renderServerConfigFile } from "../../core/unit/systemd-unit";
 import { fieldService } from "../core/fixtures";
 import { LabInfo } from "../../lab/control";
+import { sglangVenvs } from "../../lab/sglang/venvs";
+import { sglangVersions } from "../../sglang-release/oracle";
 import { exec, httpRequest, installUnit, LAB_WAIT_MS, lab, ok, runUntilOutput, waitFor } from "./lab-fixture";
 
 // The container's venvs run the real SGLang releases' config layer (argparse,
@@ -55,12 +57,10 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
     });
 
     it("answers each venv's SGLang release from its package metadata, as the stack's box facts read it", async () => {
-        for (const [venv, release] of [
-            ["/opt/sglang/venv", "0.5.11"],
-            ["/opt/sglang/venv-0.5.10", "0.5.10"],
-            ["/opt/sglang/venv-0.5.9", "0.5.9"],
-            ["/opt/sglang/venv-0.5.23", "0.5.23"],
-        ]) {
+        // One per release of sglang-release/VERSIONS; the field's (0.5.11) at /opt/sglang/venv.
+        const venvs = sglangVenvs(sglangVersions());
+        assert.equal(venvs["0.5.11"], "/opt/sglang/venv");
+        for (const [release, venv] of Object.entries(venvs)) {
             const facts = parseBoxFacts(await ok("container", boxFactsCommand(`${venv}/bin/python3`, "/models/Qwen3.6-27B").map(sh).join(" ")));
             assert.equal(facts.sglangVersion, release, venv);
         }
