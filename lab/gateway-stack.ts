@@ -75,8 +75,8 @@ export function gatewayScenario(a: LabMachines, b: LabMachines): GatewayScenario
                 healthCheck: { intervalSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1 },
             },
             // One start per config: a change that crashes is rolled back at once. The load's 8-token chats pull
-            // the running servers' live accept length well below the prompt set's (README, "the drift check
-            // compares live traffic"): the refresh after a run under load would call that drift at 10%.
+            // the running servers' live accept length well below the prompt set's (docs/rollout.md: every
+            // refresh reads the running server's accept length): the refresh after a run under load would call that drift at 10%.
             "sglang-serve:readiness": { ...configA["sglang-serve:readiness"], startAttempts: 1, acceptLengthDropLimit: 0.5 },
         }),
     };

@@ -14,7 +14,7 @@ export function kpro5Config(): StackConfigFile {
 /**
  * The healthy window of the lab stacks: the lab's servers start in about 3 s, so
  * a few seconds after ready show a death soon after ready (the field keeps the
- * default 30 s; README "Readiness and the healthy window").
+ * default 30 s; docs/rollout.md, "The healthy window and start attempts").
  */
 export const LAB_MIN_HEALTHY_SECONDS = 4;
 

@@ -9,7 +9,7 @@
 // that shared the runner. What it cannot hold against: code that rewrites
 // RECORD too. A check made by the same user, against files that user can
 // write, cannot; that is why deploy jobs run on a runner of their own
-// (README "Continuous deployment").
+// (docs/operator-guide.md, "CI: what runs where").
 import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";

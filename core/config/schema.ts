@@ -253,7 +253,7 @@ export const ReadinessSchema = z.strictObject({
      * poll) before the rollout succeeds; 0 turns the window off. Default 30:
      * SGLang's /health needs up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s) to call
      * a hung scheduler down, plus 10 s (Nomad's min_healthy_time) for the
-     * crashes seconds after ready. README "Readiness and the healthy window".
+     * crashes seconds after ready. docs/rollout.md, "The healthy window and start attempts".
      */
     minHealthySeconds: fromNumericString(
         z

@@ -13,7 +13,7 @@
  * list. A process started with the environment below never has them in
  * os.environ or /proc/self/environ. (An agent socket is still a file a
  * process of the same user could find by its path: that is why deploy jobs
- * run on a runner of their own, README "Continuous deployment".)
+ * run on a runner of their own, docs/operator-guide.md, "CI: what runs where".)
  */
 
 /** Which third-party process: the release's code needs no network; pip needs its sources and the proxies. */

@@ -18,7 +18,7 @@ const repo = path.join(__dirname, "..", "..");
 /**
  * A committed stack file's settings: its `config:` map (namespaced keys)
  * without `secure:` values. The files are committed without secrets, but a
- * checkout where an operator set them (README "Secrets") holds ciphertext
+ * checkout where an operator set them (docs/secrets.md) holds ciphertext
  * under that stack's own salt, which no test can read.
  */
 export function committedStackSettings(stack: string): Record<string, unknown> {

@@ -4,7 +4,7 @@
 // host), so the files run side by side. Each row leaves a working server when
 // the previous config worked, and a state that tells the truth: a refresh
 // finds nothing the state does not already say, and a change that did not land
-// is still pending. README "Fault matrix" lists the rows and what each leaves.
+// is still pending. docs/testing.md "Fault matrix" lists the rows and what each leaves.
 import * as assert from "node:assert/strict";
 import { execFileSync } from "child_process";
 import * as fs from "fs";
