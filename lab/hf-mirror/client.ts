@@ -4,6 +4,9 @@
 // machine is read, no proxy variables, telemetry off).
 import * as path from "path";
 
+/** hf_client.py's commands (see its docstring). */
+export type HfClientVerb = "download" | "file" | "info" | "verify";
+
 export interface HfClientCommand {
     argv: string[];
     env: Record<string, string>;
@@ -12,7 +15,7 @@ export interface HfClientCommand {
 export function hfClientCommand(
     clientVenv: string,
     o: { endpoint: string; hfHome: string; env?: Record<string, string> },
-    command: "download" | "info" | "verify",
+    command: HfClientVerb,
     ...args: string[]
 ): HfClientCommand {
     return {

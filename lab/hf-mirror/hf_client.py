@@ -4,6 +4,7 @@ exception is its traceback on stderr and exit 1. Only huggingface_hub's
 public API:
 
   hf_client.py download REPO REVISION CACHE_DIR   snapshot_download -> {"path"}
+  hf_client.py file REPO REVISION FILE CACHE_DIR  hf_hub_download -> {"path"}
   hf_client.py info REPO REVISION                 model_info(files_metadata=True),
                                                   get_paths_info, list_repo_tree
   hf_client.py verify REPO REVISION CACHE_DIR     verify_repo_checksums
@@ -14,7 +15,7 @@ REVISION "-" passes None (huggingface_hub's default).
 import json
 import sys
 
-from huggingface_hub import HfApi, snapshot_download
+from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
 
 def lfs(info):
@@ -30,6 +31,8 @@ def main(argv):
     api = HfApi()
     if command == "download":
         return {"path": snapshot_download(repo, revision=revision, cache_dir=argv[3])}
+    if command == "file":
+        return {"path": hf_hub_download(repo, argv[3], revision=revision, cache_dir=argv[4])}
     if command == "info":
         info = api.model_info(repo, revision=revision, files_metadata=True)
         names = [s.rfilename for s in info.siblings]

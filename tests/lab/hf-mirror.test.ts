@@ -4,7 +4,7 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { hfClientCommand } from "../../lab/hf-mirror/client";
+import { hfClientCommand, HfClientVerb } from "../../lab/hf-mirror/client";
 import { clearMirrorFaults, corruptBlob, CORRUPT_BYTES, setMirrorFaults } from "../../lab/hf-mirror/faults";
 import { filesAt, gitBlobId, isLfsPath, LAB_DRAFTER, LAB_MODEL, LabRepo, labRepos } from "../../lab/hf-mirror/lab-repos";
 import { accessLog, ensureHfMirrorInstalled, hfMirrorVenvs, RunningMirror, startMirror, writeMirrorRepos } from "../../lab/hf-mirror/mirror";
@@ -71,11 +71,7 @@ describe("the lab's Hugging Face mirror, downloaded from with the real huggingfa
     };
 
     /** hf_client.py in its own process: started at once, its result when it ends. */
-    function client(
-        command: "download" | "info" | "verify",
-        args: string[],
-        o: { wrap?: (argv: string[]) => string[]; env?: Record<string, string> } = {},
-    ): Promise<ClientRun> {
+    function client(command: HfClientVerb, args: string[], o: { wrap?: (argv: string[]) => string[]; env?: Record<string, string> } = {}): Promise<ClientRun> {
         const c = hfClientCommand(hfMirrorVenvs().client, { endpoint: mirror.endpoint, hfHome: path.join(dir, "hf-home"), env: o.env }, command, ...args);
         const wrap = o.wrap ?? ((a: string[]) => a);
         const [cmd, ...rest] = wrap(c.argv);
@@ -87,7 +83,7 @@ describe("the lab's Hugging Face mirror, downloaded from with the real huggingfa
         return new Promise((resolve) => p.on("close", (code) => resolve({ code, stdout, stderr })));
     }
 
-    async function ok<T>(command: "download" | "info" | "verify", ...args: string[]): Promise<T> {
+    async function ok<T>(command: HfClientVerb, ...args: string[]): Promise<T> {
         const r = await client(command, args);
         assert.equal(r.code, 0, r.stderr);
         return JSON.parse(r.stdout) as T;
@@ -168,6 +164,20 @@ describe("the lab's Hugging Face mirror, downloaded from with the real huggingfa
                 assert.equal(s.blobId, gitBlobId(pointer), s.rfilename);
                 assert.equal(s.lfs!.pointerSize, pointer.length, s.rfilename);
             }
+        }
+    });
+
+    it("a missing file, revision and repository raise huggingface_hub's RemoteEntryNotFoundError, RevisionNotFoundError and RepositoryNotFoundError", async () => {
+        const cache = newCache();
+        const cases: Array<[string[], string]> = [
+            [[LAB_MODEL, "main", "absent.json"], "RemoteEntryNotFoundError"],
+            [[LAB_MODEL, "no-such-branch", "config.json"], "RevisionNotFoundError"],
+            [[`${LAB_MODEL}-absent`, "main", "config.json"], "RepositoryNotFoundError"],
+        ];
+        for (const [args, error] of cases) {
+            const r = await client("file", [...args, cache]);
+            assert.notEqual(r.code, 0, args.join(" "));
+            assert.match(r.stderr, new RegExp(`^huggingface_hub\\.errors\\.${error}: `, "m"), args.join(" "));
         }
     });
 
