@@ -34,5 +34,7 @@ scripts/engine.sh >/dev/null
 scripts/engine.sh next >/dev/null
 # The real SGLang releases the lab tests use as their oracle (sglang-release/README.md).
 sglang-release/install.sh
+# The lab's Hugging Face mirror (olah) and the huggingface_hub client its tests download with (lab/README.md).
+lab/hf-mirror/install.sh
 # The lab's cached parts (the container's Debian rootfs, the wheels its box stages from): made once here, not by the test files' labs at the same time.
 node --require ./ts-hook.cjs lab/cli.ts prepare
