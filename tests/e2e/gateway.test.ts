@@ -8,6 +8,15 @@ import { mainPid, onBox, useLab } from "./lab-box";
 
 const API_KEY = "e2e-gateway-api-key-0123456789abc";
 const ADMIN_KEY = "e2e-gateway-admin-key-0123456789ab";
+/**
+ * Secrets a deploy job's environment may hold beside the stack's own (issue
+ * 34): none may reach smg. The run's PULUMI_CONFIG_PASSPHRASE is the
+ * deployment's own (its state's), checked by name and value below.
+ */
+const PLANTED = {
+    SSH_AUTH_SOCK: "/tmp/ssh-planted/agent.1",
+    AWS_SECRET_ACCESS_KEY: "planted-aws-secret",
+};
 
 interface Worker {
     id: string;
@@ -54,9 +63,25 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
     it("installs smg and registers each server as a worker; clients are served through it; a worker removed by hand is drift that up repairs", async () => {
         const { labDir } = lab;
         {
-            const up = await d.up();
+            // The deploy run holds secrets of other tools: smg (staged by pip on the box, run by systemd) sees none of them.
+            const up = await d.run(["up", "--yes", "--skip-preview", "--diff"], { env: PLANTED });
             expectExit(up, 0, "up of three servers over two boxes and the gateway");
             assert.match(up.output, /\[sglang-gateway\.service\] staging smg 1\.13\.0 in \/opt\/smg\/venv-1\.13\.0/);
+            const smgPid = await mainPid(labDir, "sglang-gateway.service");
+            const smgEnviron = await onBox(labDir, "container", `tr '\\0' '\\n' < /proc/${smgPid}/environ`);
+            // What systemd gave it: the EnvironmentFile's keys (root alone reads /proc/<pid>/environ), nothing of the deploy run.
+            assert.match(
+                smgEnviron,
+                /^SMG_ADMIN_KEY=/m,
+                `smg's environment was read: ${smgEnviron
+                    .split("\n")
+                    .map((l) => l.split("=")[0])
+                    .join(" ")}`,
+            );
+            const passphrase = d.env().PULUMI_CONFIG_PASSPHRASE!;
+            for (const [name, value] of Object.entries({ ...PLANTED, PULUMI_CONFIG_PASSPHRASE: passphrase })) {
+                assert.ok(!smgEnviron.includes(name) && !smgEnviron.includes(value), `smg's environment holds ${name}`);
+            }
             assert.match(up.output, /\[sglang-gateway\.service\] registering worker http:\/\/127\.0\.135\.29:30001 \(qwen-b\)/);
             assert.deepEqual((await workers()).map((w) => [w.url, w.status]).sort(), allReady());
             // The keys are in the 0600 file; the unit names them only.
