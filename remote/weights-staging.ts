@@ -128,7 +128,9 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
         } else {
             const text = o.programText ?? weightsProgramText();
             const programPath = weightsProgramPath(sha256(text));
-            const wrote = await remote.run(["sh", "-c", `mkdir -p "$(dirname "$0")" || exit 1; ${writeFileScript(programPath, 0o644)}`, programPath], { stdin: text });
+            const wrote = await remote.run(["sh", "-c", `mkdir -p "$(dirname "$0")" || exit 1; ${writeFileScript(programPath, 0o644)}`, programPath], {
+                stdin: text,
+            });
             if (wrote.code !== 0) fail(`writing the staging program to ${programPath} failed (exit ${wrote.code}): ${wrote.stderr.trim().slice(0, 200)}`);
             if (tokenFile) {
                 const t = await remote.run(["sh", "-c", `mkdir -p "$(dirname "$0")" || exit 1; ${writeFileScript(tokenFile, 0o600)}`, tokenFile], {
