@@ -3,7 +3,7 @@
  * the box while the running server serves (issue 33 item 2), as a release's
  * venv is staged (core/venv/venv-layout.ts): the plan per source, the
  * transient unit that runs the box-side program (weights/sglang-serve-weights.py,
- * with the interpreter of the stack's small huggingface_hub venv), the poll
+ * with the interpreter of the stack's small huggingface_hub venv, hub-venv.ts), the poll
  * of its progress, log, exit status and result, and their parsing. Pure: run
  * by remote/weights-staging.ts.
  */
@@ -14,13 +14,6 @@ import type { Mismatch } from "./hub-files";
 import { modelsRoot } from "./model-folders";
 import { parseProgress, ProgressSnapshot } from "./progress";
 import { revisionFolder, weightsStateDir, weightsTokenFile, weightsUnitName, WeightsRole } from "./weights-layout";
-
-/**
- * The huggingface_hub the box-side program runs with: the release
- * sglang-release/DEPS pins for every SGLang venv (and lab/hf-mirror/PINS for
- * the lab's client), installed into a small venv the stack owns.
- */
-export const HUB_CLIENT_REQUIREMENT = "huggingface-hub==1.33.0";
 
 /** One declared source to stage: where from, where to, with what budget. */
 export interface WeightsPlan {

@@ -1,4 +1,9 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { VenvSchema } from "../../core/config/schema";
+import { installCheckArgv } from "../../core/venv/venv-layout";
+import { HUB_CLIENT_RELEASE, hubVenvPlan } from "../../core/weights/hub-venv";
 import { validateStackConfig } from "../../core/config/config";
 import { diskVerdict, fetchPlan, formatBytes } from "../../core/weights/disk";
 import { INITIAL_PROGRESS, ProgressSnapshot, progressLine, progressStep, ProgressState } from "../../core/weights/progress";
@@ -267,5 +272,22 @@ describe("weights as code: the staging's unit and poll (core/weights/staging.ts)
         });
         const ended = parseWeightsPoll(`\n${sep}\n\n${sep}\n66\n\n${sep}\n{"exitStatus": 66, "error": "mismatch"}\n${sep}\ninactive\n`);
         assert.deepEqual(ended, { lines: [], exitStatus: 66, result: { exitStatus: 66, error: "mismatch" }, unitState: "inactive" });
+    });
+});
+
+describe("weights as code: the stack's huggingface_hub venv (core/weights/hub-venv.ts)", () => {
+    it("pins the huggingface_hub release sglang-release/DEPS gives the SGLang venvs", () => {
+        const deps = fs.readFileSync(path.join(__dirname, "..", "..", "sglang-release", "DEPS"), "utf8");
+        assert.match(deps, new RegExp(`^all huggingface-hub==${HUB_CLIENT_RELEASE.replace(/\./g, "\\.")}$`, "m"));
+    });
+
+    it("stages it beside the SGLang venvs with their sources (not their pins), as huggingface-hub-<release> (not a venv-* folder: their prune never takes it), checked by its package metadata", () => {
+        const plan = hubVenvPlan({ venv: VenvSchema.parse({ root: "/opt/sglang", indexUrl: "https://pypi.example/simple", pins: ["torch==2.9.1"] }) });
+        assert.equal(plan.dir, "/opt/sglang/huggingface-hub-1.33.0");
+        assert.equal(plan.python, "/opt/sglang/huggingface-hub-1.33.0/bin/python3");
+        assert.deepEqual(plan.requirements, ["huggingface-hub==1.33.0"]);
+        assert.deepEqual(plan.pipOptions, ["--index-url=https://pypi.example/simple"]);
+        assert.deepEqual(installCheckArgv(plan), [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("huggingface-hub"))`]);
+        assert.equal(hubVenvPlan({}).dir, "/opt/sglang-serve/huggingface-hub-1.33.0");
     });
 });

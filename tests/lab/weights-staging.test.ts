@@ -19,7 +19,9 @@ import { filesAt, LAB_DRAFTER, LAB_MODEL, LabRepo, labRepos } from "../../lab/hf
 import { accessLog, ensureHfMirrorInstalled, RunningMirror, startMirror, writeMirrorRepos } from "../../lab/hf-mirror/mirror";
 import { manifestDigest } from "../../core/weights/manifest";
 import { weightsPlansOf, WeightsPlan } from "../../core/weights/staging";
-import { ServiceSchema } from "../../core/config/schema";
+import { ServiceSchema, VenvSchema } from "../../core/config/schema";
+import { hubVenvPlan } from "../../core/weights/hub-venv";
+import { stageVenv } from "../../remote/venv-staging";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { checkStagedWeights, pruneWeights, stageWeights, WeightsStagingFailed, WeightsStageOptions } from "../../remote/weights-staging";
@@ -29,11 +31,8 @@ import { lab, ok, LAB_WAIT_MS } from "./lab-fixture";
 
 const workerOctet = 1 + Number(process.env.MOCHA_WORKER_ID ?? 0);
 const MIRROR_ADDRESS = `127.${workerOctet}.141.1`;
-/** The stack's huggingface_hub venv in the container (made below as the lab's stand-in for pip installing huggingface-hub==1.33.0). */
-const HUB_VENV = "/opt/sglang-serve-hub";
-const HUB_PYTHON = `${HUB_VENV}/bin/python3`;
-/** The container's view of the lab's shared deps site, which holds huggingface_hub 1.33.0 (sglang-release/DEPS). */
-const DEPS_SITE = "/usr/local/lib/sglang-lab/releases/deps/site";
+/** Where the stack's huggingface_hub venv is staged in the container. */
+const HUB_ROOT = "/opt/sglang-serve-hub";
 const ROOT = "/models/hub";
 const UNIT = "sglang-weights-test.service";
 const OWNER = "sglang-serve/lab-weights";
@@ -50,6 +49,7 @@ describe("weights as code on the lab's box: staged, verified and checked against
     let dir: string;
     let commits: Record<string, string[]>;
     let mirror: RunningMirror;
+    let hubPython: string;
     const mirrorOptions = () => ({ dir: path.join(dir, "mirror"), address: MIRROR_ADDRESS, port: 8090, olahPort: 8091 });
 
     before(async function () {
@@ -71,14 +71,15 @@ describe("weights as code on the lab's box: staged, verified and checked against
                 privateKey: fs.readFileSync(info.clientKeyPath, "utf8"),
             },
         });
-        // The lab's stand-in for the stack's staging of its huggingface_hub venv (pip, with no index in the lab): a venv of the
-        // container's python3 whose .pth names the deps site the SGLang venvs use (huggingface_hub 1.33.0 and its dependencies).
-        await ok(
-            "container",
-            `set -e; rm -rf ${HUB_VENV} ${ROOT}; python3 -m venv --without-pip ${HUB_VENV}; ` +
-                `echo ${DEPS_SITE} > "$(${HUB_PYTHON} -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sglang-lab-deps.pth"`,
-        );
-        assert.equal((await ok("container", `${HUB_PYTHON} -I -c 'import huggingface_hub; print(huggingface_hub.__version__)'`)).trim(), "1.33.0");
+        // The stack's huggingface_hub venv, staged as the stack stages venvs (pip in a transient unit, checked, marked). The lab has no
+        // package index: the venv sees the container's system site, whose .pth names the deps site of the SGLang venvs, where
+        // huggingface_hub 1.33.0 and its dependencies are installed, so pip finds the requirement satisfied (--no-index; --no-deps
+        // since that site lacks hf-xet, which huggingface_hub requires on x86_64 and a box's pip installs from PyPI).
+        await ok("container", `rm -rf ${HUB_ROOT} ${ROOT}`);
+        const hubPlan = hubVenvPlan({ venv: VenvSchema.parse({ root: HUB_ROOT, systemSitePackages: true, pipArgs: ["--no-index", "--no-deps"] }) });
+        hubPython = hubPlan.python;
+        await stageVenv(remote, hubPlan, UNIT, OWNER, { say: () => undefined, pollIntervalMs: 250 });
+        assert.equal((await ok("container", `${hubPython} -I -c 'import huggingface_hub; print(huggingface_hub.__version__)'`)).trim(), "1.33.0");
     });
     after(async () => {
         await pool?.closeAll();
@@ -107,7 +108,7 @@ describe("weights as code on the lab's box: staged, verified and checked against
     }
 
     function options(said: string[], extra: Partial<WeightsStageOptions> = {}): WeightsStageOptions {
-        return { unitName: UNIT, owner: OWNER, python: HUB_PYTHON, say: (m) => said.push(m), pollIntervalMs: 250, everyMs: 2000, ...extra };
+        return { unitName: UNIT, owner: OWNER, python: hubPython, say: (m) => said.push(m), pollIntervalMs: 250, everyMs: 2000, ...extra };
     }
 
     /** The manifest digest of a revision, computed from the repository's definition. */
@@ -274,6 +275,32 @@ describe("weights as code on the lab's box: staged, verified and checked against
         const staged = await stageWeights(remote, drafter, options(said));
         assert.equal(staged.manifest.digest, expectedDigest(LAB_DRAFTER, 0));
         assert.equal(said.filter((l) => /staging the drafter .* while the running server serves/.test(l)).length, 1, said.join("\n"));
+    });
+
+    it("a disk too small for the revision is refused before anything is fetched, with bytes needed and bytes free", async function () {
+        const small = "/models/hub-small";
+        // A size-limited mount on the models root, as a Proxmox mount point with size= would be (lab/README.md, the fault knobs).
+        const mounted = await remote.run(["sh", "-c", `mkdir -p ${small} && mount -t tmpfs -o size=4m sglang-lab-small-disk ${small}`]);
+        if (mounted.code !== 0) this.skip(); // the container may not mount (no CAP_SYS_ADMIN): the refusal's arithmetic is tested in tests/remote
+        try {
+            const { model } = plans(0, 0);
+            const plan = { ...model, root: small, dir: `${small}/sglang-lab--Tiny-Qwen3/${commits[LAB_MODEL]![0]}` };
+            fs.rmSync(mirror.paths.accessLog, { force: true });
+            await assert.rejects(stageWeights(remote, plan, options([])), (e: Error) => {
+                assert.match(
+                    e.message,
+                    new RegExp(
+                        `not enough disk for model sglang-lab/Tiny-Qwen3@[0-9a-f]{12} in ${small}: it needs 15\\.0 MiB \\(15740152 bytes\\), .* \\((\\d+) bytes\\) are free`,
+                    ),
+                );
+                const free = Number(/\((\d+) bytes\) are free/.exec(e.message)![1]);
+                assert.ok(free <= 4 * 1024 * 1024, e.message);
+                return true;
+            });
+            assert.deepEqual(downloads(), []);
+        } finally {
+            await remote.run(["sh", "-c", `umount ${small}; rmdir ${small}`]);
+        }
     });
 
     it("the prune keeps the serving revisions and those a unit names, removes this stack's others saying each, and never touches a folder it did not stage", async () => {
