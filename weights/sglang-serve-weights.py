@@ -23,7 +23,8 @@ What it does, in order (core/weights/ in the stack holds the formats):
   5. downloads with snapshot_download(local_dir=DIR) (huggingface_hub's own
      resume: complete files are kept across runs, a cut file is fetched again
      whole; within a run it retries a cut body with Range);
-  6. hashes every file: sha256 against the Hub's for LFS files, the git blob
+  6. hashes every file (as it lands, while the others download; the rest in
+     parallel after): sha256 against the Hub's for LFS files, the git blob
      id (sha1 of "blob <size>\\0" + bytes) against the Hub's for the others;
      a file that does not match is moved to the repository folder's
      .quarantine/<revision>/ (with its download metadata removed, so a later
@@ -76,7 +77,7 @@ class Stage:
         self.state = args.state
         self.phase = "starting"
         self.files = []  # [(path, size)] expected
-        self.hashed = 0
+        self.hasher = None
         self.lock = threading.Lock()
         self.stop = threading.Event()
         os.makedirs(self.state, exist_ok=True)
@@ -96,8 +97,7 @@ class Stage:
         done_files = 0
         done_bytes = 0
         if self.phase == "verifying" or self.phase == "done":
-            done_files = len(self.files) if self.phase == "done" else 0
-            done_bytes = self.hashed
+            done_files, done_bytes = self.hasher.valid() if self.hasher else (0, 0)
         else:
             for path, size in self.files:
                 try:
@@ -204,26 +204,40 @@ class Stage:
             return self.finish(EXIT_DISK, {"error": "disk", "needBytes": need, "freeBytes": free, "bytes": total, "presentBytes": present})
 
         threading.Thread(target=self.reporter, daemon=True).start()
+        self.hasher = Hasher(self.dir, expected)
+        downloading = threading.Event()
+        downloading.set()
+        # Files are hashed as they land (huggingface_hub moves each into place whole), so verifying overlaps the download.
+        follower = threading.Thread(target=self.hasher.follow, args=(downloading,), daemon=True)
         self.set_phase("downloading")
         started = time.time()
-        snapshot_download(
-            a.repo,
-            revision=a.revision,
-            local_dir=self.dir,
-            endpoint=a.endpoint,
-            token=token if token else False,
-            allow_patterns=allow,
-            ignore_patterns=ignore,
-            max_workers=a.max_workers,
+        follower.start()
+        try:
+            snapshot_download(
+                a.repo,
+                revision=a.revision,
+                local_dir=self.dir,
+                endpoint=a.endpoint,
+                token=token if token else False,
+                allow_patterns=allow,
+                ignore_patterns=ignore,
+                max_workers=a.max_workers,
+            )
+        finally:
+            downloading.clear()
+            follower.join()
+        ready_files, ready_bytes = self.hasher.valid()
+        self.say(
+            "sglang-serve: downloaded in %.1f s (%d of %d files verified meanwhile); verifying the rest against the Hub's hashes"
+            % (time.time() - started, ready_files, len(self.files))
         )
-        self.say("sglang-serve: downloaded in %.1f s; verifying every file against the Hub's hashes" % (time.time() - started))
 
         self.set_phase("verifying")
+        self.hasher.finish(workers=min(a.max_workers, os.cpu_count() or 1))
         hashes = {}
         mismatches = []
         for s in expected:
-            path = os.path.join(self.dir, s.rfilename)
-            got = hash_file(path, want_blob=s.lfs is None, progress=self.hashed_more)
+            got = self.hasher.result(s.rfilename)
             if got is None:
                 mismatches.append({"path": s.rfilename, "algorithm": "missing", "expected": str(s.size), "actual": "(no file)"})
                 continue
@@ -273,8 +287,78 @@ class Stage:
         self.say("sglang-serve: staged %s@%s in %s: %d files, %d bytes, manifest %s" % (a.repo, a.revision, self.dir, len(files), total, manifest["digest"]))
         return self.finish(0, {"staged": True, "digest": manifest["digest"], "files": len(files), "bytes": total})
 
-    def hashed_more(self, n):
-        self.hashed += n
+
+class Hasher:
+    """Each expected file's (size, sha256, git blob id or None), computed once
+    per version of the file: a hash is kept only while the file's inode, size
+    and mtime are those it was computed over, so a file huggingface_hub
+    replaces after it was hashed is hashed again."""
+
+    def __init__(self, root, expected):
+        self.root = root
+        self.expected = list(expected)
+        self.lock = threading.Lock()
+        self.done = {}  # path -> (stat key, (size, sha256, blob))
+
+    @staticmethod
+    def key(path):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def current(self, s):
+        path = os.path.join(self.root, s.rfilename)
+        with self.lock:
+            got = self.done.get(s.rfilename)
+        return got is not None and got[0] == self.key(path)
+
+    def hash_one(self, s):
+        path = os.path.join(self.root, s.rfilename)
+        before = self.key(path)
+        if before is None or self.current(s):
+            return
+        got = hash_file(path, want_blob=s.lfs is None)
+        if got is not None and self.key(path) == before:
+            with self.lock:
+                self.done[s.rfilename] = (before, got)
+
+    def follow(self, running):
+        """While `running` is set: hash each file that has reached its full size at its final path."""
+        while running.is_set():
+            for s in self.expected:
+                if not running.is_set():
+                    return
+                path = os.path.join(self.root, s.rfilename)
+                k = self.key(path)
+                if k is not None and k[1] == s.size and not self.current(s):
+                    self.hash_one(s)
+            time.sleep(0.5)
+
+    def finish(self, workers):
+        """Hashes every file not hashed in its present version, `workers` at a time (hashlib releases the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = [s for s in self.expected if not self.current(s)]
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            list(pool.map(self.hash_one, todo))
+
+    def result(self, name):
+        with self.lock:
+            got = self.done.get(name)
+        if got is None:
+            return None
+        return got[1] if got[0] == self.key(os.path.join(self.root, name)) else None
+
+    def valid(self):
+        """(files, bytes) hashed in their present version."""
+        n = b = 0
+        for s in self.expected:
+            if self.current(s):
+                n += 1
+                b += s.size
+        return n, b
 
 
 def manifest_digest(files):
@@ -283,7 +367,7 @@ def manifest_digest(files):
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
-def hash_file(path, want_blob, progress):
+def hash_file(path, want_blob):
     """(size, sha256, git blob id or None), or None when there is no file."""
     try:
         size = os.stat(path).st_size
@@ -300,7 +384,6 @@ def hash_file(path, want_blob, progress):
             sha.update(chunk)
             if blob is not None:
                 blob.update(chunk)
-            progress(len(chunk))
     return size, sha.hexdigest(), blob.hexdigest() if blob is not None else None
 
 
