@@ -9,6 +9,7 @@ import { diskVerdict, fetchPlan, formatBytes } from "../../core/weights/disk";
 import { INITIAL_PROGRESS, ProgressSnapshot, progressLine, progressStep, ProgressState } from "../../core/weights/progress";
 import { parsePruneList, selectPrune, StagedFolder } from "../../core/weights/prune";
 import { parseWeightsPoll, stageWeightsArgv, weightsPlansOf, weightsPollArgv } from "../../core/weights/staging";
+import { parseWeightsBoxRead, previewWeights } from "../../core/weights/preview";
 import { weightsProgramPath, weightsStateDir, weightsTokenFile, weightsUnitName } from "../../core/weights/weights-layout";
 import { withField } from "./fixtures";
 
@@ -289,5 +290,50 @@ describe("weights as code: the stack's huggingface_hub venv (core/weights/hub-ve
         assert.deepEqual(plan.pipOptions, ["--index-url=https://pypi.example/simple"]);
         assert.deepEqual(installCheckArgv(plan), [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("huggingface-hub"))`]);
         assert.equal(hubVenvPlan({}).dir, "/opt/sglang-serve/huggingface-hub-1.33.0");
+    });
+});
+
+describe("weights as code: the preview's look at a source (core/weights/preview.ts)", () => {
+    const plan = {
+        role: "model" as const,
+        hf: "org/m",
+        revision: A,
+        allowPatterns: ["*.json", "*.safetensors"],
+        endpoint: "https://huggingface.co",
+        dir: `/models/org--m/${A}`,
+        root: "/models",
+        keepPrevious: 1,
+        downloadTimeoutSeconds: 86400,
+    };
+    const hub = [
+        { path: "config.json", size: 1000, blobId: "x" },
+        { path: "model.safetensors", size: 5 * GiB, blobId: "y", lfs: { sha256: "z", size: 5 * GiB } },
+        { path: "original/consolidated.pth", size: 5 * GiB, blobId: "w" },
+    ];
+
+    it("reads the box's answer: free bytes, whether staged, the files already there", () => {
+        const sep = "---sglang-serve-weights-read---";
+        assert.deepEqual(parseWeightsBoxRead(`123456\n${sep}\nabsent\n${sep}\n1000 config.json\0` + "7 odd name\n.bin\0"), {
+            freeBytes: 123456,
+            staged: false,
+            present: [
+                { path: "config.json", size: 1000 },
+                { path: "odd name\n.bin", size: 7 },
+            ],
+        });
+    });
+
+    it("says what up fetches after the patterns and what is there, and the disk left after; refuses a short disk; nothing for a staged revision", () => {
+        const fetch = previewWeights(plan, hub, { freeBytes: 8 * GiB, staged: false, present: [{ path: "config.json", size: 1000 }] });
+        assert.equal(
+            fetch.kind === "fetch" ? fetch.line : "",
+            `up stages the model org/m@0123456789ab in /models/org--m/${A} before the stop: 1 files, 5.0 GiB (1 of 2 already there); 3.0 GiB free on /models after`,
+        );
+        const short = previewWeights(plan, hub, { freeBytes: 4 * GiB, staged: false, present: [] });
+        assert.match(
+            short.kind === "short" ? short.message : "",
+            /^not enough disk for model org\/m@0123456789ab in \/models: it needs 5\.0 GiB \(\d+ bytes\), 4\.0 GiB \(\d+ bytes\) are free/,
+        );
+        assert.equal(previewWeights(plan, hub, { freeBytes: 0, staged: true, present: [] }).kind, "staged");
     });
 });

@@ -19,6 +19,7 @@ import { filesAt, LAB_DRAFTER, LAB_MODEL, LabRepo, labRepos } from "../../lab/hf
 import { accessLog, ensureHfMirrorInstalled, RunningMirror, startMirror, writeMirrorRepos } from "../../lab/hf-mirror/mirror";
 import { manifestDigest } from "../../core/weights/manifest";
 import { weightsPlansOf, WeightsPlan } from "../../core/weights/staging";
+import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv } from "../../core/weights/preview";
 import { ServiceSchema, VenvSchema } from "../../core/config/schema";
 import { hubVenvPlan } from "../../core/weights/hub-venv";
 import { stageVenv } from "../../remote/venv-staging";
@@ -158,6 +159,27 @@ describe("weights as code on the lab's box: staged, verified and checked against
         assert.equal(downloads().length, filesAt(repoById(LAB_MODEL), 0).size);
         // The unit was transient: collected once it ended.
         assert.match((await remote.run(["systemctl", "is-active", "sglang-weights-test-weights-model.service"])).stdout, /inactive|unknown/);
+    });
+
+    it("the preview's look: what up will fetch for a revision not staged (files, bytes, disk left after), nothing for one staged", async () => {
+        const { model: a } = plans(0, 0);
+        const { model: b } = plans(1, 0);
+        const look = async (plan: WeightsPlan) => {
+            const hub = await readRevisionFiles(plan.endpoint, plan.hf, plan.revision);
+            return previewWeights(plan, hub.files, parseWeightsBoxRead((await remote.run(weightsBoxReadArgv(plan))).stdout));
+        };
+        assert.deepEqual(await look(a), {
+            kind: "staged",
+            line: `the model sglang-lab/Tiny-Qwen3@${a.revision.slice(0, 12)} is staged in ${a.dir}: up fetches nothing`,
+        });
+        const preview = await look(b);
+        assert.equal(preview.kind, "fetch");
+        assert.match(
+            preview.kind === "fetch" ? preview.line : "",
+            new RegExp(
+                `^up stages the model sglang-lab/Tiny-Qwen3@${b.revision.slice(0, 12)} in ${b.dir} before the stop: 9 files, 15\\.0 MiB; [0-9.]+ GiB free on /models/hub after$`,
+            ),
+        );
     });
 
     it("a revision already staged costs nothing: no unit, no download", async () => {
