@@ -178,7 +178,8 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
             }
         }
     } finally {
-        if (tokenFile) await remote.run(["rm", "-f", "--", tokenFile]).catch(() => undefined);
+        // Also when this run followed one it did not start: the token file an earlier run wrote is removed once its staging ends.
+        if (tokenFile || attach) await remote.run(["rm", "-f", "--", tokenFileOf(plan, o.unitName)]).catch(() => undefined);
     }
     const done = await checkStagedWeights(remote, plan.dir, { rehash: false });
     if (done.kind !== "staged") return fail(`the staging ended well but ${plan.dir} has no manifest (${done.kind === "absent" ? done.why : "?"})`);
