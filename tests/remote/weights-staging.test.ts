@@ -196,6 +196,8 @@ describe("staging weights on the box (remote/weights-staging.ts)", () => {
             said[0]!,
             /a staging of the drafter org\/drafter@0123456789ab is running already \(sglang-qwen-weights-drafter\.service, left by an earlier run\): following it/,
         );
+        // The token file the earlier run wrote goes once the staging ended.
+        assert.ok(box.calls.some((c) => c.argv.join(" ") === "rm -f -- /run/sglang-serve/sglang-qwen-weights-drafter.env"));
     });
 
     it("does nothing for a revision already staged whose files agree with its manifest", async () => {
