@@ -22,6 +22,7 @@ import {
     StackConfigSchema,
 } from "./schema";
 import { isRecord } from "../is-record";
+import type { ResolvedRevision } from "../weights/revision-pins";
 
 export type ValidationResult =
     { ok: true; config: StackConfig; warnings: string[]; notices: string[] } | { ok: false; issues: ConfigIssue[]; warnings: string[]; notices: string[] };
@@ -35,9 +36,14 @@ const SECTION_NAMES = Object.keys(StackConfigSchema.shape) as SectionName[];
  * secrets older versions took as config are refused with their fix).
  * Returns every problem, never just the first.
  * `where` says what the caller knows of the machine that will run the
- * providers (whether an ssh-agent runs there).
+ * providers (whether an ssh-agent runs there), and what the Hub said the
+ * sources' unpinned revisions name (core/weights/revision-pins.ts), for the
+ * refusal to give the commit to pin.
  */
-export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: boolean } = {}): ValidationResult {
+export function validateStackConfig(
+    raw: unknown,
+    where: { sshAgentAvailable?: boolean; resolvedRevisions?: ReadonlyMap<string, ResolvedRevision> } = {},
+): ValidationResult {
     const findings = new Findings();
     if (!isRecord(raw)) {
         findings.issue("", raw, `the ${CONFIG_NAMESPACE} config must be a map of sections (host and container or boxes, service or servers, readiness).`);
@@ -77,6 +83,7 @@ export function validateStackConfig(raw: unknown, where: { sshAgentAvailable?: b
             gateway: forRules.gateway as GatewayConfig | undefined,
             readiness: forRules.readiness as ReadinessConfig | undefined,
             sshAgentAvailable: where.sshAgentAvailable,
+            resolvedRevisions: where.resolvedRevisions,
         },
         ruleFindings,
     );

@@ -5,7 +5,7 @@
  * printed.
  */
 import { z } from "zod";
-import { CONFIG_NAMESPACE, pulumiKey, SECRET_CONFIG_KEYS, StackConfigSchema } from "./schema";
+import { CONFIG_NAMESPACE, pulumiKey, SECRET_CONFIG_KEYS, SECRET_CONFIG_LEAVES, StackConfigSchema } from "./schema";
 
 export interface ConfigIssue {
     /** Dotted path inside the stack config, e.g. `service.speculative.numDraftTokens`. */
@@ -26,7 +26,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 function isSecretPath(path: string): boolean {
-    return SECRET_CONFIG_KEYS.some((key) => path === key || path.startsWith(`${key}.`));
+    const leaf = path.slice(path.lastIndexOf(".") + 1);
+    return SECRET_CONFIG_KEYS.some((key) => path === key || path.startsWith(`${key}.`)) || SECRET_CONFIG_LEAVES.includes(leaf);
 }
 
 function describeValue(path: string, value: unknown): string {
@@ -164,8 +165,9 @@ function knownKeysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): str
     return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
 }
 
-/** `schema` inside the wrappers that leave its keys as they are (optional, default, prefault, nullable). */
+/** `schema` inside the wrappers that leave its keys as they are (optional, default, prefault, nullable, and a transform after it: the service's folders). */
 function withoutWrappers(schema: z.core.$ZodType): z.core.$ZodType {
+    if (schema instanceof z.ZodPipe) return withoutWrappers(schema.in);
     const wrapped =
         schema instanceof z.ZodOptional ||
         schema instanceof z.ZodExactOptional ||

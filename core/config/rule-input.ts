@@ -5,6 +5,7 @@
  */
 import { ContainerConfig, GatewayConfig, HostConfig, ReadinessConfig, ServiceConfig } from "./schema";
 import { Findings } from "./findings";
+import type { ResolvedRevision } from "../weights/revision-pins";
 
 /** The stack's servers as the rules see them: each that parsed, under the key it is declared at; which sections were given at all. */
 export interface ServersInput {
@@ -36,6 +37,8 @@ export interface RuleInput {
     readiness?: ReadinessConfig;
     /** SSH_AUTH_SOCK is set where the program runs; undefined when not known (render). */
     sshAgentAvailable?: boolean;
+    /** What the Hub said the sources' unpinned revisions name, by revisionQueryKey (core/weights/revision-pins.ts); absent: not asked. */
+    resolvedRevisions?: ReadonlyMap<string, ResolvedRevision>;
 }
 
 /** The box a server runs on: the one box, or the one its `box` names. Undefined (and an issue) when it names none. */

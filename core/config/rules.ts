@@ -5,7 +5,8 @@
  * with their domain: core/box/config-rules.ts (topology, GPUs and memory),
  * core/sglang/config-rules.ts (SGLang's own verdict on the settings),
  * core/secrets/config-rules.ts (SSH keys, environment, authentication),
- * core/gateway/config-rules.ts, core/readiness/config-rules.ts.
+ * core/gateway/config-rules.ts, core/readiness/config-rules.ts,
+ * core/weights/config-rules.ts (pinned sources of weights).
  */
 import { pulumiKey, ServiceConfig } from "./schema";
 import { unitName } from "../unit/unit-paths";
@@ -14,6 +15,7 @@ import { topologyRule, containerGpusRule, gpuCountRule, memoryRule } from "../bo
 import { sshKeyRule, environmentRule, secretEnvironmentRule, listenRule, authenticationRule } from "../secrets/config-rules";
 import { pythonRule, versionRule, serverArgsRule, extraArgsRule, repeatedFlagsRule, releaseArgparseRule } from "../sglang/config-rules";
 import { readinessRule } from "../readiness/config-rules";
+import { weightsRule } from "../weights/config-rules";
 import { Findings } from "./findings";
 import { ServersInput, BoxInput, BoxesInput, RuleInput, boxOfServer } from "./rule-input";
 
@@ -41,6 +43,7 @@ export function applyRules(input: RuleInput, f: Findings): void {
         placed.push({ key, service, box });
         const serverFindings = new Findings();
         serverRules(box, service, usable.get(box), serverFindings);
+        weightsRule(service, serverFindings, input.resolvedRevisions);
         serverFindings.copyInto(f, { service: key, ...boxRenames(box) });
     }
     serversRule(placed, f);

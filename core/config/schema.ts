@@ -29,6 +29,9 @@ import { extraArgsShapeProblems } from "../sglang/extra-args";
 import { pipArg, pipFindLinks, pipIndexUrl } from "../venv/pip-sources";
 import { DEFAULT_PORT, HEALTH_CHECK_TIMEOUT_SECONDS, MAMBA_SCHEDULER_STRATEGIES, MIN_PROBE_TIMEOUT_SECONDS } from "../sglang/rules";
 import { DEFAULT_ACCEPT_LENGTH_DROP_LIMIT, DEFAULT_THROUGHPUT_DROP_LIMIT } from "../serving/serving-figures";
+import { FILE_PATTERN, HF_REPO_ID, hubEndpointProblem, REVISION_TEXT } from "../weights/hf-source";
+import { DEFAULT_MODELS_ROOT } from "../weights/weights-layout";
+import { folderShapeProblems, modelsRoot, servedFolder } from "../weights/model-folders";
 
 export const CONFIG_NAMESPACE = "sglang-serve";
 
@@ -88,11 +91,74 @@ export const ContainerSchema = z.strictObject({
     gpus: z.array(fromNumericString(z.int().min(0).max(63))).min(1, { error: "must list at least one host GPU index to pass through (e.g. [0, 1])" }),
 });
 
+const FilePatternsSchema = z
+    .array(
+        z.string().regex(FILE_PATTERN, { error: "must be a huggingface_hub file pattern (fnmatch: letters, digits and _.*?[]!/- only, e.g. *.safetensors)" }),
+    )
+    .min(1, { error: "must list at least one pattern, or be left out" });
+
+/**
+ * A pinned source of weights (core/weights/): a Hugging Face model repository
+ * at one commit, staged by the stack on the box in
+ * `<service.weights.root>/<org>--<name>/<revision>` and verified against the
+ * Hub's hashes before anything stops. The token never goes here: HF_TOKEN in
+ * service.secretEnvironment.
+ */
+export const WeightsSourceSchema = z.strictObject({
+    hf: z.string().regex(HF_REPO_ID, { error: 'must be a Hugging Face model repository as "org/name" (e.g. Qwen/Qwen3-8B)' }),
+    /** The full 40-hex commit id (core/weights/config-rules.ts refuses a branch, a tag or an abbreviated commit, with the commit to pin). */
+    revision: z.string().regex(REVISION_TEXT, { error: "must be the repository's full 40-hex commit id (letters, digits and ._/- only)" }),
+    /** Only files matching one of these are fetched (huggingface_hub's allow_patterns, fnmatch); left out: every file. */
+    allowPatterns: FilePatternsSchema.optional(),
+    /** Files matching one of these are not fetched (ignore_patterns). */
+    ignorePatterns: FilePatternsSchema.optional(),
+    /** A mirror's URL (huggingface_hub's endpoint); left out: https://huggingface.co. */
+    endpoint: z
+        .string()
+        .superRefine((url, ctx) => {
+            const problem = hubEndpointProblem(url);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+        })
+        .optional(),
+    /** Refused: named here only so the message says where the token goes, and its value is never printed (core/config/issues.ts). */
+    token: z
+        .unknown()
+        .superRefine((value, ctx) => {
+            if (value !== undefined) {
+                ctx.addIssue({
+                    code: "custom",
+                    message:
+                        "must not be set: config lands in the state and every preview. Remove it, add HF_TOKEN to service.secretEnvironment " +
+                        "and give its value to the deploy in SGLANG_SERVE_SECRET_ENVIRONMENT (HF_TOKEN=...): it reaches the box's 0600 files only",
+                });
+            }
+        })
+        .optional(),
+});
+
+/** Where the stack stages the weights of declared sources on the box, and how many old revisions it keeps. */
+export const WeightsSchema = z.strictObject({
+    /** Revision folders go to `<root>/<org>--<name>/<revision>`. */
+    root: absolutePath().default(DEFAULT_MODELS_ROOT),
+    /** Revisions this stack staged, beyond the serving ones and any a unit (or its .previous) names, kept after a good rollout (newest first), per repository. */
+    keepPrevious: fromNumericString(z.int().min(0).max(20)).default(1),
+    /** The download and verification's budget. */
+    downloadTimeoutSeconds: fromNumericString(
+        z
+            .int()
+            .min(60)
+            .max(7 * 86400),
+    ).default(86400),
+});
+
 export const SpeculativeSchema = z
     .strictObject({
         /** Checked against the SGLang version by the rules (case-sensitive, like argparse). */
         algorithm: z.string().regex(/^[A-Za-z0-9_]{1,32}$/, { error: "must be an algorithm name such as NEXTN or EAGLE3" }),
+        /** Filled from draftModelSource when that is declared (core/weights/model-folders.ts). */
         draftModelPath: absolutePath().optional(),
+        /** The drafter pinned to a commit of a Hugging Face repository, staged by the stack (instead of draftModelPath). */
+        draftModelSource: WeightsSourceSchema.optional(),
         /**
          * Pins the drafter: the folder's digest as the stack reads it (config.json
          * and the weights' names, sizes and times; core/box/box-facts.ts folderDigest),
@@ -107,13 +173,16 @@ export const SpeculativeSchema = z
         eagleTopk: fromNumericString(z.int().min(1).max(64)).optional(),
         numDraftTokens: fromNumericString(z.int().min(1).max(1024)).optional(),
     })
-    .refine((s) => s.draftModelDigest === undefined || s.draftModelPath !== undefined, {
+    .refine((s) => s.draftModelDigest === undefined || s.draftModelPath !== undefined || s.draftModelSource !== undefined, {
         error: "pins the folder at draftModelPath, which is not set: set draftModelPath or remove draftModelDigest",
         path: ["draftModelDigest"],
     });
 
 export const ModelSchema = z.strictObject({
-    path: absolutePath(),
+    /** A folder on the box managed by hand; or `source`, and the schema fills this with its revision folder (core/weights/model-folders.ts). */
+    path: absolutePath().optional(),
+    /** The model pinned to a commit of a Hugging Face repository, staged by the stack (instead of path). */
+    source: WeightsSourceSchema.optional(),
     /** config.json `architectures[0]`: decides which SGLang rules apply. Left out: read from the box's config.json. */
     architecture: z
         .string()
@@ -163,7 +232,7 @@ export const VenvSchema = z.strictObject({
     installTimeoutSeconds: fromNumericString(z.int().min(60).max(86400)).default(1800),
 });
 
-export const ServiceSchema = z.strictObject({
+const ServiceFieldsSchema = z.strictObject({
     /** Unit sglang-<name>.service, environment file /etc/sglang/<name>.env. */
     name: z.string().regex(SERVICE_NAME, { error: "must be a lowercase name (letters, digits, '-'), at most 40 characters; it names sglang-<name>.service" }),
     sglangVersion: z.string().regex(VERSION, { error: "must be an installed SGLang release as major.minor.patch (e.g. 0.5.11)" }),
@@ -232,6 +301,24 @@ export const ServiceSchema = z.strictObject({
         .string()
         .regex(STACK_REF, { error: "must be the stack that owns the unit now, as `<stack>` or `<project>/<stack>` (the name the refusal message gives)" })
         .optional(),
+    /** Where declared sources (model.source, speculative.draftModelSource) are staged; left out: /models, one previous revision kept. */
+    weights: WeightsSchema.optional(),
+});
+
+/**
+ * A server: its fields, the model and drafter each a folder or a pinned
+ * source (exactly one), and then `model.path` (and
+ * `speculative.draftModelPath`) filled with the source's revision folder, so
+ * every reader of the path reads the folder the server serves.
+ */
+export const ServiceSchema = ServiceFieldsSchema.superRefine((service, ctx) => {
+    for (const problem of folderShapeProblems(service)) ctx.addIssue({ code: "custom", message: problem.message, path: problem.path });
+}).transform((service) => {
+    const root = modelsRoot(service);
+    const model = { ...service.model, path: servedFolder(service.model, root) };
+    const spec = service.speculative;
+    if (spec?.draftModelSource === undefined) return { ...service, model };
+    return { ...service, model, speculative: { ...spec, draftModelPath: servedFolder({ path: spec.draftModelPath, source: spec.draftModelSource }, root) } };
 });
 
 export const ReadinessSchema = z.strictObject({
@@ -412,12 +499,16 @@ export type ContainerConfig = z.output<typeof ContainerSchema>;
 export type ServiceConfig = z.output<typeof ServiceSchema>;
 export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
 export type VenvConfig = z.output<typeof VenvSchema>;
+export type WeightsSourceConfig = z.output<typeof WeightsSourceSchema>;
+export type WeightsConfig = z.output<typeof WeightsSchema>;
 /** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness/readiness.ts). */
 export type ReadinessConfig = z.output<typeof ReadinessSchema>;
 export type Topology = HostConfig["topology"];
 
 /** Config keys that hold secrets: their values are never printed. */
 export const SECRET_CONFIG_KEYS: readonly string[] = ["sshPrivateKey", "sshPrivateKeyPassphrase", "apiKey"];
+/** Keys at any depth whose values are never printed either (a token put where it does not belong: service.model.source.token). */
+export const SECRET_CONFIG_LEAVES: readonly string[] = ["token"];
 
 /**
  * Secrets older versions took as Pulumi config, refused now: any Pulumi

@@ -33,8 +33,8 @@ export function servicePython(service: { python?: string; venv?: Pick<VenvConfig
 
 /** What the rollout needs to stage and prune the declared release's venv (a prop of the SglangService, and of the gateway for smg). */
 export interface VenvPlan {
-    /** What is installed, as the messages name it; absent: SGLang (states written before the gateway). */
-    product?: "smg";
+    /** What is installed, as the messages name it; absent: SGLang (states written before the gateway). huggingface-hub: the weights' downloader (core/weights/hub-venv.ts). */
+    product?: "smg" | "huggingface-hub";
     release: string;
     dir: string;
     python: string;
@@ -53,7 +53,18 @@ export interface VenvPlan {
 
 /** The distribution a plan installs (its package metadata names the release) and how the messages name it. */
 export function productOf(plan: Pick<VenvPlan, "product">): { distribution: string; name: string } {
-    return plan.product === "smg" ? { distribution: "smg", name: "smg" } : { distribution: "sglang", name: "SGLang" };
+    switch (plan.product) {
+        case "smg":
+            return { distribution: "smg", name: "smg" };
+        case "huggingface-hub":
+            return { distribution: "huggingface-hub", name: "huggingface_hub" };
+        case undefined:
+            return { distribution: "sglang", name: "SGLang" };
+        default: {
+            const never: never = plan.product;
+            throw new Error(`unknown product ${String(never)}`);
+        }
+    }
 }
 
 /** The flags of a rendered server command line (after `sglang serve` or `-m sglang.launch_server`), `--config <file>` left out. */
@@ -77,7 +88,8 @@ export function gatewayVenvPlan(gateway: { venv: VenvConfig; smgVersion: string 
     return { product: "smg", ...releasePlan(gateway.venv, gateway.smgVersion, "smg", []) };
 }
 
-function releasePlan(venv: VenvConfig, release: string, distribution: string, parserArgv: string[]): VenvPlan {
+/** A venv of `distribution==release` at `<root>/venv-<release>` (or adopted), with venv's sources; the parser's flags for SGLang only. */
+export function releasePlan(venv: VenvConfig, release: string, distribution: string, parserArgv: string[]): VenvPlan {
     const dir = releaseVenvDir(venv, release);
     return {
         release,
@@ -221,9 +233,9 @@ export function releaseParserArgv(plan: VenvPlan): string[] {
     return ["env", "CUDA_VISIBLE_DEVICES=", plan.python, "-I", "-c", RELEASE_PARSER_SCRIPT, ...plan.parserArgv];
 }
 
-/** What checks an installed venv: SGLang's own parser with the flags (printing the version), or for smg its package metadata's version. */
+/** What checks an installed venv: SGLang's own parser with the flags (printing the version), or for the others their package metadata's version. */
 export function installCheckArgv(plan: VenvPlan): string[] {
-    if (plan.product === "smg") return [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("smg"))`];
+    if (plan.product !== undefined) return [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("${productOf(plan).distribution}"))`];
     return releaseParserArgv(plan);
 }
 
