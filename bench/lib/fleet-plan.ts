@@ -38,6 +38,22 @@ export interface FleetPlan {
     watchdogTimeoutSeconds: number;
 }
 
+/** The stack of the fleet program of N servers. */
+export function programStack(n: number): string {
+    return `fleet${n}`;
+}
+
+/** The one-service stack of a member of `plan.stacks`. */
+export function oneServiceStack(member: FleetMember): string {
+    return `fleet-${member.name}`;
+}
+
+/** The stack that runs a member (its unit's one owner): its program's, or its own one-service stack. */
+export function stackOf(member: FleetMember, plan: FleetPlan): string {
+    for (const [n, members] of plan.programs) if (members.includes(member)) return programStack(n);
+    return oneServiceStack(member);
+}
+
 export function planFleet(programSizes: number[], stackCount: number, watchdogTimeoutSeconds = 300 + (Date.now() % 1_000_000) / 1000): FleetPlan {
     for (const n of programSizes) {
         if (!Number.isInteger(n) || n < 1) throw new Error(`--fleet sizes must be positive integers, got ${n}`);

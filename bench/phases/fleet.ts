@@ -4,7 +4,7 @@ import type { Deployment } from "../../lab/deployment";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
 import { fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
-import type { FleetPlan } from "../lib/fleet-plan";
+import { FleetPlan, oneServiceStack, programStack } from "../lib/fleet-plan";
 import { log } from "../lib/log";
 import type { Snapshot } from "../lib/snapshot";
 import { sshFigures, sshOf, SshSample, sshTail } from "../lib/ssh-figures";
@@ -34,7 +34,7 @@ export async function phaseFleet(
     // (B) one operation over N services: the stack program with N servers.
     const programs = new Map<number, Deployment>();
     for (const [n, members] of plan.programs) {
-        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members, plan));
+        const d = await tree.deployment(programStack(n), fleetProgramConfig(fleetInfo, members, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
@@ -44,7 +44,7 @@ export async function phaseFleet(
     // (A) N one-service stacks (the stack program as it is, one stack per server).
     const stacks: Deployment[] = [];
     for (const member of plan.stacks) {
-        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member, plan));
+        const d = await tree.deployment(oneServiceStack(member), fleetStackConfig(fleetInfo, member, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);
