@@ -37,10 +37,12 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         const waits = live.activeState === "active" && live.liveArgs === null;
         let now = waits ? await untilServing(run, id, remote, inputs, live) : live;
         if (now.unit && now.unit.text !== inputs.unitText) {
-            // Only the lines that record who manages it differ (the owner, the header): rewrite the file, keep the server running.
+            // Only the lines that record who manages it (the owner, the header) or bound a start (TimeoutStartSec) differ: rewrite the file, keep the server running.
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
             await remote.runChecked(["systemctl", "daemon-reload"]);
-            say(`[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}); the server runs on, not restarted`);
+            say(
+                `[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}) and start budget (TimeoutStartSec); the server runs on, not restarted`,
+            );
             now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
         }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);

@@ -5,7 +5,7 @@
  */
 import { formatOwner, parseOwner } from "../core/unit/ownership";
 import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving/serving-figures";
-import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/unit/systemd-unit";
+import { UnitOwner, unitOwner, unitTextOfServer } from "../core/unit/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
 import { drafterPath } from "../core/box/box-facts";
 import { readBoxFacts, readDrafterDigest } from "./box-facts";
@@ -16,9 +16,9 @@ import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutS
 import type { ServiceOutputs, ServiceProps, ServingVerified } from "./sglang-service-props";
 import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
 
-/** Two unit texts that differ at most in the owner they record run the same server. */
+/** Two unit texts that differ at most in the owner they record or their start budget run the same server (core/unit/systemd-unit.ts unitTextOfServer). */
 export function sameServer(a: string | undefined, b: string | undefined): boolean {
-    return a === b || (a !== undefined && b !== undefined && unitTextWithoutOwner(a) === unitTextWithoutOwner(b));
+    return a === b || (a !== undefined && b !== undefined && unitTextOfServer(a) === unitTextOfServer(b));
 }
 
 /** The owner this stack records, or undefined for a state written before owners were. */

@@ -416,6 +416,21 @@ describe("SglangService provider against the fake box", function () {
             assert.equal(box.unit("sglang-qwen.service")!.pid, pid, "same main PID: not restarted");
             assert.deepEqual(systemctlChanges(), ["systemctl daemon-reload"]);
         });
+
+        it("writes a new readiness.startupTimeoutSeconds into the unit (TimeoutStartSec) without a restart: the budget bounds starts only", async () => {
+            // The unit an older version wrote whatever the budget (issue 35), or one written with another budget.
+            const before = declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 900 }) });
+            await box.install(before.unitName, before.unitText, before.environmentFile, before.serverConfigFile);
+            const pid = box.unit("sglang-qwen.service")!.pid;
+            const news = declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 120 }) });
+            assert.match(news.unitText, /^TimeoutStartSec=120$/m);
+            const { inputs } = await provider.check!(before, news);
+            assert.equal(inputs!.restart, "no");
+            await create(news);
+            assert.equal(box.read(UNIT), news.unitText);
+            assert.equal(box.unit("sglang-qwen.service")!.pid, pid, "same main PID: not restarted");
+            assert.deepEqual(systemctlChanges(), ["systemctl daemon-reload"]);
+        });
     });
 
     describe("update (rollout)", () => {
