@@ -3,7 +3,7 @@ import type { CheckPlan } from "../core/plan/server-plan";
 import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ReadinessOutputs, ReadinessProps } from "../providers/readiness-check-props";
-import type { ServingVerified } from "../providers/sglang-service-props";
+import type { ServingVerified } from "../providers/sglang-server/props";
 
 export interface ReadinessCheckArgs {
     connection: pulumi.Input<Connection>;

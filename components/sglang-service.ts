@@ -4,14 +4,14 @@ import type { ServingFigures } from "../core/serving/serving-figures";
 import type { GatewayMembership } from "../core/gateway/gateway";
 import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
-import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-server/props";
 
 export interface SglangServiceArgs {
     /** Where the unit lives: the container (directly or through `pct exec`). */
     connection: pulumi.Input<Connection>;
     /** The declared server's plan (core/plan/server-plan.ts planServer): unit, command line, secrets declared, box expectations, venv, readiness. */
     plan: ServicePlan;
-    /** The gateway the server is behind: its rollouts take it out and put it back (providers/gateway-drain.ts). */
+    /** The gateway the server is behind: its rollouts take it out and put it back (providers/sglang-server/gateway-drain.ts). */
     gateway?: pulumi.Input<GatewayMembership>;
 }
 

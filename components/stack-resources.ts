@@ -89,7 +89,7 @@ export interface DeclaredServer {
  * the gateway. A server behind the gateway is declared after the
  * gateway.rolling.maxUnavailable servers before it (in the order of
  * `servers`): its rollout, which takes it out of the gateway and puts it
- * back (providers/gateway-drain.ts), waits for theirs. The gateway waits for
+ * back (providers/sglang-server/gateway-drain.ts), waits for theirs. The gateway waits for
  * the servers it fronts to serve.
  */
 export function declareStack(config: StackConfig): { boxes: Map<string, Box>; servers: DeclaredServer[]; gateway?: SglangGateway } {

@@ -32,7 +32,7 @@ export interface FleetPlan {
     /**
      * Every server's `--watchdog-timeout`: a value no earlier bench run
      * declared, so that each program's first preview runs SGLang's verdict
-     * (providers/sglang-verdict.ts keeps verdicts by their request, across
+     * (providers/sglang-server/verdict.ts keeps verdicts by their request, across
      * runs) as it would for a fleet declared anew.
      */
     watchdogTimeoutSeconds: number;

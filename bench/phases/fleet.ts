@@ -55,7 +55,7 @@ export async function phaseFleet(
     if (launched > 0) throw new Error(`adopting the fleet restarted ${launched} server(s): the placed units differ from what the stack renders`);
 
     // A program's first preview runs the declared release's code once per server (SGLang's verdict,
-    // providers/sglang-verdict.ts); later ones keep each verdict by its request. Both are figures.
+    // providers/sglang-server/verdict.ts); later ones keep each verdict by its request. Both are figures.
     for (const [n, d] of programs) {
         const p = expectCode(await runEngine(d, ["preview", "--refresh", "--expect-no-changes"]), 0, `fleet first preview --refresh N=${n}`);
         report.figure(`fleet.programPreviewFirst.${n}`, `fleet: one program with ${n} service(s), first preview --refresh`, "s", [p.wallMs / 1000]);

@@ -28,7 +28,7 @@ import { PlanBox, planServer } from "../../core/plan/server-plan";
 import { API_KEY_VARIABLE, renderSecretFiles } from "../../core/secrets/deploy-secrets";
 import type { UnitOwner } from "../../core/unit/systemd-unit";
 import { ProviderRun } from "../../providers/provider-run";
-import type { ServiceProps } from "../../providers/sglang-service-props";
+import type { ServiceProps } from "../../providers/sglang-server/props";
 import { SshPool } from "../../remote/ssh-pool";
 import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";

@@ -2,12 +2,12 @@ import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { BoxFacts, boxExpectations } from "../../core/box/box-facts";
 import { ENVIRONMENT_DIFFERS } from "../../core/unit/unit-read";
-import { assertBoxServes } from "../../providers/box-facts";
+import { assertBoxServes } from "../../providers/sglang-server/facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
-import { SECRETS_AS_DECLARED } from "../../providers/service-secrets";
+import { SECRETS_AS_DECLARED } from "../../providers/sglang-server/secrets";
 import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
-import { sglangServiceProvider } from "../../providers/sglang-service";
-import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
+import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
+import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
@@ -1020,7 +1020,7 @@ describe("SglangService provider against the fake box", function () {
         });
     });
 
-    describe("the box's facts, read before a rollout touches anything (providers/box-facts.ts)", () => {
+    describe("the box's facts, read before a rollout touches anything (providers/sglang-server/facts.ts)", () => {
         /** What the declared server expects of the box, as components/sglang-service.ts gives it (host.gpus.memoryMiB 49140). */
         const facts = (edit: (raw: Record<string, unknown>) => void = () => undefined) => {
             const service = declaredService(box, edit);
@@ -1030,7 +1030,7 @@ describe("SglangService provider against the fake box", function () {
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
             const { folderDigest, configJson, ...read } = (await facts()) as BoxFacts;
             assert.match(folderDigest ?? "", /^[0-9a-f]{32}$/);
-            // config.json as the box has it, byte for byte: what SGLang's own verdict reads (providers/sglang-verdict.ts).
+            // config.json as the box has it, byte for byte: what SGLang's own verdict reads (providers/sglang-server/verdict.ts).
             assert.equal(configJson, box.read(`${MODEL}/config.json`));
             assert.deepEqual(read, {
                 sglangVersion: "0.5.11",

@@ -20,14 +20,14 @@ import {
     verdictOf,
     VerdictRequest,
     verdictRequest,
-} from "../core/sglang/verdict";
-import { thirdPartyEnvironment } from "../core/secrets/third-party-env";
-import { sha256 } from "../core/digest";
-import { serviceFromUnit } from "../core/unit/systemd-unit";
-import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
-import type { BoxFactsRead } from "../core/box/box-facts";
-import { say } from "./say";
-import type { ServiceProps } from "./sglang-service-props";
+} from "../../core/sglang/verdict";
+import { thirdPartyEnvironment } from "../../core/secrets/third-party-env";
+import { sha256 } from "../../core/digest";
+import { serviceFromUnit } from "../../core/unit/systemd-unit";
+import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../../sglang-release/oracle";
+import type { BoxFactsRead } from "../../core/box/box-facts";
+import { say } from "../say";
+import type { ServiceProps } from "./props";
 
 /** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */
 export class VerdictUnavailable extends Error {}

@@ -1,8 +1,8 @@
-import { BoxContradiction, boxContradictions, BoxExpectations, BoxFactsRead, boxFactsCommand, drafterPath, parseBoxFacts } from "../core/box/box-facts";
-import type { RemoteHost } from "../remote/remote-host";
-import type { ProviderRun } from "./provider-run";
-import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
-import type { VenvPlan } from "../core/venv/venv-layout";
+import { BoxContradiction, boxContradictions, BoxExpectations, BoxFactsRead, boxFactsCommand, drafterPath, parseBoxFacts } from "../../core/box/box-facts";
+import type { RemoteHost } from "../../remote/remote-host";
+import type { ProviderRun } from "../provider-run";
+import type { ServiceOutputs, ServiceProps } from "./props";
+import type { VenvPlan } from "../../core/venv/venv-layout";
 
 /** The box's facts, or why they could not be read (a missing python, say). */
 

@@ -3,27 +3,27 @@
  * and of its delete (`removeService`): read the box, then leave a server
  * that runs the declared config as it is, or roll out.
  */
-import { sha256 } from "../core/digest";
-import { decideDelete, decideWrite, formatOwner } from "../core/unit/ownership";
-import { describeFailure } from "../core/readiness/readiness";
-import { redact } from "../core/secrets/redact";
-import { unitOwner } from "../core/unit/systemd-unit";
-import { journalPosition } from "../remote/readiness-wait";
-import type { RemoteHost } from "../remote/remote-host";
-import { drafterDigestRefusal } from "../core/box/box-facts";
-import { assertBoxServes, readDrafterFacts, stagesRelease } from "./box-facts";
-import type { ProviderRun } from "./provider-run";
+import { sha256 } from "../../core/digest";
+import { decideDelete, decideWrite, formatOwner } from "../../core/unit/ownership";
+import { describeFailure } from "../../core/readiness/readiness";
+import { redact } from "../../core/secrets/redact";
+import { unitOwner } from "../../core/unit/systemd-unit";
+import { journalPosition } from "../../remote/readiness-wait";
+import type { RemoteHost } from "../../remote/remote-host";
+import { drafterDigestRefusal } from "../../core/box/box-facts";
+import { assertBoxServes, readDrafterFacts, stagesRelease } from "./facts";
+import type { ProviderRun } from "../provider-run";
 import { outOfGateway } from "./gateway-drain";
-import { ResourceInitFailed } from "./resource-provider";
-import { waitServing } from "./serving";
-import { say } from "./say";
-import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./sglang-service-live";
-import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
-import { rollout } from "./sglang-service-rollout";
-import { pruneVenvs, stageVenv } from "../remote/venv-staging";
-import { secretValuesOf } from "./service-secrets";
-import { previewVerdict } from "./sglang-verdict";
-import { previousPaths, unitPaths } from "./unit-view";
+import { ResourceInitFailed } from "../resource-provider";
+import { waitServing } from "../serving";
+import { say } from "../say";
+import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./refresh";
+import type { ServiceOutputs, ServiceProps } from "./props";
+import { rollout } from "./rollout";
+import { pruneVenvs, stageVenv } from "../../remote/venv-staging";
+import { secretValuesOf } from "./secrets";
+import { previewVerdict } from "./verdict";
+import { previousPaths, unitPaths } from "../unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
 export async function applyService(run: ProviderRun, id: string, inputs: ServiceProps, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
@@ -67,7 +67,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
         await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
     }
-    // Behind a gateway: out of it, drained, rolled out, back in (providers/gateway-drain.ts).
+    // Behind a gateway: out of it, drained, rolled out, back in (providers/sglang-server/gateway-drain.ts).
     const drafterDigest = drafter && !("error" in drafter) ? drafter.folderDigest : undefined;
     const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest));
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);

@@ -3,18 +3,18 @@
  * the running server's args) and the service's outputs built from it; the
  * refresh (`read`) of an SglangService.
  */
-import { formatOwner, parseOwner } from "../core/unit/ownership";
-import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving/serving-figures";
-import { UnitOwner, unitOwner, unitTextOfServer } from "../core/unit/systemd-unit";
-import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
-import { drafterPath } from "../core/box/box-facts";
-import { readBoxFacts, readDrafterDigest } from "./box-facts";
-import { changedNames } from "./diff-inputs";
-import type { ProviderRun } from "./provider-run";
-import { verifyServing } from "./serving";
-import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./service-secrets";
-import type { ServiceOutputs, ServiceProps, ServingVerified } from "./sglang-service-props";
-import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
+import { formatOwner, parseOwner } from "../../core/unit/ownership";
+import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../../core/serving/serving-figures";
+import { UnitOwner, unitOwner, unitTextOfServer } from "../../core/unit/systemd-unit";
+import { containerNotRunning, type RemoteHost } from "../../remote/remote-host";
+import { drafterPath } from "../../core/box/box-facts";
+import { readBoxFacts, readDrafterDigest } from "./facts";
+import { changedNames } from "../diff-inputs";
+import type { ProviderRun } from "../provider-run";
+import { verifyServing } from "../serving";
+import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./secrets";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "./props";
+import { liveArgsMismatch, unitView, UnitView } from "../unit-view";
 
 /** Two unit texts that differ at most in the owner they record or their start budget run the same server (core/unit/systemd-unit.ts unitTextOfServer). */
 export function sameServer(a: string | undefined, b: string | undefined): boolean {
