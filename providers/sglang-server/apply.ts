@@ -10,8 +10,7 @@ import { redact } from "../../core/secrets/redact";
 import { unitOwner } from "../../core/unit/systemd-unit";
 import { journalPosition } from "../../remote/readiness-wait";
 import type { RemoteHost } from "../../remote/remote-host";
-import { drafterDigestRefusal } from "../../core/box/box-facts";
-import { assertBoxServes, readDrafterFacts, stagesRelease } from "./facts";
+import { assertBoxServes, boxCannotServe, boxFactsOf, stagesRelease } from "./facts";
 import type { ProviderRun } from "../provider-run";
 import { outOfGateway } from "./gateway-drain";
 import { ResourceInitFailed } from "../resource-provider";
@@ -22,7 +21,7 @@ import type { ServiceOutputs, ServiceProps } from "./props";
 import { rollout } from "./rollout";
 import { pruneVenvs, stageVenv } from "../../remote/venv-staging";
 import { secretValuesOf } from "./secrets";
-import { previewVerdict } from "./verdict";
+import { judgeServer } from "./verdict";
 import { previousPaths, unitPaths } from "../unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
@@ -41,7 +40,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
             await remote.runChecked(["systemctl", "daemon-reload"]);
             say(
-                `[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}) and start budget (TimeoutStartSec); the server runs on, not restarted`,
+                `[${inputs.unitName}] rewrote the unit file, whose header (owner ${inputs.owner ?? "(none)"}) or start budget (TimeoutStartSec) alone differed; the server runs on, not restarted`,
             );
             now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
         }
@@ -51,11 +50,12 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         // Nothing rolled out: the record check carried in (the last good figures, the drafter the server loaded) stays.
         return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
-    const facts = await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
-    // The pinned drafter, then SGLang's own verdict (kept from the preview when it ran there; a first deploy judges here), before anything stops.
-    const drafter = await readDrafterFacts(remote, inputs.expectBox);
-    const pinned = drafterDigestRefusal(inputs.expectBox, drafter);
-    const refused = [...(pinned ? [pinned] : []), ...(await previewVerdict(inputs, facts, drafter, { notices: false }))];
+    // The box's facts (this run's: the refresh read them), the pinned drafter, then SGLang's own verdict
+    // (kept from the preview when it ran there; a first deploy judges here), before anything stops.
+    const { facts, drafter, box, refused } = await judgeServer(run, inputs, inputs.expectBox ? await boxFactsOf(run, remote, inputs.expectBox) : undefined, {
+        stage: "rollout",
+    });
+    if (box.length > 0) throw boxCannotServe(inputs.unitName, box);
     if (refused.length > 0) {
         throw new Error(
             `[${inputs.unitName}] the declared server is refused; nothing on the box was changed:\n` + refused.map((f) => `  - ${f.reason}`).join("\n"),
@@ -65,7 +65,8 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
     const owner = inputs.owner ?? inputs.unitName;
     if (stagesRelease(inputs, facts)) {
         await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
-        await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+        // The box has changed: its facts are read again, for this run's later reads too.
+        await assertBoxServes(run, remote, inputs.unitName, inputs.expectBox, { fresh: true });
     }
     // Behind a gateway: out of it, drained, rolled out, back in (providers/sglang-server/gateway-drain.ts).
     const drafterDigest = drafter && !("error" in drafter) ? drafter.folderDigest : undefined;

@@ -8,7 +8,7 @@ import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../../core/
 import { UnitOwner, unitOwner, unitTextOfServer } from "../../core/unit/systemd-unit";
 import { containerNotRunning, type RemoteHost } from "../../remote/remote-host";
 import { drafterPath } from "../../core/box/box-facts";
-import { readBoxFacts, readDrafterDigest } from "./facts";
+import { boxFactsOf, drafterDigestOf } from "./facts";
 import { changedNames } from "../diff-inputs";
 import type { ProviderRun } from "../provider-run";
 import { verifyServing } from "../serving";
@@ -188,10 +188,11 @@ export async function refreshService(
         return { id, props: outs, inputs: inputsOf(outs) };
     }
     if (!live.unit) return { id: "" };
-    // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record).
+    // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record):
+    // read once in this run, for check and the rollout too.
     const [boxFacts, drafterNow] = await Promise.all([
-        props.expectBox ? readBoxFacts(remote, props.expectBox) : undefined,
-        readDrafterDigest(remote, props.expectBox),
+        props.expectBox ? boxFactsOf(run, remote, props.expectBox) : undefined,
+        drafterDigestOf(run, remote, props.expectBox),
     ]);
     // The running server's accept length against the record: read afresh at every refresh.
     const { acceptLengthDrift: _earlier, ...recorded } = props;

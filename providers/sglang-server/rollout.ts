@@ -14,7 +14,7 @@ import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } fr
 import { waitForGpuMemoryReleased } from "../../remote/gpu-release";
 import type { RemoteHost } from "../../remote/remote-host";
 import type { ProviderRun } from "../provider-run";
-import { readDrafterDigest } from "./facts";
+import { drafterDigestOf } from "./facts";
 import { ResourceInitFailed } from "../resource-provider";
 import { heldFiguresOf, servedConfigKeyOf } from "./served-config";
 import { ServedServer, startAndWait } from "../serving";
@@ -84,8 +84,8 @@ export async function rollout(
     }
     const result = step.result;
     if (result.ok) {
-        // What the box holds now, and what the new server loaded: the drafter folder as it is now.
-        const [after, drafter] = await Promise.all([readLive(run, remote, inputs), readDrafterDigest(remote, inputs.expectBox)]);
+        // What the box holds now, and what the new server loaded: the drafter folder as this run read it.
+        const [after, drafter] = await Promise.all([readLive(run, remote, inputs), drafterDigestOf(run, remote, inputs.expectBox)]);
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.

@@ -11,15 +11,14 @@ import { describeSource, type VenvPlan } from "../../core/venv/venv-layout";
 import { heldFiguresOf } from "./served-config";
 import { qualitySettings } from "../serving";
 import { say } from "../say";
-import { drafterDigestRefusal, drafterPath } from "../../core/box/box-facts";
-import { boxFactsForCheck, boxFailures, readDrafterFacts, stagesRelease } from "./facts";
+import { factsForCheck, stagesRelease } from "./facts";
 import { changedKeys, changedNames } from "../diff-inputs";
 import type { ProviderRun } from "../provider-run";
 import { CompleteProvider, keepingProviderModule } from "../resource-provider";
 import { applyService, removeService } from "./apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./refresh";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./secrets";
-import { previewVerdict } from "./verdict";
+import { judgeServer } from "./verdict";
 import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./props";
 
 /** Fields whose change means the server process must restart. */
@@ -36,20 +35,12 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             const decision = decideWrite({ live, self, takeOverFrom: news.takeOverFrom, unit: news.unitName, where: news.connection.address });
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
-        // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json.
-        const facts = await boxFactsForCheck(run, olds, news);
-        failures.push(...boxFailures(news.expectBox, facts));
-        // The drafter folder (its config.json, its digest), read when the box was: pinned or shown.
-        const drafter = facts && !("error" in facts) ? await readDrafterFacts(run.remoteFor(news.connection, "server"), news.expectBox) : undefined;
-        const pinned = drafter && !("error" in drafter) ? drafterDigestRefusal(news.expectBox, drafter) : undefined;
-        if (pinned) failures.push(pinned);
-        else if (drafter && !("error" in drafter) && news.expectBox?.drafterDigest === undefined && drafter.folderDigest) {
-            say(
-                `[${news.unitName}] the drafter folder ${drafterPath(news.expectBox)} has digest ${drafter.folderDigest} (service.speculative.draftModelDigest pins it)`,
-            );
-        }
-        // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
-        if (failures.length === 0) failures.push(...(await previewVerdict(news, facts, drafter)));
+        // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json. Then the drafter, SGLang's verdict.
+        const { facts, drafter, box, refused } = await judgeServer(run, news, await factsForCheck(run, olds, news), {
+            stage: "preview",
+            refusedBefore: failures.length > 0,
+        });
+        failures.push(...box, ...refused);
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));

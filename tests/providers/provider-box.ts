@@ -691,6 +691,8 @@ export interface ServiceInputOptions {
     owner?: UnitOwner;
     readiness?: ReadinessConfig;
     connection?: Connection;
+    /** With the box's expectations and the venv plan (expectBox, venv), as the component gives them: create and update read the box's facts and ask SGLang's verdict. */
+    withBox?: boolean;
 }
 
 /** The box of the tests as the plan takes it (core/plan/server-plan.ts): the container's two RTX A6000s, numbered 0 and 1 inside it. */
@@ -699,12 +701,12 @@ export const PLAN_BOX: PlanBox = { gpuIndices: [0, 1], gpuMemoryMiB: 49140, gpuN
 /**
  * The SglangService resource's inputs as components/sglang-service.ts gives
  * them: the server's plan (core/plan/server-plan.ts planServer) on PLAN_BOX,
- * `opts.apiKey` null planning the server without an API key; less the box's
- * expectations and the venv plan (expectBox, venv), which make create and
- * update read the box's facts, run SGLang's own verdict here and stage venvs:
- * the fake box's model folder is a stand-in that the release's own code
- * refuses (a config.json of four layers), so the tests of those steps give
- * them themselves. Plus what the files on the box must hold with
+ * `opts.apiKey` null planning the server without an API key; unless
+ * `opts.withBox`, less the box's expectations and the venv plan (expectBox,
+ * venv), which make create and update read the box's facts, run SGLang's own
+ * verdict here and stage venvs: the fake box's model folder is a stand-in
+ * that the release's own code refuses (a config.json of four layers), so only
+ * the tests of those steps ask for them. Plus what the files on the box must hold with
  * `opts.apiKey` as the deploy's key (environmentFile, serverConfigFile,
  * apiKey: the provider itself takes them from the deploy run, deployWith,
  * and ignores these).
@@ -713,11 +715,12 @@ export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: Se
     const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
     const hasApiKey = apiKey !== undefined;
     const plan = planServer({ ...service, requireApiKey: hasApiKey }, PLAN_BOX, opts.readiness ?? readinessSettings(), opts.owner ?? SELF);
-    const { expectBox: _expectBox, venv: _venv, ...planned } = plan.service;
+    const { expectBox, venv, ...planned } = plan.service;
     return {
         providerVersion: PROVIDER_VERSION,
         connection: opts.connection ?? box.connection("pct-exec"),
         ...planned,
+        ...(opts.withBox ? { expectBox, venv } : {}),
         ...(hasApiKey ? { ...renderSecretFiles({ apiKey, environment: {} }), apiKey } : {}),
     };
 }

@@ -1024,7 +1024,7 @@ describe("SglangService provider against the fake box", function () {
         /** What the declared server expects of the box, as components/sglang-service.ts gives it (host.gpus.memoryMiB 49140). */
         const facts = (edit: (raw: Record<string, unknown>) => void = () => undefined) => {
             const service = declaredService(box, edit);
-            return assertBoxServes(box.run.remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
+            return assertBoxServes(box.run, box.run.remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
         };
 
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
