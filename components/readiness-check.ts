@@ -1,24 +1,18 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig } from "../core/config/schema";
+import type { CheckPlan } from "../core/plan/server-plan";
 import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
 import type { ReadinessOutputs, ReadinessProps } from "../providers/readiness-check-props";
-import type { ServingVerified } from "../providers/sglang-service-props";
+import type { ServingVerified } from "../providers/sglang-server/props";
 
 export interface ReadinessCheckArgs {
     connection: pulumi.Input<Connection>;
-    unitName: pulumi.Input<string>;
-    /** http://host:port of the OpenAI-compatible API. */
-    endpoint: pulumi.Input<string>;
+    /** What it checks, from the server's plan (core/plan/server-plan.ts planServer): unit, endpoint, API key required, served name, speculation, readiness. */
+    check: CheckPlan;
     /** The service's rollout revision: a new revision re-runs the check. */
     revision: pulumi.Input<string>;
     /** The service's servingVerified output: in the run whose rollout verified `revision` serving, the check confirms instead of waiting again. */
     servingVerified?: pulumi.Input<ServingVerified | undefined>;
-    /** service.requireApiKey: the check authenticates with the deploy run's key (never an input: providers/context.ts deploySecrets). */
-    requireApiKey: boolean;
-    servedModelName: string;
-    speculativeAlgorithm?: string;
-    readiness: ReadinessConfig;
 }
 
 class ReadinessCheckResource extends DynamicResource<ReadinessProps, ReadinessOutputs> {
@@ -50,14 +44,9 @@ export class ReadinessCheck extends pulumi.ComponentResource {
             {
                 providerVersion: PROVIDER_VERSION,
                 connection: args.connection,
-                unitName: args.unitName,
-                endpoint: args.endpoint,
+                ...args.check,
                 revision: args.revision,
                 servingVerified: args.servingVerified,
-                requireApiKey: args.requireApiKey,
-                servedModelName: args.servedModelName,
-                speculativeAlgorithm: args.speculativeAlgorithm,
-                readiness: args.readiness,
                 ready: undefined,
                 liveServerArgs: undefined,
                 speculativeActive: undefined,

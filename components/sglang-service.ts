@@ -1,35 +1,17 @@
 import * as pulumi from "./pulumi";
-import type { ReadinessConfig, ServiceConfig } from "../core/config/schema";
-import { formatOwner } from "../core/unit/ownership";
-import { renderUnit, serverEnvironment, UnitOwner } from "../core/unit/systemd-unit";
-import { serverConfigFilePath, unitName } from "../core/unit/unit-paths";
-import { renderArgv } from "../core/sglang/args";
-import type { DeclaredSecrets } from "../core/secrets/deploy-secrets";
+import type { ServicePlan } from "../core/plan/server-plan";
 import type { ServingFigures } from "../core/serving/serving-figures";
-import { flagMap } from "../core/sglang/flag-map";
-import { boxExpectations } from "../core/box/box-facts";
-import { venvPlanOf } from "../core/venv/venv-layout";
 import type { GatewayMembership } from "../core/gateway/gateway";
 import { Connection } from "../core/connection";
 import { DynamicResource, PROVIDER_VERSION, ResourceInputs } from "./dynamic-provider";
-import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-service-props";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "../providers/sglang-server/props";
 
 export interface SglangServiceArgs {
     /** Where the unit lives: the container (directly or through `pct exec`). */
     connection: pulumi.Input<Connection>;
-    /** The declared server. Plain: it comes from validated stack config. */
-    service: ServiceConfig;
-    /** Readiness budget and probe settings used by the rollout's readiness wait. */
-    readiness: ReadinessConfig;
-    /** GPU indices the server uses, watched for memory release between stop and start. */
-    gpuIndices: number[];
-    /** Recorded in the unit; another stack refuses to change or delete it. Default: this project and stack. */
-    owner?: UnitOwner;
-    /** One GPU's memory (host.gpus.memoryMiB), for the memory check when the weights' size comes from the box. */
-    gpuMemoryMiB?: number;
-    /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview (providers/sglang-verdict.ts). */
-    gpuName?: string;
-    /** The gateway the server is behind: its rollouts take it out and put it back (providers/gateway-drain.ts). */
+    /** The declared server's plan (core/plan/server-plan.ts planServer): unit, command line, secrets declared, box expectations, venv, readiness. */
+    plan: ServicePlan;
+    /** The gateway the server is behind: its rollouts take it out and put it back (providers/sglang-server/gateway-drain.ts). */
     gateway?: pulumi.Input<GatewayMembership>;
 }
 
@@ -71,33 +53,12 @@ export class SglangService extends pulumi.ComponentResource {
 
     constructor(name: string, args: SglangServiceArgs, opts?: pulumi.ComponentResourceOptions) {
         super("sglang-serve:index:SglangService", name, {}, opts);
-        const service = args.service;
-        // Declared only: the values come from the deploy run's environment to the provider, never through Pulumi (core/secrets/deploy-secrets.ts).
-        const secrets: DeclaredSecrets = { apiKey: service.requireApiKey, environment: [...service.secretEnvironment].sort() };
-        const argv = renderArgv(service, service.requireApiKey ? { configFile: serverConfigFilePath(service.name) } : {});
-        const flagged = flagMap(argv);
-        const owner = args.owner ?? { project: pulumi.getProject(), stack: pulumi.getStack() };
         const unit = new SglangServiceResource(
             `${name}-unit`,
             {
                 providerVersion: PROVIDER_VERSION,
                 connection: args.connection,
-                unitName: unitName(service.name),
-                unitText: renderUnit(service, { hasSecrets: service.requireApiKey, hasSecretEnvironment: secrets.environment.length > 0, owner }),
-                command: flagged.command,
-                flags: flagged.flags,
-                environment: serverEnvironment(service),
-                secrets,
-                endpoint: `http://${service.endpointHost}:${service.port}`,
-                servedModelName: service.model.servedName,
-                speculativeAlgorithm: service.speculative?.algorithm,
-                gpuIndices: args.gpuIndices,
-                gpuName: args.gpuName,
-                readiness: args.readiness,
-                owner: formatOwner(owner),
-                takeOverFrom: service.takeOverFrom,
-                expectBox: boxExpectations(service, args.gpuMemoryMiB),
-                venv: venvPlanOf(service, argv),
+                ...args.plan,
                 gateway: args.gateway,
                 revision: undefined,
                 servingVerified: undefined,
@@ -111,7 +72,7 @@ export class SglangService extends pulumi.ComponentResource {
             { parent: this },
         );
         this.unitName = unit.unitName;
-        this.endpoint = pulumi.output(`http://${service.endpointHost}:${service.port}`);
+        this.endpoint = pulumi.output(args.plan.endpoint);
         this.revision = unit.revision;
         this.servingVerified = unit.servingVerified;
         this.activeState = unit.activeState;

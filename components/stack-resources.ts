@@ -7,6 +7,7 @@ import { ReadinessCheck } from "./readiness-check";
 import { SglangService } from "./sglang-service";
 import { gatewayAdminUrl, GatewayMembership, workerUrl } from "../core/gateway/gateway";
 import { SglangGateway } from "./sglang-gateway";
+import { planBoxOf, PlanBox, planServer } from "../core/plan/server-plan";
 
 // The stack's resources, declared from its validated config: per box the GPU
 // host and, with pct-exec, the container; per server the service and its
@@ -22,12 +23,8 @@ export interface Box {
     serverConnection: pulumi.Input<Connection>;
     /** What a server waits for: the container when there is one, else the host. */
     placement: pulumi.Resource;
-    /** The GPUs as the server sees them. */
-    gpuIndices: number[];
-    /** One GPU's memory, for the service's memory check. */
-    gpuMemoryMiB: number;
-    /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview. */
-    gpuName?: string;
+    /** What a server's plan takes of the box: its GPUs as the server sees them, their memory and name. */
+    plan: PlanBox;
 }
 
 /** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
@@ -40,14 +37,7 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         topology: host.topology,
     };
     const gpuHost = new GpuHost(host.name, { connection: hostConnection, expectedGpus: host.gpus });
-    const box: Box = {
-        gpuHost,
-        serverConnection: hostConnection,
-        placement: gpuHost,
-        gpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
-        gpuMemoryMiB: host.gpus.memoryMiB,
-        ...(host.gpus.name !== undefined ? { gpuName: host.gpus.name } : {}),
-    };
+    const box: Box = { gpuHost, serverConnection: hostConnection, placement: gpuHost, plan: planBoxOf({ host, container }) };
     if (!container) return box;
     const ct = new LxcContainer(`ct${container.vmid}`, {
         connection: hostConnection,
@@ -59,43 +49,30 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         ...box,
         serverConnection: ct.vmid.apply((vmid) => ({ ...hostConnection, vmid })),
         placement: ct,
-        // Inside the container the passed-through GPUs are numbered from 0.
-        gpuIndices: container.gpus.map((_, i) => i),
     };
 }
 
-/** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`, named by the server alone. */
+/** A server on the box: SglangService `<service>` and ReadinessCheck `<service>-ready`, named by the server alone, both from its one plan. */
 function declareServer(
     box: Box,
     service: ServiceConfig,
     readiness: ReadinessConfig,
     behind: { gateway?: pulumi.Input<GatewayMembership>; after?: pulumi.Resource[] } = {},
 ): { server: SglangService; check: ReadinessCheck } {
+    // Recorded in the unit: another stack refuses to change or delete it.
+    const owner = { project: pulumi.getProject(), stack: pulumi.getStack() };
+    const plan = planServer(service, box.plan, readiness, owner);
     const server = new SglangService(
         service.name,
-        {
-            connection: box.serverConnection,
-            service,
-            readiness,
-            // A server declared with its GPUs sees only those (core/unit/systemd-unit.ts serverEnvironment); else the box's.
-            gpuIndices: service.gpus ?? box.gpuIndices,
-            gpuMemoryMiB: box.gpuMemoryMiB,
-            gpuName: box.gpuName,
-            ...(behind.gateway ? { gateway: behind.gateway } : {}),
-        },
+        { connection: box.serverConnection, plan: plan.service, ...(behind.gateway ? { gateway: behind.gateway } : {}) },
         // Behind a gateway, after the servers before it (index.ts): one rolls out at a time.
         { dependsOn: [box.placement, ...(behind.after ?? [])] },
     );
     const check = new ReadinessCheck(`${service.name}-ready`, {
         connection: box.serverConnection,
-        unitName: server.unitName,
-        endpoint: server.endpoint,
+        check: plan.check,
         revision: server.revision,
         servingVerified: server.servingVerified,
-        requireApiKey: service.requireApiKey,
-        servedModelName: service.model.servedName,
-        speculativeAlgorithm: service.speculative?.algorithm,
-        readiness,
     });
     return { server, check };
 }
@@ -112,7 +89,7 @@ export interface DeclaredServer {
  * the gateway. A server behind the gateway is declared after the
  * gateway.rolling.maxUnavailable servers before it (in the order of
  * `servers`): its rollout, which takes it out of the gateway and puts it
- * back (providers/gateway-drain.ts), waits for theirs. The gateway waits for
+ * back (providers/sglang-server/gateway-drain.ts), waits for theirs. The gateway waits for
  * the servers it fronts to serve.
  */
 export function declareStack(config: StackConfig): { boxes: Map<string, Box>; servers: DeclaredServer[]; gateway?: SglangGateway } {

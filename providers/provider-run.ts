@@ -8,6 +8,7 @@ import type { SshPool } from "../remote/ssh-pool";
 import type { SshTarget } from "../remote/ssh-target";
 import { say } from "./say";
 import { ServerLooks } from "./server-looks";
+import { RunReads } from "./run-reads";
 import { UnitReads } from "./unit-reads";
 
 /**
@@ -30,6 +31,9 @@ export type Placement = "host" | "server";
  * - `looks`: a look at a server in flight, shared by the service's and the
  *   readiness check's refreshes.
  * - `unitReads`: the services' unit reads of one box, batched.
+ * - `reads`: what the run reads of a box once and shares (the box's facts
+ *   about a server, its drafter folder's: providers/sglang-server/facts.ts),
+ *   for the refresh, check and the rollout alike.
  * - `id`: names this run in outputs: a rollout records the revision it
  *   verified serving with this id, and the ReadinessCheck of the same run (its
  *   inputs carry that output) confirms instead of waiting again.
@@ -40,6 +44,7 @@ export class ProviderRun {
     readonly pool: SshPool;
     readonly looks = new ServerLooks();
     readonly unitReads = new UnitReads();
+    readonly reads = new RunReads();
     private configured: ProviderConfig | undefined;
 
     constructor(options: { pool: SshPool; config?: ProviderConfig }) {

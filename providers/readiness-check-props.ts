@@ -5,7 +5,7 @@
  */
 import type { Connection } from "../core/connection";
 import type { ReadinessConfig } from "../core/config/schema";
-import type { ServingVerified } from "./sglang-service-props";
+import type { ServingVerified } from "./sglang-server/props";
 
 export interface ReadinessProps {
     providerVersion: string;

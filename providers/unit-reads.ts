@@ -1,8 +1,8 @@
 import { newMarker } from "../core/batch-script";
-import { sha256 } from "../core/digest";
 import { parseUnitReadOutput, renderUnitReadScript, UnitReadRequest, UnitReadResult } from "../core/unit/unit-read";
 import { Coalescer } from "../remote/coalesce";
 import type { RemoteHost } from "../remote/remote-host";
+import { boxKey } from "./run-reads";
 import { unitPaths } from "./unit-view";
 
 /**
@@ -22,10 +22,8 @@ export class UnitReads {
 
     /** `expectedEnvironmentHash`: environmentFileHash of the declared file; the box answers it again or "differs" (core/unit/unit-read.ts). */
     read(remote: RemoteHost, unitName: string, expectedEnvironmentHash: string): Promise<UnitReadResult> {
-        const t = remote.target;
-        const credentials = sha256(`${t.privateKey ?? ""}\0${t.passphrase ?? ""}\0${t.agent ?? ""}\0${t.hostKey}`);
         const paths = unitPaths(unitName);
-        return this.batches.request(`${remote.describe()} ${credentials}`, {
+        return this.batches.request(boxKey(remote), {
             remote,
             unit: { unitName, unitPath: paths.unit, environmentFilePath: paths.environmentFile, expectedEnvironmentHash },
         });

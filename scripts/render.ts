@@ -2,7 +2,9 @@
  * `npm run render -- --stack <name>`: what the stack would write on the box,
  * without Pulumi and without contacting any host. Reads Pulumi.<name>.yaml,
  * validates it like the program does, and prints each server's systemd unit
- * and EnvironmentFile with secrets masked. Invalid config: the one formatted
+ * (byte for byte what a deploy of the stack writes: the server's plan,
+ * core/plan/server-plan.ts, with the project and stack as its owner) and
+ * EnvironmentFile with secrets masked. Invalid config: the one formatted
  * error on stderr, exit 2.
  */
 import * as fs from "node:fs";
@@ -13,7 +15,8 @@ import { BoxConfig, CONFIG_NAMESPACE, ServerConfig, StackConfig } from "../core/
 import { rawStackConfig, stackFileSource } from "../core/config/stack-config-source";
 import { SECRET_MASK } from "../core/secrets/redact";
 import { renderSecretFiles } from "../core/secrets/deploy-secrets";
-import { renderUnit } from "../core/unit/systemd-unit";
+import type { UnitOwner } from "../core/unit/systemd-unit";
+import { planBoxOf, planServer } from "../core/plan/server-plan";
 import { environmentFilePath, unitPath } from "../core/unit/unit-paths";
 import * as yaml from "js-yaml";
 
@@ -49,27 +52,26 @@ export function rawConfigFromStackYaml(text: string): Record<string, unknown> {
     return rawStackConfig(stackFileSource(yaml.load(text), SECRET_STAND_IN));
 }
 
-/** Validates a stack file's text and renders the files the stack would write. Throws ConfigError on invalid config. */
-export function renderStack(text: string): RenderedStack {
+/**
+ * Validates a stack file's text and renders the files the stack would write,
+ * from each server's plan (core/plan/server-plan.ts), as the program does.
+ * `owner`: the project and stack deploying it, recorded in the unit. Throws
+ * ConfigError on invalid config.
+ */
+export function renderStack(text: string, owner: UnitOwner): RenderedStack {
     const result = validateStackConfig(rawConfigFromStackYaml(text));
     if (!result.ok) throw new ConfigError(formatConfigIssues(result.issues));
     const { config } = result;
-    return { config, warnings: result.warnings, notices: result.notices, servers: config.servers.map((s) => renderServer(s, config)) };
+    return { config, warnings: result.warnings, notices: result.notices, servers: config.servers.map((s) => renderServer(s, config, owner)) };
 }
 
-function renderServer(service: ServerConfig, { boxes, readiness }: StackConfig): RenderedServer {
-    const rendered: RenderedServer = {
-        where: where(boxes.find((b) => b.host.name === service.box)!),
-        unitPath: unitPath(service.name),
-        unitText: renderUnit(service, {
-            hasSecrets: service.requireApiKey,
-            hasSecretEnvironment: service.secretEnvironment.length > 0,
-            startupTimeoutSeconds: readiness.startupTimeoutSeconds,
-        }),
-    };
+function renderServer(service: ServerConfig, { boxes, readiness }: StackConfig, owner: UnitOwner): RenderedServer {
+    const box = boxes.find((b) => b.host.name === service.box)!;
+    const plan = planServer(service, planBoxOf(box), readiness, owner).service;
+    const rendered: RenderedServer = { where: where(box), unitPath: unitPath(service.name), unitText: plan.unitText };
     const files = renderSecretFiles({
-        apiKey: service.requireApiKey ? SECRET_STAND_IN : undefined,
-        environment: Object.fromEntries(service.secretEnvironment.map((name) => [name, SECRET_STAND_IN])),
+        apiKey: plan.secrets.apiKey ? SECRET_STAND_IN : undefined,
+        environment: Object.fromEntries(plan.secrets.environment.map((name) => [name, SECRET_STAND_IN])),
     });
     if (files.environmentFile) {
         rendered.environmentFilePath = environmentFilePath(service.name);
@@ -99,6 +101,28 @@ function stackFile(argv: readonly string[]): string | undefined {
     return stack && /^[A-Za-z0-9_.-]+$/.test(stack) ? path.join(__dirname, "..", `Pulumi.${stack}.yaml`) : undefined;
 }
 
+/** The project a Pulumi.yaml in `dir` names (its `name:`), if there is one. */
+export function projectName(dir: string): string | undefined {
+    const file = path.join(dir, "Pulumi.yaml");
+    if (!fs.existsSync(file)) return undefined;
+    const name = (yaml.load(fs.readFileSync(file, "utf8")) as { name?: unknown } | null)?.name;
+    return typeof name === "string" ? name : undefined;
+}
+
+/**
+ * The owner a deploy of the stack file records in the unit: the project
+ * Pulumi.yaml names (beside the stack file, where Pulumi looks for it, else
+ * this project's) and the stack the file's name says (Pulumi.<stack>.yaml).
+ * A problem, in words, when either is missing.
+ */
+export function stackFileOwner(file: string): UnitOwner | string {
+    const stack = /^Pulumi\.([A-Za-z0-9_.-]+)\.yaml$/.exec(path.basename(file))?.[1];
+    if (stack === undefined) return `${file} is not named Pulumi.<stack>.yaml: the stack, recorded in the unit as its owner, is its name`;
+    const project = projectName(path.dirname(file)) ?? projectName(path.join(__dirname, ".."));
+    if (project === undefined) return `no project name (Pulumi.yaml's name:) beside ${file} or in ${path.join(__dirname, "..")}`;
+    return { project, stack };
+}
+
 function main(argv: readonly string[]): number {
     const file = stackFile(argv);
     if (!file) {
@@ -109,9 +133,14 @@ function main(argv: readonly string[]): number {
         process.stderr.write(`no stack file ${file}\n`);
         return 2;
     }
+    const owner = stackFileOwner(file);
+    if (typeof owner === "string") {
+        process.stderr.write(`${owner}\n`);
+        return 2;
+    }
     let rendered: RenderedStack;
     try {
-        rendered = renderStack(fs.readFileSync(file, "utf8"));
+        rendered = renderStack(fs.readFileSync(file, "utf8"), owner);
     } catch (err) {
         if (err instanceof ConfigError) {
             process.stderr.write(`${err.message}\n`);

@@ -1,5 +1,5 @@
 // The real SGLang releases as the judge of a command line (the preview's
-// verdict, providers/sglang-verdict.ts) and as the tests' oracle: a typed
+// verdict, providers/sglang-server/verdict.ts) and as the tests' oracle: a typed
 // front for install.sh and oracle.py (see README.md). One Python process per runOracle call; cases go
 // in as JSON lines on stdin, results come back one line each, in order.
 import { spawn } from "child_process";

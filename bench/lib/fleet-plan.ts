@@ -32,10 +32,26 @@ export interface FleetPlan {
     /**
      * Every server's `--watchdog-timeout`: a value no earlier bench run
      * declared, so that each program's first preview runs SGLang's verdict
-     * (providers/sglang-verdict.ts keeps verdicts by their request, across
+     * (providers/sglang-server/verdict.ts keeps verdicts by their request, across
      * runs) as it would for a fleet declared anew.
      */
     watchdogTimeoutSeconds: number;
+}
+
+/** The stack of the fleet program of N servers. */
+export function programStack(n: number): string {
+    return `fleet${n}`;
+}
+
+/** The one-service stack of a member of `plan.stacks`. */
+export function oneServiceStack(member: FleetMember): string {
+    return `fleet-${member.name}`;
+}
+
+/** The stack that runs a member (its unit's one owner): its program's, or its own one-service stack. */
+export function stackOf(member: FleetMember, plan: FleetPlan): string {
+    for (const [n, members] of plan.programs) if (members.includes(member)) return programStack(n);
+    return oneServiceStack(member);
 }
 
 export function planFleet(programSizes: number[], stackCount: number, watchdogTimeoutSeconds = 300 + (Date.now() % 1_000_000) / 1000): FleetPlan {

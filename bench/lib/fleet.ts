@@ -2,13 +2,15 @@ import { labExec } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { validateStackConfig } from "../../core/config/config";
 import { formatConfigIssues } from "../../core/config/issues";
-import type { ServiceConfig } from "../../core/config/schema";
+import * as path from "path";
+import type { StackConfig } from "../../core/config/schema";
+import { planBoxOf, planServer, ServerPlan } from "../../core/plan/server-plan";
 import { renderSecretFiles } from "../../core/secrets/deploy-secrets";
-import { renderUnit } from "../../core/unit/systemd-unit";
 import { ENVIRONMENT_DIRECTORY, UNIT_DIRECTORY, unitName } from "../../core/unit/unit-paths";
+import { projectName } from "../../scripts/render";
 import { httpGetJson } from "../../remote/probe";
 import { LabMachines, labStackConfig, StackConfigFile } from "../../lab/stack";
-import { FLEET_GPU, FleetMember, FleetPlan } from "./fleet-plan";
+import { FLEET_GPU, FleetMember, FleetPlan, stackOf } from "./fleet-plan";
 
 /** The fleet lab's box: its host with a FLEET_GPU per planned server, every one passed through to the container. */
 function fleetBox(info: LabMachines, plan: FleetPlan): StackConfigFile {
@@ -46,35 +48,47 @@ export function fleetProgramConfig(info: LabMachines, members: FleetMember[], pl
     return { ...config, "sglang-serve:servers": servers as unknown as Record<string, unknown> };
 }
 
-function validatedService(config: StackConfigFile): ServiceConfig {
+function validated(config: StackConfigFile): StackConfig {
     const section = (k: string) => config[`sglang-serve:${k}`];
     const r = validateStackConfig({ host: section("host"), container: section("container"), service: section("service"), readiness: section("readiness") });
     if (!r.ok) throw new Error(`fleet config: ${formatConfigIssues(r.issues)}`);
-    return r.config.servers[0]!;
+    return r.config;
+}
+
+/**
+ * A member's plan (core/plan/server-plan.ts) as the stack that runs it plans
+ * it: its server on the fleet box, that stack (its program's or its own) as
+ * the unit's owner.
+ */
+export function fleetMemberPlan(info: LabMachines, member: FleetMember, plan: FleetPlan): ServerPlan {
+    const { servers, boxes, readiness } = validated(fleetStackConfig(info, member, plan));
+    const project = projectName(path.join(__dirname, "..", ".."));
+    if (project === undefined) throw new Error("the project has no name (Pulumi.yaml's name:)");
+    return planServer(servers[0]!, planBoxOf(boxes[0]!), readiness, { project, stack: stackOf(member, plan) });
 }
 
 /**
  * Puts the members' units on the box and starts them, written exactly as the
- * stack renders them (components/sglang-service.ts: renderUnit with secrets,
- * the API key in a 0600 EnvironmentFile), so that `up` adopts them as
- * "already runs the declared config" instead of rolling them out one by one
- * (the fleet phases measure what a no-op costs, not 25 rollouts).
+ * stack that runs each writes it (its plan's unit; the API key in 0600
+ * files), so that `up` adopts them as "already runs the declared config"
+ * instead of rolling them out one by one (the fleet phases measure what a
+ * no-op costs, not 25 rollouts).
  */
 export async function preplaceFleet(labDir: string, info: LabInfo, plan: FleetPlan, apiKey: string): Promise<void> {
     const members = plan.all;
     const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
     const lines = ["set -e", `mkdir -p ${ENVIRONMENT_DIRECTORY}`];
     for (const m of members) {
-        const service = validatedService(fleetStackConfig(info, m, plan));
-        const unit = unitName(service.name);
+        const { service } = fleetMemberPlan(info, m, plan);
+        const name = m.name;
         const files = renderSecretFiles({ apiKey, environment: {} });
         lines.push(
-            `echo ${b64(renderUnit(service, { hasSecrets: true }))} | base64 -d > ${UNIT_DIRECTORY}/${unit}`,
-            `chmod 0644 ${UNIT_DIRECTORY}/${unit}`,
-            `(umask 077; echo ${b64(files.environmentFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.env)`,
-            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${service.name}.env`,
-            `(umask 077; echo ${b64(files.serverConfigFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${service.name}.yaml)`,
-            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${service.name}.yaml`,
+            `echo ${b64(service.unitText)} | base64 -d > ${UNIT_DIRECTORY}/${service.unitName}`,
+            `chmod 0644 ${UNIT_DIRECTORY}/${service.unitName}`,
+            `(umask 077; echo ${b64(files.environmentFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${name}.env)`,
+            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${name}.env`,
+            `(umask 077; echo ${b64(files.serverConfigFile!)} | base64 -d > ${ENVIRONMENT_DIRECTORY}/${name}.yaml)`,
+            `chmod 0600 ${ENVIRONMENT_DIRECTORY}/${name}.yaml`,
         );
     }
     lines.push("systemctl daemon-reload");

@@ -4,7 +4,7 @@ import type { Deployment } from "../../lab/deployment";
 import { expectCode, runEngine } from "../lib/engine";
 import type { Report } from "../lib/figures";
 import { fleetProgramConfig, fleetStackConfig, preplaceFleet } from "../lib/fleet";
-import type { FleetPlan } from "../lib/fleet-plan";
+import { FleetPlan, oneServiceStack, programStack } from "../lib/fleet-plan";
 import { log } from "../lib/log";
 import type { Snapshot } from "../lib/snapshot";
 import { sshFigures, sshOf, SshSample, sshTail } from "../lib/ssh-figures";
@@ -34,7 +34,7 @@ export async function phaseFleet(
     // (B) one operation over N services: the stack program with N servers.
     const programs = new Map<number, Deployment>();
     for (const [n, members] of plan.programs) {
-        const d = await tree.deployment(`fleet${n}`, fleetProgramConfig(fleetInfo, members, plan));
+        const d = await tree.deployment(programStack(n), fleetProgramConfig(fleetInfo, members, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         const r = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `fleet program up (N=${n}, adopting)`);
@@ -44,7 +44,7 @@ export async function phaseFleet(
     // (A) N one-service stacks (the stack program as it is, one stack per server).
     const stacks: Deployment[] = [];
     for (const member of plan.stacks) {
-        const d = await tree.deployment(`fleet-${member.name}`, fleetStackConfig(fleetInfo, member, plan));
+        const d = await tree.deployment(oneServiceStack(member), fleetStackConfig(fleetInfo, member, plan));
         cleanup.push(() => d.cleanup());
         d.giveApiKey(apiKey);
         expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, `one-service stack ${member.name} up (adopting)`);
@@ -55,7 +55,7 @@ export async function phaseFleet(
     if (launched > 0) throw new Error(`adopting the fleet restarted ${launched} server(s): the placed units differ from what the stack renders`);
 
     // A program's first preview runs the declared release's code once per server (SGLang's verdict,
-    // providers/sglang-verdict.ts); later ones keep each verdict by its request. Both are figures.
+    // providers/sglang-server/verdict.ts); later ones keep each verdict by its request. Both are figures.
     for (const [n, d] of programs) {
         const p = expectCode(await runEngine(d, ["preview", "--refresh", "--expect-no-changes"]), 0, `fleet first preview --refresh N=${n}`);
         report.figure(`fleet.programPreviewFirst.${n}`, `fleet: one program with ${n} service(s), first preview --refresh`, "s", [p.wallMs / 1000]);

@@ -1,4 +1,4 @@
-// SGLang's own verdict at preview (providers/sglang-verdict.ts): what a
+// SGLang's own verdict at preview (providers/sglang-server/verdict.ts): what a
 // preview of a changed server costs when the declared release's code runs
 // (a command line never judged before), and when its verdict is kept (the
 // same change previewed again).

@@ -51,7 +51,7 @@ export interface BoxFacts {
     /**
      * config.json as the box has it (at most CONFIG_JSON_MAX_BYTES; absent when
      * larger): what the declared release's own code reads at the preview's
-     * verdict (providers/sglang-verdict.ts) in place of the box's folder.
+     * verdict (providers/sglang-server/verdict.ts) in place of the box's folder.
      */
     configJson?: string;
 }
@@ -535,7 +535,7 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
     }
     // What the declared config left to the box: SGLang's rules with the box's architecture, the memory check with its weights.
     const release = sglangRelease(expect.sglangVersion);
-    // The transcribed rules for the releases they were read from (another release: its own code's verdict, providers/sglang-verdict.ts).
+    // The transcribed rules for the releases they were read from (another release: its own code's verdict, providers/sglang-server/verdict.ts).
     if (expect.architecture === undefined && facts.architecture !== undefined && release.verified) {
         const verdict = judgeServerArgs(release, {
             ...expect.serverArgs,

@@ -7,7 +7,7 @@
 //      that can pass on retry (issue 13: flaky starts of large MTP models)
 //   -> on failure: stop, put the previous unit back, start and wait for it (retried too)
 //
-// Pure: no I/O, no clock. providers/sglang-service.ts runs the steps over SSH
+// Pure: no I/O, no clock. providers/sglang-server/rollout.ts runs the steps over SSH
 // in a short loop; tests walk the plan observation by observation.
 
 import { classifyJournalLine, describeFailure, FailureCause } from "../readiness/readiness";

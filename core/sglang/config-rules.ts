@@ -70,7 +70,7 @@ const SERVER_ARGS_INPUTS = [
  * preview under the key it is about, with SGLang's text and the fix; what it
  * would change silently is a warning naming the value it will run. False
  * when they refuse. (The release's own code judges too, once the box's
- * config.json is known: providers/sglang-verdict.ts.)
+ * config.json is known: providers/sglang-server/verdict.ts.)
  */
 function transcribedServerArgsRule(service: ServiceConfig, f: Findings): boolean {
     const release = sglangRelease(service.sglangVersion);

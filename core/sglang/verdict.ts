@@ -1,7 +1,7 @@
 /**
  * SGLang's own verdict on the rendered server (issue 18 item 1): what goes to
  * the declared release's code (sglang-release/oracle.py, run on the machine
- * running pulumi by providers/sglang-verdict.ts, the hardware stubbed by the
+ * running pulumi by providers/sglang-server/verdict.ts, the hardware stubbed by the
  * box's declared GPUs, the model folder by the box's config.json), and what
  * its answer means for the preview: a refusal is SGLang's own text filed under
  * the stack key (or the extraArgs element) it is about; what SGLang says it

@@ -228,6 +228,22 @@ export function unitTextWithoutOwner(text: string): string {
 }
 
 /**
+ * The unit text as far as a running server goes: unitTextWithoutOwner, and
+ * without TimeoutStartSec=, which bounds a start and nothing of a server
+ * already started (Type=simple: systemd counts it started at fork). Two
+ * units equal here run the same server: a change of the owner or of
+ * readiness.startupTimeoutSeconds alone rewrites the file and restarts
+ * nothing (the readiness section restarts nothing; a unit an older version
+ * wrote with 900 whatever the budget is rewritten without a restart, issue 35).
+ */
+export function unitTextOfServer(text: string): string {
+    return unitTextWithoutOwner(text)
+        .split("\n")
+        .filter((line) => !/^TimeoutStartSec=/.test(line.replace(/\r$/, "").trim()))
+        .join("\n");
+}
+
+/**
  * The ExecStart value: one flag (and its values) per continuation line, so a
  * preview diff shows the flag that changed. Every word reaches the program
  * as written: a `${NAME}` is literal text, never a variable's value.

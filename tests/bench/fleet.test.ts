@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { validateStackConfig } from "../../core/config/config";
 import { formatConfigIssues } from "../../core/config/issues";
-import { fleetProgramConfig, fleetStackConfig } from "../../bench/lib/fleet";
-import { FLEET_GPU, FLEET_MAX_SERVERS, planFleet } from "../../bench/lib/fleet-plan";
+import { fleetMemberPlan, fleetProgramConfig, fleetStackConfig } from "../../bench/lib/fleet";
+import { FLEET_GPU, FLEET_MAX_SERVERS, planFleet, stackOf } from "../../bench/lib/fleet-plan";
 import type { LabMachines, StackConfigFile } from "../../lab/stack";
 import { promiseOf, RecordingMocks, SERVICE_TYPE } from "../components/recording-mocks";
 
@@ -129,6 +129,15 @@ describe("bench fleet program under mocks", () => {
                 u.inputs.owner,
             ]),
             members.map((m) => [`sglang-${m.name}.service`, String(m.port), `/etc/sglang/${m.name}.yaml`, "sglang-serve/fleet4"]),
+        );
+        // The units the bench places before `up` (preplaceFleet) are these, byte for byte: `up` adopts them untouched.
+        assert.deepEqual(
+            units.map((u) => u.inputs.unitText),
+            members.map((m) => fleetMemberPlan(MACHINES, m, plan).service.unitText),
+        );
+        assert.deepEqual(
+            members.map((m) => stackOf(m, plan)),
+            members.map(() => "fleet4"),
         );
     });
 });

@@ -4,6 +4,8 @@ import { committedStackSettings } from "../core/fixtures";
 import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
 import { deploySecrets } from "../../providers/deploy-secrets";
 import { serviceFromUnit } from "../../core/unit/systemd-unit";
+import { renderStack } from "../../scripts/render";
+import * as yaml from "js-yaml";
 
 /** A committed stack's settings as Pulumi hands them to the program (objects as JSON text). */
 function stackConfig(stack: string): Record<string, string> {
@@ -118,6 +120,18 @@ describe("the stack program under mocks", () => {
             "--config": "/etc/sglang/qwen.yaml",
         });
         assert.deepEqual(unit.inputs.environment, { SGLANG_ENABLE_SPEC_V2: "1" });
+    });
+
+    it("declares, byte for byte, the unit `npm run render` prints for the stack: with readiness.startupTimeoutSeconds 120, TimeoutStartSec=120 (issue 35)", async () => {
+        const settings = committedStackSettings("kpro5");
+        const readiness = { ...(settings["sglang-serve:readiness"] as Record<string, unknown>), startupTimeoutSeconds: 120 };
+        const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:readiness": JSON.stringify(readiness) });
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
+        const rendered = renderStack(yaml.dump({ config: { ...settings, "sglang-serve:readiness": readiness } }), { project: "sglang-serve", stack: "kpro5" });
+        assert.equal(unit.inputs.unitText, rendered.servers[0]!.unitText);
+        assert.match(String(unit.inputs.unitText), /^TimeoutStartSec=120$/m);
+        assert.match(String(unit.inputs.unitText), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
     });
 
     it("previews a flag repeated in extraArgs with a warning naming both elements, and runs the argv as written (issue 37)", async () => {

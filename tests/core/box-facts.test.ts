@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { BoxExpectations, boxContradictions, boxExpectations, boxFactsCommand, BoxFacts, drafterDigestRefusal, parseBoxFacts } from "../../core/box/box-facts";
 import { validateStackConfig } from "../../core/config/config";
-import { readBoxFacts } from "../../providers/box-facts";
+import { readBoxFacts } from "../../providers/sglang-server/facts";
 import type { RemoteHost } from "../../remote/remote-host";
 import { DFLASH_BLOCK, fieldConfig, withField } from "./fixtures";
 

@@ -34,7 +34,7 @@ describe("render script", function () {
 
     for (const stack of ["kpro5", "ct129"]) {
         it(`renders a unit for ${stack} that systemd-analyze verify accepts`, () => {
-            const rendered = renderStack(stackText(stack));
+            const rendered = renderStack(stackText(stack), { project: "sglang-serve", stack });
             assert.equal(rendered.servers[0]!.unitPath, "/etc/systemd/system/sglang-qwen.service");
             const result = root.verify("sglang-qwen.service", rendered.servers[0]!.unitText, ["/opt/sglang/venv/bin/sglang"]);
             assert.equal(result.output, "");
@@ -95,6 +95,17 @@ describe("render script", function () {
             const run = runRender(["--file", file]);
             assert.equal(run.status, 2);
             assert.match(run.stderr, /sglang-serve:apiKey = \[secret\]\n.*pulumi config rm sglang-serve:apiKey/);
+        });
+
+        it("records the stack in the unit as a deploy does: the project Pulumi.yaml names and the stack the file's name says", () => {
+            const run = runRender(["--stack", "kpro5"]);
+            assert.equal(run.status, 0, run.stderr);
+            assert.match(unitFromOutput(run.stdout), /^# sglang-serve owner: sglang-serve\/kpro5$/m);
+            const file = path.join(dir, "kpro5.yaml");
+            fs.writeFileSync(file, stackText("kpro5"));
+            const unnamed = runRender(["--file", file]);
+            assert.equal(unnamed.status, 2);
+            assert.match(unnamed.stderr, /kpro5\.yaml is not named Pulumi\.<stack>\.yaml/);
         });
 
         it("renders the committed kpro5 with the key's --config file and the EnvironmentFile, secrets masked", () => {

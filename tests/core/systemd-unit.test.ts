@@ -20,6 +20,7 @@ import {
     splitWords,
     unescapeSpecifiers,
     unitOwner,
+    unitTextOfServer,
     unitTextWithoutOwner,
     unitValues,
     UnitSyntaxError,
@@ -347,6 +348,16 @@ describe("systemd unit: the owner", () => {
         assert.equal(unitTextWithoutOwner(kpro5), unitTextWithoutOwner(none));
         const other = renderUnit({ ...fieldService(), memFractionStatic: 0.85 }, { hasSecrets: true, owner: KPRO5 });
         assert.notEqual(unitTextWithoutOwner(other), unitTextWithoutOwner(ct129));
+    });
+
+    it("counts units that differ only in their owner or start budget (TimeoutStartSec) as the same server, and no other difference", () => {
+        const declared = renderUnit(fieldService(), { hasSecrets: true, owner: KPRO5, startupTimeoutSeconds: 120 });
+        const older = renderUnit(fieldService(), { hasSecrets: true, owner: CT129 });
+        assert.match(older, /^TimeoutStartSec=900$/m);
+        assert.equal(unitTextOfServer(declared), unitTextOfServer(older));
+        const other = renderUnit({ ...fieldService(), memFractionStatic: 0.85 }, { hasSecrets: true, owner: KPRO5, startupTimeoutSeconds: 120 });
+        assert.notEqual(unitTextOfServer(other), unitTextOfServer(declared));
+        assert.notEqual(unitTextOfServer(renderUnit(fieldService(), { hasSecrets: false, owner: KPRO5 })), unitTextOfServer(older));
     });
 
     it("counts a unit with the former header (which carried a config hash) as the same server", () => {

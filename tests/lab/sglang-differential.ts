@@ -3,7 +3,7 @@
  * (biased to the speculative / mamba / radix / architecture corners), each
  * judged twice: by the stack as its preview judges it (validateStackConfig,
  * then SGLang's own verdict on the rendered unit: core/sglang/verdict.ts, as
- * providers/sglang-verdict.ts asks it, with the key it files a refusal under),
+ * providers/sglang-server/verdict.ts asks it, with the key it files a refusal under),
  * and by the real SGLang release (sglang-release/oracle.py: the release's own
  * `sglang serve` CLI, ServerArgs and check_server_args, hardware stubbed) on
  * the command line the stack renders. Where the stack's own rules refuse, the

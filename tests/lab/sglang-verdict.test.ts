@@ -10,8 +10,8 @@ import { serverConfigFilePath } from "../../core/unit/unit-paths";
 import { ServiceSchema } from "../../core/config/schema";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { boxExpectations } from "../../core/box/box-facts";
-import type { ServiceProps } from "../../providers/sglang-service-props";
-import { previewVerdict, pruneVerdicts, releaseVerdict, verdictFile, VERDICTS_KEPT, VerdictUnavailable } from "../../providers/sglang-verdict";
+import type { ServiceProps } from "../../providers/sglang-server/props";
+import { previewVerdict, pruneVerdicts, releaseVerdict, verdictFile, VERDICTS_KEPT, VerdictUnavailable } from "../../providers/sglang-server/verdict";
 import { ensureInstalled, releaseCacheRoot } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 

@@ -138,9 +138,10 @@ export function moduleStateFindings(file: string, text: string): string[] {
 
 describe("no mutable module-level state in providers/ and remote/", () => {
     const root = path.resolve(__dirname, "../..");
+    // Every module at any depth (providers/sglang-server/, remote/checks/, ...).
     const modules = ["providers", "remote"].flatMap((dir) =>
         fs
-            .readdirSync(path.join(root, dir))
+            .readdirSync(path.join(root, dir), { recursive: true, encoding: "utf8" })
             .filter((f) => f.endsWith(".ts"))
             .map((f) => `${dir}/${f}`),
     );

@@ -24,14 +24,11 @@ import * as path from "path";
 import type { Connection } from "../../core/connection";
 import { PROVIDER_VERSION } from "../../components/dynamic-provider";
 import { ReadinessConfig, ReadinessSchema, ServiceConfig, ServiceSchema } from "../../core/config/schema";
-import { flagMap } from "../../core/sglang/flag-map";
-import { formatOwner } from "../../core/unit/ownership";
-import { renderArgv } from "../../core/sglang/args";
+import { PlanBox, planServer } from "../../core/plan/server-plan";
 import { API_KEY_VARIABLE, renderSecretFiles } from "../../core/secrets/deploy-secrets";
-import { renderUnit, UnitOwner } from "../../core/unit/systemd-unit";
-import { serverConfigFilePath, unitName } from "../../core/unit/unit-paths";
+import type { UnitOwner } from "../../core/unit/systemd-unit";
 import { ProviderRun } from "../../providers/provider-run";
-import type { ServiceProps } from "../../providers/sglang-service-props";
+import type { ServiceProps } from "../../providers/sglang-server/props";
 import { SshPool } from "../../remote/ssh-pool";
 import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";
@@ -694,37 +691,37 @@ export interface ServiceInputOptions {
     owner?: UnitOwner;
     readiness?: ReadinessConfig;
     connection?: Connection;
+    /** With the box's expectations and the venv plan (expectBox, venv), as the component gives them: create and update read the box's facts and ask SGLang's verdict. */
+    withBox?: boolean;
 }
 
+/** The box of the tests as the plan takes it (core/plan/server-plan.ts): the container's two RTX A6000s, numbered 0 and 1 inside it. */
+export const PLAN_BOX: PlanBox = { gpuIndices: [0, 1], gpuMemoryMiB: 49140, gpuName: "NVIDIA RTX A6000" };
+
 /**
- * The SglangService resource's inputs exactly as components/sglang-service.ts
- * builds them (the container's GPUs are 0 and 1), plus what the files on the
- * box must hold with `opts.apiKey` as the deploy's key (environmentFile,
- * serverConfigFile, apiKey: the provider itself takes them from the deploy
- * run, deployWith, and ignores these).
+ * The SglangService resource's inputs as components/sglang-service.ts gives
+ * them: the server's plan (core/plan/server-plan.ts planServer) on PLAN_BOX,
+ * `opts.apiKey` null planning the server without an API key; unless
+ * `opts.withBox`, less the box's expectations and the venv plan (expectBox,
+ * venv), which make create and update read the box's facts, run SGLang's own
+ * verdict here and stage venvs: the fake box's model folder is a stand-in
+ * that the release's own code refuses (a config.json of four layers), so only
+ * the tests of those steps ask for them. Plus what the files on the box must hold with
+ * `opts.apiKey` as the deploy's key (environmentFile, serverConfigFile,
+ * apiKey: the provider itself takes them from the deploy run, deployWith,
+ * and ignores these).
  */
 export function serviceInputs(box: ProviderBox, service: ServiceConfig, opts: ServiceInputOptions = {}): ServiceProps {
     const apiKey = opts.apiKey === null ? undefined : (opts.apiKey ?? API_KEY);
     const hasApiKey = apiKey !== undefined;
-    const owner = opts.owner ?? SELF;
-    const flagged = flagMap(renderArgv(service, hasApiKey ? { configFile: serverConfigFilePath(service.name) } : {}));
+    const plan = planServer({ ...service, requireApiKey: hasApiKey }, PLAN_BOX, opts.readiness ?? readinessSettings(), opts.owner ?? SELF);
+    const { expectBox, venv, ...planned } = plan.service;
     return {
         providerVersion: PROVIDER_VERSION,
         connection: opts.connection ?? box.connection("pct-exec"),
-        unitName: unitName(service.name),
-        unitText: renderUnit(service, { hasSecrets: hasApiKey, owner }),
-        command: flagged.command,
-        flags: flagged.flags,
-        environment: service.environment ?? {},
-        secrets: { apiKey: hasApiKey, environment: [] },
+        ...planned,
+        ...(opts.withBox ? { expectBox, venv } : {}),
         ...(hasApiKey ? { ...renderSecretFiles({ apiKey, environment: {} }), apiKey } : {}),
-        endpoint: `http://${service.endpointHost}:${service.port}`,
-        servedModelName: service.model.servedName,
-        speculativeAlgorithm: service.speculative?.algorithm,
-        gpuIndices: [0, 1],
-        readiness: opts.readiness ?? readinessSettings(),
-        owner: formatOwner(owner),
-        takeOverFrom: service.takeOverFrom,
     };
 }
 

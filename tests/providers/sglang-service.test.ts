@@ -2,12 +2,12 @@ import * as assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { BoxFacts, boxExpectations } from "../../core/box/box-facts";
 import { ENVIRONMENT_DIFFERS } from "../../core/unit/unit-read";
-import { assertBoxServes } from "../../providers/box-facts";
+import { assertBoxServes } from "../../providers/sglang-server/facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
-import { SECRETS_AS_DECLARED } from "../../providers/service-secrets";
+import { SECRETS_AS_DECLARED } from "../../providers/sglang-server/secrets";
 import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
-import { sglangServiceProvider } from "../../providers/sglang-service";
-import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-service-props";
+import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
+import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
@@ -410,6 +410,21 @@ describe("SglangService provider against the fake box", function () {
             await box.install(news.unitName, former, news.environmentFile, news.serverConfigFile);
             const pid = box.unit("sglang-qwen.service")!.pid;
             const { inputs } = await provider.check!({ ...news, unitText: former }, news);
+            assert.equal(inputs!.restart, "no");
+            await create(news);
+            assert.equal(box.read(UNIT), news.unitText);
+            assert.equal(box.unit("sglang-qwen.service")!.pid, pid, "same main PID: not restarted");
+            assert.deepEqual(systemctlChanges(), ["systemctl daemon-reload"]);
+        });
+
+        it("writes a new readiness.startupTimeoutSeconds into the unit (TimeoutStartSec) without a restart: the budget bounds starts only", async () => {
+            // The unit an older version wrote whatever the budget (issue 35), or one written with another budget.
+            const before = declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 900 }) });
+            await box.install(before.unitName, before.unitText, before.environmentFile, before.serverConfigFile);
+            const pid = box.unit("sglang-qwen.service")!.pid;
+            const news = declared(undefined, { readiness: readinessSettings({ startupTimeoutSeconds: 120 }) });
+            assert.match(news.unitText, /^TimeoutStartSec=120$/m);
+            const { inputs } = await provider.check!(before, news);
             assert.equal(inputs!.restart, "no");
             await create(news);
             assert.equal(box.read(UNIT), news.unitText);
@@ -1005,17 +1020,17 @@ describe("SglangService provider against the fake box", function () {
         });
     });
 
-    describe("the box's facts, read before a rollout touches anything (providers/box-facts.ts)", () => {
+    describe("the box's facts, read before a rollout touches anything (providers/sglang-server/facts.ts)", () => {
         /** What the declared server expects of the box, as components/sglang-service.ts gives it (host.gpus.memoryMiB 49140). */
         const facts = (edit: (raw: Record<string, unknown>) => void = () => undefined) => {
             const service = declaredService(box, edit);
-            return assertBoxServes(box.run.remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
+            return assertBoxServes(box.run, box.run.remoteFor(box.connection("pct-exec"), "server"), "sglang-qwen.service", boxExpectations(service, 49140));
         };
 
         it("passes a box whose venv has the declared SGLang and whose model has an MTP head, in one command in the container", async () => {
             const { folderDigest, configJson, ...read } = (await facts()) as BoxFacts;
             assert.match(folderDigest ?? "", /^[0-9a-f]{32}$/);
-            // config.json as the box has it, byte for byte: what SGLang's own verdict reads (providers/sglang-verdict.ts).
+            // config.json as the box has it, byte for byte: what SGLang's own verdict reads (providers/sglang-server/verdict.ts).
             assert.equal(configJson, box.read(`${MODEL}/config.json`));
             assert.deepEqual(read, {
                 sglangVersion: "0.5.11",

@@ -7,7 +7,7 @@ import { ServiceSchema } from "../../core/config/schema";
 import { VerdictRequest, verdictRequest } from "../../core/sglang/verdict";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
-import { releaseVerdict } from "../../providers/sglang-verdict";
+import { releaseVerdict } from "../../providers/sglang-server/verdict";
 import { ensureInstalled, releaseCacheRoot, runOracle } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 

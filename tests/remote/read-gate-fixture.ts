@@ -53,7 +53,7 @@ export function readerCommands(t: ServerBox, units: readonly string[], marker = 
         unitName: u,
         unitPath: unitPaths(u).unit,
         environmentFilePath: unitPaths(u).environmentFile,
-        // A preview or drift check holds no secret value: it sends no digest (providers/service-secrets.ts expectedEnvironmentHash).
+        // A preview or drift check holds no secret value: it sends no digest (providers/sglang-server/secrets.ts expectedEnvironmentHash).
         expectedEnvironmentHash: "",
     }));
     return {

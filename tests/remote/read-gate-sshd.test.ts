@@ -8,7 +8,7 @@ import { gpuHostProvider } from "../../providers/gpu-host";
 import { lxcContainerProvider } from "../../providers/lxc-container";
 import { ProviderRun } from "../../providers/provider-run";
 import { readinessCheckProvider } from "../../providers/readiness-check";
-import { sglangServiceProvider } from "../../providers/sglang-service";
+import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { runReadGate } from "../../scripts/read-gate";

@@ -7,14 +7,14 @@
  * own drain is a fixed settle time, not a count (smg 1.13.0), hence the
  * server's.
  */
-import { GatewayWorker, parseServerLoad, serverLoadArgv } from "../core/gateway/gateway";
-import { serviceNameOf } from "../core/unit/unit-read";
-import { GatewayAdmin } from "../remote/gateway-admin";
-import { waitFor } from "../remote/await/wait-for";
-import type { RemoteHost } from "../remote/remote-host";
-import type { ProviderRun } from "./provider-run";
-import { say } from "./say";
-import type { ServiceProps } from "./sglang-service-props";
+import { GatewayWorker, parseServerLoad, serverLoadArgv } from "../../core/gateway/gateway";
+import { serviceNameOf } from "../../core/unit/unit-read";
+import { GatewayAdmin } from "../../remote/gateway-admin";
+import { waitFor } from "../../remote/await/wait-for";
+import type { RemoteHost } from "../../remote/remote-host";
+import type { ProviderRun } from "../provider-run";
+import { say } from "../say";
+import type { ServiceProps } from "./props";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** How long smg may take to drop a removed worker from its list (its drain settle time is 5 s), and to call a re-added one ready. */

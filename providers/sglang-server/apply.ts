@@ -3,27 +3,26 @@
  * and of its delete (`removeService`): read the box, then leave a server
  * that runs the declared config as it is, or roll out.
  */
-import { sha256 } from "../core/digest";
-import { decideDelete, decideWrite, formatOwner } from "../core/unit/ownership";
-import { describeFailure } from "../core/readiness/readiness";
-import { redact } from "../core/secrets/redact";
-import { unitOwner } from "../core/unit/systemd-unit";
-import { journalPosition } from "../remote/readiness-wait";
-import type { RemoteHost } from "../remote/remote-host";
-import { drafterDigestRefusal } from "../core/box/box-facts";
-import { assertBoxServes, readDrafterFacts, stagesRelease } from "./box-facts";
-import type { ProviderRun } from "./provider-run";
+import { sha256 } from "../../core/digest";
+import { decideDelete, decideWrite, formatOwner } from "../../core/unit/ownership";
+import { describeFailure } from "../../core/readiness/readiness";
+import { redact } from "../../core/secrets/redact";
+import { unitOwner } from "../../core/unit/systemd-unit";
+import { journalPosition } from "../../remote/readiness-wait";
+import type { RemoteHost } from "../../remote/remote-host";
+import { assertBoxServes, boxCannotServe, boxFactsOf, stagesRelease } from "./facts";
+import type { ProviderRun } from "../provider-run";
 import { outOfGateway } from "./gateway-drain";
-import { ResourceInitFailed } from "./resource-provider";
-import { waitServing } from "./serving";
-import { say } from "./say";
-import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./sglang-service-live";
-import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
-import { rollout } from "./sglang-service-rollout";
-import { pruneVenvs, stageVenv } from "../remote/venv-staging";
-import { secretValuesOf } from "./service-secrets";
-import { previewVerdict } from "./sglang-verdict";
-import { previousPaths, unitPaths } from "./unit-view";
+import { ResourceInitFailed } from "../resource-provider";
+import { waitServing } from "../serving";
+import { say } from "../say";
+import { LiveService, outputsFrom, readableUnit, readLive, rolloutReasons, selfOwner } from "./refresh";
+import type { ServiceOutputs, ServiceProps } from "./props";
+import { rollout } from "./rollout";
+import { pruneVenvs, stageVenv } from "../../remote/venv-staging";
+import { secretValuesOf } from "./secrets";
+import { judgeServer } from "./verdict";
+import { previousPaths, unitPaths } from "../unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
 export async function applyService(run: ProviderRun, id: string, inputs: ServiceProps, recorded?: ServiceOutputs): Promise<ServiceOutputs> {
@@ -37,10 +36,12 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         const waits = live.activeState === "active" && live.liveArgs === null;
         let now = waits ? await untilServing(run, id, remote, inputs, live) : live;
         if (now.unit && now.unit.text !== inputs.unitText) {
-            // Only the lines that record who manages it differ (the owner, the header): rewrite the file, keep the server running.
+            // Only the lines that record who manages it (the owner, the header) or bound a start (TimeoutStartSec) differ: rewrite the file, keep the server running.
             await remote.writeFile(unitPaths(inputs.unitName).unit, inputs.unitText, 0o644);
             await remote.runChecked(["systemctl", "daemon-reload"]);
-            say(`[${inputs.unitName}] rewrote the unit file's header (owner ${inputs.owner ?? "(none)"}); the server runs on, not restarted`);
+            say(
+                `[${inputs.unitName}] rewrote the unit file, whose header (owner ${inputs.owner ?? "(none)"}) or start budget (TimeoutStartSec) alone differed; the server runs on, not restarted`,
+            );
             now = { ...now, unit: readableUnit(inputs.unitText), owner: selfOwner(inputs) };
         }
         if (!live.enabled) await remote.runChecked(["systemctl", "enable", inputs.unitName]);
@@ -49,11 +50,12 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         // Nothing rolled out: the record check carried in (the last good figures, the drafter the server loaded) stays.
         return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
     }
-    const facts = await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
-    // The pinned drafter, then SGLang's own verdict (kept from the preview when it ran there; a first deploy judges here), before anything stops.
-    const drafter = await readDrafterFacts(remote, inputs.expectBox);
-    const pinned = drafterDigestRefusal(inputs.expectBox, drafter);
-    const refused = [...(pinned ? [pinned] : []), ...(await previewVerdict(inputs, facts, drafter, { notices: false }))];
+    // The box's facts (this run's: the refresh read them), the pinned drafter, then SGLang's own verdict
+    // (kept from the preview when it ran there; a first deploy judges here), before anything stops.
+    const { facts, drafter, box, refused } = await judgeServer(run, inputs, inputs.expectBox ? await boxFactsOf(run, remote, inputs.expectBox) : undefined, {
+        stage: "rollout",
+    });
+    if (box.length > 0) throw boxCannotServe(inputs.unitName, box);
     if (refused.length > 0) {
         throw new Error(
             `[${inputs.unitName}] the declared server is refused; nothing on the box was changed:\n` + refused.map((f) => `  - ${f.reason}`).join("\n"),
@@ -63,9 +65,10 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
     const owner = inputs.owner ?? inputs.unitName;
     if (stagesRelease(inputs, facts)) {
         await stageVenv(remote, inputs.venv, inputs.unitName, owner, { say });
-        await assertBoxServes(remote, inputs.unitName, inputs.expectBox);
+        // The box has changed: its facts are read again, for this run's later reads too.
+        await assertBoxServes(run, remote, inputs.unitName, inputs.expectBox, { fresh: true });
     }
-    // Behind a gateway: out of it, drained, rolled out, back in (providers/gateway-drain.ts).
+    // Behind a gateway: out of it, drained, rolled out, back in (providers/sglang-server/gateway-drain.ts).
     const drafterDigest = drafter && !("error" in drafter) ? drafter.folderDigest : undefined;
     const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest));
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);

@@ -3,26 +3,26 @@
  * plans, one step at a time, on the box.
  */
 import { randomUUID } from "crypto";
-import { sha256 } from "../core/digest";
-import { redact } from "../core/secrets/redact";
-import type { ServingFigures } from "../core/serving/serving-figures";
-import { heldToShown, withVerified } from "../core/serving/serving-history";
-import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../core/rollout/rollout-plan";
-import { API_KEY_ENV } from "../core/sglang/rules";
-import { parseEnvironmentFile } from "../core/unit/systemd-unit";
-import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } from "../core/unit/file-scripts";
-import { waitForGpuMemoryReleased } from "../remote/gpu-release";
-import type { RemoteHost } from "../remote/remote-host";
-import type { ProviderRun } from "./provider-run";
-import { readDrafterDigest } from "./box-facts";
-import { ResourceInitFailed } from "./resource-provider";
+import { sha256 } from "../../core/digest";
+import { redact } from "../../core/secrets/redact";
+import type { ServingFigures } from "../../core/serving/serving-figures";
+import { heldToShown, withVerified } from "../../core/serving/serving-history";
+import { advanceRollout, onStepError, planRollout, RolloutObservation, RolloutStep } from "../../core/rollout/rollout-plan";
+import { API_KEY_ENV } from "../../core/sglang/rules";
+import { parseEnvironmentFile } from "../../core/unit/systemd-unit";
+import { keepPreviousUnitScript, NO_UNIT_TO_KEEP, restorePreviousUnitScript } from "../../core/unit/file-scripts";
+import { waitForGpuMemoryReleased } from "../../remote/gpu-release";
+import type { RemoteHost } from "../../remote/remote-host";
+import type { ProviderRun } from "../provider-run";
+import { drafterDigestOf } from "./facts";
+import { ResourceInitFailed } from "../resource-provider";
 import { heldFiguresOf, servedConfigKeyOf } from "./served-config";
-import { ServedServer, startAndWait } from "./serving";
-import { say } from "./say";
-import { LiveService, outputsFrom, readLive, rolloutReasons } from "./sglang-service-live";
-import type { ServiceOutputs, ServiceProps } from "./sglang-service-props";
-import { secretValuesOf } from "./service-secrets";
-import { previousPaths, unitPaths } from "./unit-view";
+import { ServedServer, startAndWait } from "../serving";
+import { say } from "../say";
+import { LiveService, outputsFrom, readLive, rolloutReasons } from "./refresh";
+import type { ServiceOutputs, ServiceProps } from "./props";
+import { secretValuesOf } from "./secrets";
+import { previousPaths, unitPaths } from "../unit-view";
 
 /** GPU memory below this counts as released (the driver's own use stays far below). */
 const GPU_FREE_THRESHOLD_MIB = 1024;
@@ -84,8 +84,8 @@ export async function rollout(
     }
     const result = step.result;
     if (result.ok) {
-        // What the box holds now, and what the new server loaded: the drafter folder as it is now.
-        const [after, drafter] = await Promise.all([readLive(run, remote, inputs), readDrafterDigest(remote, inputs.expectBox)]);
+        // What the box holds now, and what the new server loaded: the drafter folder as this run read it.
+        const [after, drafter] = await Promise.all([readLive(run, remote, inputs), drafterDigestOf(run, remote, inputs.expectBox)]);
         // New with every rollout, and no digest of the secrets (the revision is plain in the state).
         const revision = sha256(`${inputs.unitText}\n${randomUUID()}`);
         // The record is this rollout's: the figures it measured and the drafter it loaded, nothing carried from before.

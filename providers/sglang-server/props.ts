@@ -1,17 +1,17 @@
 /**
  * The SglangService resource's props and outputs, declared once: the
  * component (components/sglang-service.ts) passes exactly these fields (each
- * an Input), the provider (providers/sglang-service.ts) reads them.
+ * an Input), the provider (providers/sglang-server/) reads them.
  */
-import type { Connection } from "../core/connection";
-import type { BoxExpectations } from "../core/box/box-facts";
-import type { ReadinessConfig } from "../core/config/schema";
-import type { DeclaredSecrets } from "../core/secrets/deploy-secrets";
-import type { ServingFigures } from "../core/serving/serving-figures";
-import type { VerifiedConfig } from "../core/serving/serving-history";
-import type { GatewayMembership } from "../core/gateway/gateway";
-import type { VenvPlan } from "../core/venv/venv-layout";
-import type { BoxFactsRead } from "../core/box/box-facts";
+import type { Connection } from "../../core/connection";
+import type { BoxExpectations } from "../../core/box/box-facts";
+import type { ReadinessConfig } from "../../core/config/schema";
+import type { DeclaredSecrets } from "../../core/secrets/deploy-secrets";
+import type { ServingFigures } from "../../core/serving/serving-figures";
+import type { VerifiedConfig } from "../../core/serving/serving-history";
+import type { GatewayMembership } from "../../core/gateway/gateway";
+import type { VenvPlan } from "../../core/venv/venv-layout";
+import type { BoxFactsRead } from "../../core/box/box-facts";
 
 export interface ServiceProps {
     providerVersion: string;
@@ -25,7 +25,7 @@ export interface ServiceProps {
     secrets?: DeclaredSecrets;
     /**
      * The 0600 files' texts and the API key: filled from the deploy run's
-     * environment when the provider writes the box (providers/service-secrets.ts
+     * environment when the provider writes the box (providers/sglang-server/secrets.ts
      * withDeploySecrets), never inputs and never in the state (outputsFrom
      * leaves them out; states of older versions held them).
      */
@@ -36,7 +36,7 @@ export interface ServiceProps {
     servedModelName: string;
     speculativeAlgorithm?: string;
     gpuIndices: number[];
-    /** host.gpus.name: the GPUs SGLang's own verdict at preview is run for (providers/sglang-verdict.ts); absent in states written before. */
+    /** host.gpus.name: the GPUs SGLang's own verdict at preview is run for (providers/sglang-server/verdict.ts); absent in states written before. */
     gpuName?: string;
     readiness: ReadinessConfig;
     /**
@@ -54,7 +54,7 @@ export interface ServiceProps {
     expectBox?: BoxExpectations;
     /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv/venv-layout.ts). */
     venv?: VenvPlan;
-    /** The gateway the server is behind (sglang-serve:gateway): a rollout takes it out, drains it, and puts it back (providers/gateway-drain.ts). */
+    /** The gateway the server is behind (sglang-serve:gateway): a rollout takes it out, drains it, and puts it back (providers/sglang-server/gateway-drain.ts). */
     gateway?: GatewayMembership;
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
     boxFacts?: BoxFactsRead;

@@ -4,10 +4,10 @@
  * holds a rollout of it to (core/serving/serving-history.ts): for the preview's
  * restart line (check) and the rollout, which must agree.
  */
-import { drafterPath } from "../core/box/box-facts";
-import { servedConfigKey } from "../core/serving/served-config-key";
-import { figuresHeldTo, type HeldFigures } from "../core/serving/serving-history";
-import type { ServiceProps } from "./sglang-service-props";
+import { drafterPath } from "../../core/box/box-facts";
+import { servedConfigKey } from "../../core/serving/served-config-key";
+import { figuresHeldTo, type HeldFigures } from "../../core/serving/serving-history";
+import type { ServiceProps } from "./props";
 
 /**
  * The key of the config `props` declare. `drafterDigest`: the drafter folder's

@@ -3,22 +3,22 @@
  * the running server's args) and the service's outputs built from it; the
  * refresh (`read`) of an SglangService.
  */
-import { formatOwner, parseOwner } from "../core/unit/ownership";
-import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../core/serving/serving-figures";
-import { UnitOwner, unitOwner, unitTextWithoutOwner } from "../core/unit/systemd-unit";
-import { containerNotRunning, type RemoteHost } from "../remote/remote-host";
-import { drafterPath } from "../core/box/box-facts";
-import { readBoxFacts, readDrafterDigest } from "./box-facts";
-import { changedNames } from "./diff-inputs";
-import type { ProviderRun } from "./provider-run";
-import { verifyServing } from "./serving";
-import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./service-secrets";
-import type { ServiceOutputs, ServiceProps, ServingVerified } from "./sglang-service-props";
-import { liveArgsMismatch, unitView, UnitView } from "./unit-view";
+import { formatOwner, parseOwner } from "../../core/unit/ownership";
+import { acceptLengthDrift, DEFAULT_ACCEPT_LENGTH_DROP_LIMIT } from "../../core/serving/serving-figures";
+import { UnitOwner, unitOwner, unitTextOfServer } from "../../core/unit/systemd-unit";
+import { containerNotRunning, type RemoteHost } from "../../remote/remote-host";
+import { drafterPath } from "../../core/box/box-facts";
+import { boxFactsOf, drafterDigestOf } from "./facts";
+import { changedNames } from "../diff-inputs";
+import type { ProviderRun } from "../provider-run";
+import { verifyServing } from "../serving";
+import { expectedEnvironmentHash, recordedSecrets, SECRETS_AS_DECLARED, withoutSecretValues } from "./secrets";
+import type { ServiceOutputs, ServiceProps, ServingVerified } from "./props";
+import { liveArgsMismatch, unitView, UnitView } from "../unit-view";
 
-/** Two unit texts that differ at most in the owner they record run the same server. */
+/** Two unit texts that differ at most in the owner they record or their start budget run the same server (core/unit/systemd-unit.ts unitTextOfServer). */
 export function sameServer(a: string | undefined, b: string | undefined): boolean {
-    return a === b || (a !== undefined && b !== undefined && unitTextWithoutOwner(a) === unitTextWithoutOwner(b));
+    return a === b || (a !== undefined && b !== undefined && unitTextOfServer(a) === unitTextOfServer(b));
 }
 
 /** The owner this stack records, or undefined for a state written before owners were. */
@@ -188,10 +188,11 @@ export async function refreshService(
         return { id, props: outs, inputs: inputsOf(outs) };
     }
     if (!live.unit) return { id: "" };
-    // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record).
+    // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record):
+    // read once in this run, for check and the rollout too.
     const [boxFacts, drafterNow] = await Promise.all([
-        props.expectBox ? readBoxFacts(remote, props.expectBox) : undefined,
-        readDrafterDigest(remote, props.expectBox),
+        props.expectBox ? boxFactsOf(run, remote, props.expectBox) : undefined,
+        drafterDigestOf(run, remote, props.expectBox),
     ]);
     // The running server's accept length against the record: read afresh at every refresh.
     const { acceptLengthDrift: _earlier, ...recorded } = props;

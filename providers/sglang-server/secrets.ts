@@ -5,11 +5,11 @@
  * compared with the box without a digest of them reaching the state, and
  * masked in messages. The values are never inputs and never in the state.
  */
-import { sha256 } from "../core/digest";
-import { DeclaredSecrets, declaresSecrets, renderSecretFiles, secretValues } from "../core/secrets/deploy-secrets";
-import { parseEnvironmentFile } from "../core/unit/systemd-unit";
-import { deploySecrets, deploySecretsIfGiven } from "./deploy-secrets";
-import type { ServiceProps } from "./sglang-service-props";
+import { sha256 } from "../../core/digest";
+import { DeclaredSecrets, declaresSecrets, renderSecretFiles, secretValues } from "../../core/secrets/deploy-secrets";
+import { parseEnvironmentFile } from "../../core/unit/systemd-unit";
+import { deploySecrets, deploySecretsIfGiven } from "../deploy-secrets";
+import type { ServiceProps } from "./props";
 
 /** The digest of an EnvironmentFile the unit read compares the box's with: "" when there is none (core/unit/unit-read.ts). */
 export function environmentFileHash(text: string | undefined): string {

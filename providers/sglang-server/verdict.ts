@@ -1,4 +1,8 @@
 /**
+ * Whether the declared server may serve, judged once in one order for the
+ * preview (check) and the rollout (apply): the box's facts, the drafter
+ * folder and its pinned digest, then SGLang's own verdict (`judgeServer`).
+ *
  * SGLang's own verdict at preview (core/sglang/verdict.ts): the declared
  * release's code, from its wheel in install.sh's cache (installed once, with a
  * progress line; offline without it, a failure saying how to fill it), run
@@ -20,14 +24,63 @@ import {
     verdictOf,
     VerdictRequest,
     verdictRequest,
-} from "../core/sglang/verdict";
-import { thirdPartyEnvironment } from "../core/secrets/third-party-env";
-import { sha256 } from "../core/digest";
-import { serviceFromUnit } from "../core/unit/systemd-unit";
-import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
-import type { BoxFactsRead } from "../core/box/box-facts";
-import { say } from "./say";
-import type { ServiceProps } from "./sglang-service-props";
+} from "../../core/sglang/verdict";
+import { thirdPartyEnvironment } from "../../core/secrets/third-party-env";
+import { sha256 } from "../../core/digest";
+import { serviceFromUnit } from "../../core/unit/systemd-unit";
+import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../../sglang-release/oracle";
+import { type BoxContradiction, type BoxFactsRead, drafterDigestRefusal, drafterPath } from "../../core/box/box-facts";
+import type { ProviderRun } from "../provider-run";
+import { say } from "../say";
+import { boxFailures, drafterFactsOf } from "./facts";
+import type { ServiceProps } from "./props";
+
+/** What the box and SGLang say of a declared server, before anything on the box changes. */
+export interface Judgement {
+    /** The box's facts the judgement was made with: the refresh's at the preview (undefined: none read), this run's at the rollout. */
+    facts: BoxFactsRead | undefined;
+    /** The drafter folder's facts, when there is a drafter and the box's facts were read. */
+    drafter: BoxFactsRead | undefined;
+    /** Where the box contradicts the declared server (core/box/box-facts.ts). */
+    box: BoxContradiction[];
+    /** The pinned drafter's refusal (service.speculative.draftModelDigest), then SGLang's own. */
+    refused: VerdictFailure[];
+}
+
+/**
+ * The one judgement of a declared server, at the preview and at the rollout
+ * alike: the box's facts (`facts`) against the declaration, then the drafter
+ * folder (read once per run, only when the box's facts were), its pinned
+ * digest, then SGLang's own verdict on what the unit runs. Where the two
+ * differ, by design: the preview says what it finds (the drafter's digest to
+ * pin, the verdict's notices); it leaves a drafter folder it cannot read to
+ * the rollout, which refuses one a digest pins; and it asks SGLang only when
+ * nothing refused the server before (`refusedBefore`: the unit's owner), the
+ * rollout whenever the box can serve it, to name every refusal. The rollout
+ * reads no drafter once the box cannot serve the server (it ends there).
+ */
+export async function judgeServer(
+    run: ProviderRun,
+    props: ServiceProps,
+    facts: BoxFactsRead | undefined,
+    at: { stage: "preview"; refusedBefore: boolean } | { stage: "rollout" },
+): Promise<Judgement> {
+    const expect = props.expectBox;
+    const preview = at.stage === "preview";
+    const box = boxFailures(expect, facts);
+    if (!preview && box.length > 0) return { facts, drafter: undefined, box, refused: [] };
+    const drafter = facts && !("error" in facts) ? await drafterFactsOf(run, run.remoteFor(props.connection, "server"), expect) : undefined;
+    const drafterRead = drafter !== undefined && !("error" in drafter);
+    const pinned = preview && !drafterRead ? undefined : drafterDigestRefusal(expect, drafter);
+    if (preview && !pinned && drafterRead && expect?.drafterDigest === undefined && drafter.folderDigest) {
+        say(`[${props.unitName}] the drafter folder ${drafterPath(expect)} has digest ${drafter.folderDigest} (service.speculative.draftModelDigest pins it)`);
+    }
+    const refused: VerdictFailure[] = pinned ? [pinned] : [];
+    // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
+    const asks = preview ? !at.refusedBefore && box.length === 0 && !pinned : true;
+    if (asks) refused.push(...(await previewVerdict(props, facts, drafter, { notices: preview })));
+    return { facts, drafter, box, refused };
+}
 
 /** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */
 export class VerdictUnavailable extends Error {}
