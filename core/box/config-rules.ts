@@ -5,7 +5,7 @@
  */
 import { HostConfig, ServiceConfig } from "../config/schema";
 import { shownExtraFlag } from "../sglang/extra-args";
-import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
+import { cudaVisibleCount, describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
 import { ASSUMED_AUTO_MEM_FRACTION } from "../sglang/rules";
 import { Findings } from "../config/findings";
 import { BoxInput } from "../config/rule-input";
@@ -73,6 +73,38 @@ function boxGpusText(host: HostConfig, usable: number): string {
         : `host.gpus.count is ${usable}`;
 }
 
+/**
+ * The GPUs the server's process sees: service.gpus, else the box's narrowed
+ * by a CUDA_VISIBLE_DEVICES in service.environment (core/box/gpu-fit.ts
+ * cudaVisibleCount; the config rules refuse the variable beside
+ * service.gpus), else the box's. `where` says so for messages, `fix` how to
+ * give it more.
+ */
+export function serverGpus(box: BoxInput, service: ServiceConfig, usable: number): { count: number; where: string; fix: string; keys: string[] } {
+    const boxGpus = boxGpusText(box.host!, usable);
+    if (service.gpus) {
+        return {
+            count: service.gpus.length,
+            where: `service.gpus gives the server ${service.gpus.length} GPU(s)`,
+            fix: "list more GPUs in service.gpus",
+            keys: [],
+        };
+    }
+    const visible = service.environment[VISIBLE_ENV];
+    if (visible !== undefined) {
+        const count = cudaVisibleCount(visible, usable);
+        return {
+            count,
+            where: `service.environment.${VISIBLE_ENV} is "${visible}", which leaves the server ${count} GPU(s) (${boxGpus})`,
+            fix: `list more GPUs in service.environment.${VISIBLE_ENV} (or give the server its GPUs with service.gpus instead)`,
+            keys: [`service.environment.${VISIBLE_ENV}`],
+        };
+    }
+    return { count: usable, where: boxGpus, fix: "pass more GPUs through", keys: [] };
+}
+
+const VISIBLE_ENV = "CUDA_VISIBLE_DEVICES";
+
 /** The server's GPUs exist on the box, once each, and hold its parallel layout. */
 export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
     const { host } = box;
@@ -87,16 +119,14 @@ export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: numb
         if (seen.has(index)) f.issue(path, index, `${path} lists GPU ${index} twice: remove the duplicate.`);
         seen.add(index);
     });
-    const count = service.gpus?.length ?? usable;
-    const where = service.gpus ? `service.gpus gives the server ${count} GPU(s)` : boxGpus;
-    const fix = service.gpus ? "list more GPUs in service.gpus" : "pass more GPUs through";
+    const { count, where, fix, keys } = serverGpus(box, service, usable);
     const layout = parallelLayout(service);
     if (service.tensorParallelSize > count) {
         f.issue(
             "service.tensorParallelSize",
             service.tensorParallelSize,
             `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or ${fix}.`,
-            ["host.gpus", "container.gpus", "service.gpus"],
+            ["host.gpus", "container.gpus", "service.gpus", ...keys],
         );
     } else if (layout.gpus > count) {
         // The pipeline or data parallel size in extraArgs multiplies the GPUs: SGLang gives each rank GPUs of its own.
@@ -107,7 +137,7 @@ export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: numb
             given ? shownExtraFlag(given) : service.tensorParallelSize,
             `${key}: the server needs ${describeLayout(layout)} (SGLang places each data parallel rank on tp x pp GPUs of its own` +
                 `${layout.dp.value > 1 ? "; --enable-dp-attention shares them instead" : ""}) but ${where}: lower the sizes or ${fix}.`,
-            ["service.tensorParallelSize", "host.gpus", "container.gpus", "service.gpus"],
+            ["service.tensorParallelSize", "host.gpus", "container.gpus", "service.gpus", ...keys],
         );
     }
 }
@@ -138,7 +168,7 @@ export function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: nu
         service.memFractionStatic === undefined
             ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
             : `memFractionStatic ${service.memFractionStatic}`;
-    const maxTp = service.gpus?.length ?? usableGpus ?? host.gpus.count;
+    const maxTp = serverGpus(box, service, usableGpus ?? host.gpus.count).count;
     const pp = placement.shards / tp;
     let suggestion = "use a smaller or quantized model, or GPUs with more memory";
     for (let candidate = tp + 1; candidate * pp <= maxTp; candidate++) {

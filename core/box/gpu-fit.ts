@@ -13,6 +13,29 @@
 import type { ServiceConfig } from "../config/schema";
 import { ExtraFlag, extraFlagInteger, extraFlagValues } from "../sglang/extra-args";
 
+/**
+ * How many of `gpus` GPUs (numbered 0..gpus-1, as the server sees them) a
+ * CUDA_VISIBLE_DEVICES value leaves a process, as the CUDA runtime reads it
+ * (the CUDA C Programming Guide, "CUDA Environment Variables"): entries are
+ * comma-separated; an index names one GPU if it is below `gpus`; a UUID
+ * (`GPU-...`) or MIG instance (`MIG-...`) is taken as one GPU (which one the
+ * config cannot say); the first entry that names no GPU, or names one a
+ * second time, ends the list (the GPUs before it stay visible). Unset: all.
+ */
+export function cudaVisibleCount(visible: string | undefined, gpus: number): number {
+    if (visible === undefined) return gpus;
+    const seen = new Set<string>();
+    for (const raw of visible.split(",")) {
+        const entry = raw.trim();
+        const index = /^\d+$/.test(entry) ? Number(entry) : undefined;
+        const names = index !== undefined ? index < gpus : /^(GPU|MIG)-[0-9A-Za-z-]+/.test(entry);
+        const key = index !== undefined ? String(index) : entry;
+        if (!names || seen.has(key)) break;
+        seen.add(key);
+    }
+    return Math.min(seen.size, gpus);
+}
+
 /** A parallel size and where extraArgs gives it (absent: SGLang's default 1). */
 export interface GivenSize {
     value: number;

@@ -550,6 +550,34 @@ describe("stack config: GPUs and memory", () => {
         assert.match(issueAt(raw, "service.tensorParallelSize").message, /container\.gpus passes 1 GPU/);
     });
 
+    it("counts the GPUs CUDA_VISIBLE_DEVICES in service.environment leaves the server: tp 2 with one visible GPU is refused (issue 37)", () => {
+        const visible = (value: string) => withField((r) => ((r.service.environment as Record<string, string>).CUDA_VISIBLE_DEVICES = value));
+        const issue = issueAt(visible("0"), "service.tensorParallelSize");
+        assert.match(
+            issue.message,
+            /service\.tensorParallelSize is 2 but service\.environment\.CUDA_VISIBLE_DEVICES is "0", which leaves the server 1 GPU\(s\)/,
+        );
+        assert.match(issue.message, /list more GPUs in service\.environment\.CUDA_VISIBLE_DEVICES/);
+        // As the CUDA runtime reads it: an index past the GPUs, or one named twice, ends the list.
+        issueAt(visible("1,2"), "service.tensorParallelSize");
+        issueAt(visible("0,0"), "service.tensorParallelSize");
+        issueAt(visible(""), "service.tensorParallelSize");
+        accepted(visible("1,0"));
+        accepted(visible("GPU-1a6b0c3e,GPU-2b7c"));
+    });
+
+    it("counts CUDA_VISIBLE_DEVICES' GPUs against tp x pp from extraArgs", () => {
+        const issue = issueAt(
+            withField((r) => {
+                r.service.tensorParallelSize = 1;
+                r.service.extraArgs = ["--pp-size", "2"];
+                (r.service.environment as Record<string, string>).CUDA_VISIBLE_DEVICES = "1";
+            }),
+            "service.extraArgs[0]",
+        );
+        assert.match(issue.message, /needs tp 1 x pp 2 = 2 GPUs .* but service\.environment\.CUDA_VISIBLE_DEVICES is "1", which leaves the server 1 GPU\(s\)/);
+    });
+
     it("counts the host's GPUs for the direct topology", () => {
         const raw = directConfig((r) => (r.host.gpus.count = 1));
         assert.match(issueAt(raw, "service.tensorParallelSize").message, /host\.gpus\.count is 1/);
