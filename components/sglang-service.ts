@@ -29,6 +29,8 @@ export interface SglangServiceArgs {
     gpuMemoryMiB?: number;
     /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview (providers/sglang-verdict.ts). */
     gpuName?: string;
+    /** The compute capability of the server's GPUs (the GpuHost's nvidia-smi compute_cap), for the same verdict. */
+    gpuCapability?: pulumi.Input<string | undefined>;
     /** The gateway the server is behind: its rollouts take it out and put it back (providers/gateway-drain.ts). */
     gateway?: pulumi.Input<GatewayMembership>;
 }
@@ -93,6 +95,7 @@ export class SglangService extends pulumi.ComponentResource {
                 speculativeAlgorithm: service.speculative?.algorithm,
                 gpuIndices: args.gpuIndices,
                 gpuName: args.gpuName,
+                gpuCapability: args.gpuCapability,
                 readiness: args.readiness,
                 owner: formatOwner(owner),
                 takeOverFrom: service.takeOverFrom,

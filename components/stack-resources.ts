@@ -1,6 +1,7 @@
 import * as pulumi from "./pulumi";
 import type { ContainerConfig, HostConfig, ReadinessConfig, ServerConfig, ServiceConfig, StackConfig } from "../core/config/schema";
 import { Connection } from "../core/connection";
+import { serverComputeCapability } from "../core/box/gpu-facts";
 import { GpuHost } from "./gpu-host";
 import { LxcContainer } from "./lxc-container";
 import { ReadinessCheck } from "./readiness-check";
@@ -28,6 +29,15 @@ export interface Box {
     gpuMemoryMiB: number;
     /** The GPUs' name (host.gpus.name), for SGLang's own verdict at preview. */
     gpuName?: string;
+    /** The host's nvidia-smi index of each GPU as the server sees it (index i inside: hostGpuIndices[i]). */
+    hostGpuIndices: number[];
+}
+
+/** The compute capability of the GPUs a server uses, as the GpuHost read them (nvidia-smi compute_cap). */
+function gpuCapability(box: Box, service: ServiceConfig): pulumi.Output<string | undefined> {
+    const inside = service.gpus ?? box.gpuIndices;
+    const hostIndices = inside.map((i) => box.hostGpuIndices[i]).filter((i): i is number => i !== undefined);
+    return box.gpuHost.gpus.apply((gpus) => serverComputeCapability(gpus ?? [], hostIndices));
 }
 
 /** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
@@ -47,6 +57,7 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         gpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
         gpuMemoryMiB: host.gpus.memoryMiB,
         ...(host.gpus.name !== undefined ? { gpuName: host.gpus.name } : {}),
+        hostGpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
     };
     if (!container) return box;
     const ct = new LxcContainer(`ct${container.vmid}`, {
@@ -61,6 +72,7 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         placement: ct,
         // Inside the container the passed-through GPUs are numbered from 0.
         gpuIndices: container.gpus.map((_, i) => i),
+        hostGpuIndices: [...container.gpus],
     };
 }
 
@@ -81,6 +93,7 @@ function declareServer(
             gpuIndices: service.gpus ?? box.gpuIndices,
             gpuMemoryMiB: box.gpuMemoryMiB,
             gpuName: box.gpuName,
+            gpuCapability: gpuCapability(box, service),
             ...(behind.gateway ? { gateway: behind.gateway } : {}),
         },
         // Behind a gateway, after the servers before it (index.ts): one rolls out at a time.

@@ -26,6 +26,7 @@ import { sha256 } from "../core/digest";
 import { serviceFromUnit } from "../core/unit/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
 import type { BoxFactsRead } from "../core/box/box-facts";
+import { COMPUTE_CAPABILITY } from "../core/box/gpu-facts";
 import { say } from "./say";
 import type { ServiceProps } from "./sglang-service-props";
 
@@ -187,6 +188,8 @@ export async function previewVerdict(
             count: Math.max(...news.gpuIndices) + 1,
             ...(expect.memory.gpuMemoryMiB !== undefined ? { memoryMiB: expect.memory.gpuMemoryMiB } : {}),
             ...(news.gpuName !== undefined ? { name: news.gpuName } : {}),
+            // Read on the box by the GpuHost; unknown in a preview that reads the GPUs anew (a placeholder), or absent in a state from before.
+            ...(news.gpuCapability !== undefined && COMPUTE_CAPABILITY.test(news.gpuCapability) ? { computeCapability: news.gpuCapability } : {}),
         },
         ...(facts.configJson !== undefined ? { modelConfigJson: facts.configJson } : {}),
         ...(drafterConfigJson !== undefined ? { drafterConfigJson } : {}),

@@ -25,7 +25,8 @@ export interface VerdictRequest {
     argv: string[];
     /** The unit's Environment= lines. */
     env: Record<string, string>;
-    gpus: { count: number; memoryMiB?: number; name?: string };
+    /** The box's GPUs: how many, one's memory and name (host.gpus), and the compute capability nvidia-smi reads on the box (GpuHost's facts). */
+    gpus: { count: number; memoryMiB?: number; name?: string; computeCapability?: string };
     /** The box's model folder, and its config.json, which the release reads in place of the folder. */
     model: { path: string; configJson: string };
     /** The drafter's folder and config.json, when the server loads a separate one. */
@@ -93,8 +94,13 @@ export function verdictCase(request: VerdictRequest, standIns: { model: string; 
     return {
         argv: standInArgv(request, standIns.model, standIns.drafter),
         entry: request.entry,
-        // The GPUs' name reaches the stubs as the lab's driver would report it.
-        env: { ...request.env, ...(request.gpus.name !== undefined ? { SGLANG_LAB_GPU_NAME: request.gpus.name } : {}) },
+        // The GPUs' name and compute capability reach the stubs as the lab's driver would report them
+        // (torch.cuda.get_device_capability, pynvml, nvidia-smi's compute_cap): a Hopper-only backend is judged on 9.0.
+        env: {
+            ...request.env,
+            ...(request.gpus.name !== undefined ? { SGLANG_LAB_GPU_NAME: request.gpus.name } : {}),
+            ...(request.gpus.computeCapability !== undefined ? { SGLANG_LAB_GPU_CAPABILITY: request.gpus.computeCapability } : {}),
+        },
         gpuCount: request.gpus.count,
         ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
     };

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { ServiceSchema } from "../../core/config/schema";
-import { standInArgv, tracebackLinesOf, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang/verdict";
+import { standInArgv, tracebackLinesOf, verdictCase, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang/verdict";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { serverConfigFilePath } from "../../core/unit/unit-paths";
 import { fieldConfig } from "./fixtures";
@@ -31,6 +31,25 @@ describe("SGLang's own verdict: the request and the answer (core/sglang/verdict.
         // Kept by the request and by the judge's own files: a changed oracle or stub asks the release again.
         assert.notEqual(verdictKey(r, "judge-a"), verdictKey(r, "judge-b"));
         assert.notEqual(verdictKey(r, "judge-a"), verdictKey({ ...r, env: {} }, "judge-a"));
+    });
+
+    it("hands the GPUs' name and compute capability to the hardware stubs as the driver reports them (issue 37)", () => {
+        const unitText = unitOf();
+        const r = verdictRequest({
+            version: "0.5.23",
+            unitText,
+            gpus: { count: 2, memoryMiB: 81559, name: "NVIDIA H100 80GB HBM3", computeCapability: "9.0" },
+            modelConfigJson: "{}",
+        });
+        assert.ok(!("unavailable" in r));
+        const c = verdictCase(r, { model: "/tmp/m" });
+        assert.equal(c.env!.SGLANG_LAB_GPU_CAPABILITY, "9.0");
+        assert.equal(c.env!.SGLANG_LAB_GPU_NAME, "NVIDIA H100 80GB HBM3");
+        assert.equal(c.gpuMemoryMiB, 81559);
+        // Without one the stubs' default answers: the key tells the two apart.
+        const without = { ...r, gpus: { count: 2, memoryMiB: 81559, name: "NVIDIA H100 80GB HBM3" } };
+        assert.equal(verdictCase(without, { model: "/tmp/m" }).env!.SGLANG_LAB_GPU_CAPABILITY, undefined);
+        assert.notEqual(verdictKey(r, "j"), verdictKey(without, "j"));
     });
 
     it("runs launch_server's entry before 0.5.10, and waits for a separate drafter's config.json", () => {

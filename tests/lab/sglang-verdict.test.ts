@@ -223,6 +223,32 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         );
     });
 
+    it("judges on the GPUs' compute capability read on the box: 0.5.23 accepts the Hopper-only trtllm_mha backend on an H100 (9.0) and refuses it on an A6000 (8.6) (issue 37)", async function () {
+        const s = service((raw) => {
+            raw.sglangVersion = "0.5.23";
+            raw.extraArgs = ["--attention-backend", "trtllm_mha"];
+        });
+        const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+        const props = (gpuName: string, memoryMiB: number, gpuCapability: string) =>
+            ({
+                unitName: "sglang-qwen.service",
+                unitText,
+                gpuIndices: [0, 1],
+                gpuName,
+                gpuCapability,
+                expectBox: boxExpectations(s, memoryMiB),
+            }) as unknown as ServiceProps;
+        const facts = { sglangVersion: "0.5.23", model: "present" as const, configJson: QWEN_CONFIG };
+        const quiet = { notices: false };
+        assert.deepEqual(await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "9.0"), facts, undefined, quiet), []);
+        const refused = await previewVerdict(props("NVIDIA RTX A6000", 49140, "8.6"), facts, undefined, quiet);
+        assert.equal(refused.length > 0, true);
+        assert.match(refused[0]!.reason, /ValueError: TRTLLM MHA backend for prefill requires Hopper \(SM90\), Blackwell \(SM100\), or SM120 GPUs/);
+        // A capability not known (a state from before, an unknown in preview) is not sent: the stubs' own default (8.6) judges.
+        const unknown = await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "04da6b54-80e4-46f7-96ec-b56ff0331ba9"), facts, undefined, quiet);
+        assert.match(unknown[0]?.reason ?? "", /requires Hopper/);
+    });
+
     it("waits, with the reason, when the box's config.json was not read", function () {
         const s = service();
         const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
