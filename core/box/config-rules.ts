@@ -5,8 +5,16 @@
  */
 import { HostConfig, ServiceConfig } from "../config/schema";
 import { shownExtraFlag } from "../sglang/extra-args";
-import { cudaVisibleCount, describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
-import { ASSUMED_AUTO_MEM_FRACTION } from "../sglang/rules";
+import {
+    cudaVisibleCount,
+    describeLayout,
+    describePlacement,
+    MoeExperts,
+    parallelLayout,
+    WeightsPlacement,
+    weightsPerGpuGiB,
+    weightsPlacement,
+} from "./gpu-fit";
 import { Findings } from "../config/findings";
 import { BoxInput } from "../config/rule-input";
 
@@ -142,19 +150,42 @@ export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: numb
     }
 }
 
-/** Whether each GPU's share of the weights (core/box/gpu-fit.ts) plus the reserve fits its static pool. */
+/**
+ * Whether each GPU's share of the weights (core/box/gpu-fit.ts) plus the
+ * reserve fits its static pool: `fraction` of one GPU's memory. The fraction
+ * is the one the release runs with: the declared memFractionStatic, or the
+ * one its ServerArgs resolves (the verdict's, core/sglang/verdict-fit.ts);
+ * 1 bounds what any fraction could hold.
+ */
 export function staticPoolFit(
     weightsGB: number,
-    memFractionStatic: number | undefined,
+    fraction: number,
     memoryMiB: number,
     placement: WeightsPlacement,
+    moe?: MoeExperts,
 ): { needGiB: number; budgetGiB: number; fits: boolean } {
-    const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
-    const needGiB = weightsPerGpuGiB(weightsGB, placement) + STATIC_POOL_RESERVE_GIB;
+    const needGiB = weightsPerGpuGiB(weightsGB, placement, moe) + STATIC_POOL_RESERVE_GIB;
     const budgetGiB = (fraction * memoryMiB * MIB) / GIB;
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
 }
 
+/** The smallest tensorParallelSize up to `maxGpus` (over the pipeline stages) at which `fits` holds, as a suggestion; else the other ways out. */
+export function fitSuggestion(tp: number, pp: number, maxGpus: number, fits: (shards: number) => boolean): string {
+    for (let candidate = tp + 1; candidate * pp <= maxGpus; candidate++) {
+        if (fits(candidate * pp)) return `set tensorParallelSize: ${candidate}`;
+    }
+    return "use a smaller or quantized model, or GPUs with more memory";
+}
+
+/**
+ * The fit of the declared weights (service.model.weightsGB), judged from the
+ * config alone: with memFractionStatic, against that fraction of a GPU;
+ * without it, against the whole GPU (the fraction the release picks is not
+ * known until its own code resolves it: SGLang's verdict then judges with it,
+ * core/sglang/verdict-fit.ts), which no fraction could hold. KTransformers'
+ * expert offload needs the model's config.json to say what it takes off:
+ * the verdict judges that too.
+ */
 export function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: number | undefined, f: Findings): void {
     const { host } = box;
     if (!host) return;
@@ -162,28 +193,28 @@ export function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: nu
     const weightsGB = service.model.weightsGB;
     if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box/box-facts.ts)
     const placement = weightsPlacement(service);
-    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, placement);
+    if (placement.cpuExperts) return;
+    const fraction = service.memFractionStatic ?? 1;
+    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, fraction, host.gpus.memoryMiB, placement);
     if (fits) return;
-    const fractionText =
+    const gpuGiB = (host.gpus.memoryMiB / 1024).toFixed(1);
+    const budget =
         service.memFractionStatic === undefined
-            ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
-            : `memFractionStatic ${service.memFractionStatic}`;
-    const maxTp = serverGpus(box, service, usableGpus ?? host.gpus.count).count;
+            ? `the whole of one ${gpuGiB} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}), more than any --mem-fraction-static SGLang could pick, is ${budgetGiB.toFixed(1)} GiB`
+            : `memFractionStatic ${service.memFractionStatic} of one ${gpuGiB} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB`;
     const pp = placement.shards / tp;
-    let suggestion = "use a smaller or quantized model, or GPUs with more memory";
-    for (let candidate = tp + 1; candidate * pp <= maxTp; candidate++) {
-        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, { ...placement, shards: candidate * pp }).fits) {
-            suggestion = `set tensorParallelSize: ${candidate}`;
-            break;
-        }
-    }
+    const suggestion = fitSuggestion(
+        tp,
+        pp,
+        serverGpus(box, service, usableGpus ?? host.gpus.count).count,
+        (shards) => staticPoolFit(weightsGB, fraction, host.gpus.memoryMiB, { ...placement, shards }).fits,
+    );
     const over = pp === 1 ? `tensorParallelSize ${tp}` : `tensorParallelSize ${tp} x pipeline parallel size ${pp}`;
     f.issue(
         "service.tensorParallelSize",
         tp,
         `service.model.weightsGB ${service.model.weightsGB} GB over ${over} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
-            `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
-            `${(host.gpus.memoryMiB / 1024).toFixed(1)} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB: ${suggestion}.`,
+            `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${budget}: ${suggestion}.`,
         ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus", "service.gpus"],
     );
 }

@@ -41,6 +41,31 @@ export interface ReleaseVerdict {
     error?: string;
     /** The release's own warnings on the way (server_args and the like), with the local stand-in folders named as the box's. */
     warnings: string[];
+    /** What the release resolved that the fit reads (ok only; core/box/resolved-fit.ts). */
+    resolved?: ResolvedServer;
+}
+
+/** The settings of the release's resolved ServerArgs the fit reads: the memory fraction it picks when none is declared, the parallel sizes. */
+export interface ResolvedServer {
+    memFractionStatic: number;
+    tpSize: number;
+    ppSize: number;
+    dpSize: number;
+    /** `enable_dp_attention`: the data parallel ranks share the tp x pp GPUs. */
+    dpAttention: boolean;
+}
+
+/** The fields of the release's ServerArgs dump (dataclasses.asdict, or 0.5.2x's resolved_dict) the fit reads; undefined when one is missing. */
+export function resolvedServerOf(serverArgs: Record<string, unknown> | null | undefined): ResolvedServer | undefined {
+    if (!serverArgs) return undefined;
+    const n = (key: string, otherwise?: number) => {
+        const v = serverArgs[key];
+        return typeof v === "number" ? v : v === null || v === undefined ? otherwise : undefined;
+    };
+    const memFractionStatic = n("mem_fraction_static");
+    const tpSize = n("tp_size");
+    if (memFractionStatic === undefined || tpSize === undefined) return undefined;
+    return { memFractionStatic, tpSize, ppSize: n("pp_size", 1) ?? 1, dpSize: n("dp_size", 1) ?? 1, dpAttention: serverArgs.enable_dp_attention === true };
 }
 
 /** What the preview needs to ask the release, from the unit the stack would write. */
@@ -115,6 +140,8 @@ export interface ReleaseAnswer {
     logs: { level: string; logger: string; message: string }[];
     /** What the release printed on stderr: for an exception, Python's traceback. */
     stderr?: string;
+    /** The resolved ServerArgs, when the release got to the launcher. */
+    serverArgs?: Record<string, unknown> | null;
 }
 
 /**
@@ -157,7 +184,10 @@ export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standI
         // The stand-in folder has config.json only: what SGLang says about the folder's other files is about the stand-in.
         .filter((l) => !/generation config/i.test(l.message))
         .map((l) => asBox(l.message));
-    if (answer.status === "ok") return { status: "ok", warnings };
+    if (answer.status === "ok") {
+        const resolved = resolvedServerOf(answer.serverArgs);
+        return { status: "ok", warnings, ...(resolved ? { resolved } : {}) };
+    }
     if (answer.status === "argparse-error") return { status: "refused", error: asBox(`${prog}: error: ${answer.message ?? ""}`), warnings };
     if (answer.status === "exception") {
         const [failing] = tracebackLinesOf(answer.stderr);

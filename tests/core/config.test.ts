@@ -697,6 +697,26 @@ describe("stack config: the fit rule (GPUs = tp x pp x dp; online quantization, 
         );
     });
 
+    it("without memFractionStatic judges against the whole GPU: the fraction the release picks is its verdict's (issue 37)", () => {
+        const on24GB = (weightsGB: number, extraArgs: string[] = []) =>
+            qwen3_32b((r) => {
+                oneGpu(r);
+                r.host.gpus = { count: 2, name: "NVIDIA GeForce RTX 4090", memoryMiB: 24564 };
+                r.service.model.weightsGB = weightsGB;
+                r.service.extraArgs = extraArgs;
+            });
+        // 18 GB fits below the whole card; whether it fits the pool 0.5.23 makes (0.704 of it) is for SGLang's verdict (core/box/resolved-fit.ts).
+        accepted(on24GB(18));
+        const issue = issueAt(on24GB(30), "service.tensorParallelSize");
+        assert.match(
+            issue.message,
+            /each GPU needs 29\.9 GiB .* but the whole of one 24\.0 GiB GPU .*, more than any --mem-fraction-static SGLang could pick, is 24\.0 GiB/,
+        );
+        // KTransformers' expert offload: what it takes off needs the box's config.json, so the verdict judges it.
+        accepted(on24GB(61, ["--kt-weight-path", "/models/Qwen3-30B-A3B-amx", "--kt-num-gpu-experts", "8"]));
+        issueAt(on24GB(61, ["--kt-num-gpu-experts", "8"]), "service.tensorParallelSize");
+    });
+
     it("takes --cpu-offload-gb (GiB per GPU) off each GPU's share of the weights", () => {
         const tp1 = (extraArgs: string[]) =>
             withField((r) => {

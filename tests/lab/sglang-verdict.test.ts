@@ -249,6 +249,67 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         assert.match(unknown[0]?.reason ?? "", /requires Hopper/);
     });
 
+    describe("the fit with the fraction the release resolves and what stays in CPU memory (issue 37)", () => {
+        const MOE_CONFIG = fs.readFileSync(path.join(fixtureModelPath("qwen3-30b-a3b"), "config.json"), "utf8");
+        /** Qwen3-30B-A3B (61 GB in BF16) alone on one 24 GB RTX 4090. */
+        const moeService = (version: string, edit: (raw: Record<string, unknown>) => void = () => undefined) =>
+            service((raw) => {
+                raw.sglangVersion = version;
+                raw.model = { path: "/models/Qwen3-30B-A3B", architecture: "Qwen3MoeForCausalLM", weightsGB: 61, servedName: "qwen3-30b-a3b" };
+                raw.tensorParallelSize = 1;
+                raw.environment = {};
+                delete raw.speculative;
+                delete raw.mambaSchedulerStrategy;
+                delete raw.memFractionStatic;
+                edit(raw);
+            });
+        const preview = (s: ServiceConfig) => {
+            const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+            const props = {
+                unitName: "sglang-qwen.service",
+                unitText,
+                gpuIndices: [0],
+                gpuName: "NVIDIA GeForce RTX 4090",
+                gpuCapability: "8.9",
+                expectBox: boxExpectations(s, 24564),
+            } as unknown as ServiceProps;
+            const facts = { sglangVersion: s.sglangVersion, model: "present" as const, configJson: MOE_CONFIG };
+            return previewVerdict(props, facts, undefined, { notices: false });
+        };
+
+        it("refuses 18 GB of weights on a 24 GB card at the fraction 0.5.23 picks itself (0.704), with the arithmetic; 0.5.11's pick (0.833) and a declared 0.85 hold them", async function () {
+            const weights18 = (raw: Record<string, unknown>) => ((raw.model as Record<string, unknown>).weightsGB = 18);
+            const [refused, ...more] = await preview(moeService("0.5.23", weights18));
+            assert.deepEqual(more, []);
+            assert.equal(refused!.property, "service.tensorParallelSize");
+            assert.match(
+                refused!.reason,
+                /^service\.model\.weightsGB 18 GB over tp 1 does not fit the static memory pool SGLang 0\.5\.23 makes: each GPU needs 18\.8 GiB .* but --mem-fraction-static 0\.704 \(SGLang 0\.5\.23's own pick for this GPU, memFractionStatic being unset\) of one 24\.0 GiB GPU is 16\.9 GiB: it cannot start/,
+            );
+            assert.deepEqual(await preview(moeService("0.5.11", weights18)), []);
+            assert.deepEqual(await preview(moeService("0.5.23", (raw) => (weights18(raw), (raw.memFractionStatic = 0.85)))), []);
+        });
+
+        it("accepts the 61 GB MoE on the 24 GB card with KTransformers keeping its experts on the CPU, as 0.5.23 starts it; all 128 on the GPU are refused with the arithmetic", async function () {
+            const kt = (gpuExperts: number) => (raw: Record<string, unknown>) =>
+                (raw.extraArgs = ["--kt-weight-path", "/models/Qwen3-30B-A3B-amx", "--kt-num-gpu-experts", String(gpuExperts), "--kt-cpuinfer", "16"]);
+            assert.deepEqual(await preview(moeService("0.5.23", kt(8))), []);
+            const [refused] = await preview(moeService("0.5.23", kt(128)));
+            assert.match(refused!.reason, /keeps 128 of each layer's 128 on the GPU, so 0\.0 GB of them stay in CPU memory/);
+            assert.match(refused!.reason, /--mem-fraction-static 0\.704/);
+        });
+
+        it("refuses --cpu-offload-gb 40 of the 61 GB MoE at 0.5.23's fraction, naming the offload, and accepts 45", async function () {
+            const offload = (gb: number) => (raw: Record<string, unknown>) => (raw.extraArgs = ["--cpu-offload-gb", String(gb)]);
+            const [refused] = await preview(moeService("0.5.23", offload(40)));
+            assert.match(
+                refused!.reason,
+                /each GPU needs 18\.8 GiB \(weights \(40 GiB per GPU offloaded to CPU memory \(--cpu-offload-gb\)\) plus the 2 GiB reserve/,
+            );
+            assert.deepEqual(await preview(moeService("0.5.23", offload(45))), []);
+        });
+    });
+
     it("waits, with the reason, when the box's config.json was not read", function () {
         const s = service();
         const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
