@@ -27,8 +27,7 @@ import { serviceFromUnit } from "../core/unit/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../sglang-release/oracle";
 import type { BoxFactsRead } from "../core/box/box-facts";
 import { COMPUTE_CAPABILITY } from "../core/box/gpu-facts";
-import { MoeExperts, moeExperts } from "../core/box/gpu-fit";
-import { resolvedFitFailures } from "../core/box/resolved-fit";
+import { verdictFit } from "../core/box/resolved-fit";
 import { say } from "./say";
 import type { ServiceProps } from "./sglang-service-props";
 
@@ -214,28 +213,8 @@ export async function previewVerdict(
     const says = verdictNotice(verdict, expect.sglangVersion);
     if (says) notice(`${label} ${says}`);
     const refusals = verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
-    if (refusals.length > 0 || !verdict.resolved) return refusals;
     // Accepted: whether the server it resolves fits the box (the memory fraction it picks, its GPUs, what stays in CPU memory).
-    const weightsGB = expect.weightsGB ?? (facts.weightsBytes !== undefined ? facts.weightsBytes / 1e9 : undefined);
-    if (weightsGB === undefined) return [];
-    return resolvedFitFailures({
-        version: expect.sglangVersion,
-        resolved: verdict.resolved,
-        ...(expect.memory.memFractionStatic !== undefined ? { declaredFraction: expect.memory.memFractionStatic } : {}),
-        weights: { gb: weightsGB, declared: expect.weightsGB !== undefined },
-        placement: expect.memory.placement ?? { shards: expect.memory.tensorParallelSize, scale: 1, offloadGiB: 0 },
-        gpus: {
-            count: request.gpus.count,
-            ...(request.env.CUDA_VISIBLE_DEVICES !== undefined ? { visible: request.env.CUDA_VISIBLE_DEVICES } : {}),
-            ...(request.gpus.memoryMiB !== undefined ? { memoryMiB: request.gpus.memoryMiB } : {}),
-        },
-        ...withMoe(facts.configJson),
-    });
-}
-
-function withMoe(configJson: string | undefined): { moe?: MoeExperts } {
-    const moe = moeExperts(configJson);
-    return moe ? { moe } : {};
+    return refusals.length > 0 ? refusals : verdictFit(verdict, request, expect, facts);
 }
 
 /** The exception line a Python traceback ends with (or the first line of the message). */

@@ -9,8 +9,9 @@
  * judges what only the release and the box can say, with the arithmetic in
  * the message.
  */
-import type { ResolvedServer } from "../sglang/verdict";
-import { describePlacement, cudaVisibleCount, MoeExperts, WeightsPlacement } from "./gpu-fit";
+import type { ReleaseVerdict, ResolvedServer, VerdictRequest } from "../sglang/verdict";
+import type { BoxExpectations } from "./box-facts";
+import { describePlacement, cudaVisibleCount, MoeExperts, moeExperts, WeightsPlacement } from "./gpu-fit";
 import { fitSuggestion, STATIC_POOL_RESERVE_GIB, staticPoolFit } from "./config-rules";
 
 export interface ResolvedFitInput {
@@ -81,4 +82,36 @@ export function resolvedFitFailures(input: ResolvedFitInput): FitFailure[] {
             `it cannot start ("Not enough memory. Please try to increase --mem-fraction-static."); ${suggestion}.`,
     });
     return failures;
+}
+
+/**
+ * The fit of a server the release accepted, as the preview judges it: what it
+ * resolved (the verdict), the request's GPUs and environment, the declared
+ * weights or the box's (`box`: the refresh's facts), and the experts the
+ * box's config.json gives. None when the verdict refused or resolved nothing,
+ * or the weights' size is not known.
+ */
+export function verdictFit(
+    verdict: ReleaseVerdict,
+    request: VerdictRequest,
+    expect: BoxExpectations,
+    box: { weightsBytes?: number; configJson?: string },
+): FitFailure[] {
+    if (verdict.status !== "ok" || !verdict.resolved) return [];
+    const gb = expect.weightsGB ?? (box.weightsBytes !== undefined ? box.weightsBytes / 1e9 : undefined);
+    if (gb === undefined) return [];
+    const moe = moeExperts(box.configJson ?? request.model.configJson);
+    return resolvedFitFailures({
+        version: request.version,
+        resolved: verdict.resolved,
+        ...(expect.memory.memFractionStatic !== undefined ? { declaredFraction: expect.memory.memFractionStatic } : {}),
+        weights: { gb, declared: expect.weightsGB !== undefined },
+        placement: expect.memory.placement ?? { shards: expect.memory.tensorParallelSize, scale: 1, offloadGiB: 0 },
+        gpus: {
+            count: request.gpus.count,
+            ...(request.env.CUDA_VISIBLE_DEVICES !== undefined ? { visible: request.env.CUDA_VISIBLE_DEVICES } : {}),
+            ...(request.gpus.memoryMiB !== undefined ? { memoryMiB: request.gpus.memoryMiB } : {}),
+        },
+        ...(moe ? { moe } : {}),
+    });
 }
