@@ -10,7 +10,8 @@
 import { sha256 } from "../digest";
 import { ExtraFlag, extraFlags } from "./extra-args";
 import { flagMap } from "./flag-map";
-import { OWNED_FLAGS } from "./settings";
+import { OWNED_FLAGS, settingOfFlag } from "./settings";
+import { argparseOption, argparseTable } from "./argparse";
 import { serviceFromUnit } from "../unit/systemd-unit";
 import { parserArgvOf } from "../venv/venv-layout";
 import type { OracleCase } from "../../sglang-release/oracle";
@@ -43,6 +44,8 @@ export interface ReleaseVerdict {
     warnings: string[];
     /** What the release resolved that the fit reads (ok only; core/box/resolved-fit.ts). */
     resolved?: ResolvedServer;
+    /** For a refusal raised by a check: the settings it reads, from the release's source (oracle.py checkReads: ServerArgs fields, `env:VAR`). */
+    reads?: string[];
 }
 
 /** The settings of the release's resolved ServerArgs the fit reads: the memory fraction it picks when none is declared, the parallel sizes. */
@@ -142,6 +145,8 @@ export interface ReleaseAnswer {
     stderr?: string;
     /** The resolved ServerArgs, when the release got to the launcher. */
     serverArgs?: Record<string, unknown> | null;
+    /** For an exception: the settings the check that raised it reads (ServerArgs fields, `env:VAR`), from the release's source. */
+    checkReads?: string[] | null;
 }
 
 /**
@@ -197,7 +202,8 @@ export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standI
         // little without the line that raised it: Python's traceback shows that line, and so does the verdict.
         const namesNone = !/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(message);
         const at = failing !== undefined && namesNone ? ` ${AT}${failing}\`)` : "";
-        return { status: "refused", error: asBox((message ? `${type}: ${message}` : type) + at), warnings };
+        const reads = answer.checkReads ? { reads: answer.checkReads } : {};
+        return { status: "refused", error: asBox((message ? `${type}: ${message}` : type) + at), warnings, ...reads };
     }
     return { status: "refused", error: `${prog} exited ${answer.exitCode} before starting the server`, warnings };
 }
@@ -254,24 +260,58 @@ function occurrenceNamed(message: string, occurrences: readonly ExtraFlag[]): Ex
     return occurrences.slice(0, -1).find((f) => f.values.some(quoted)) ?? occurrences[occurrences.length - 1];
 }
 
-/** The preview's refusal when the release refuses the rendered server; none when it accepts. */
+/**
+ * The stack keys of the settings a refusing check reads (ReleaseVerdict.reads,
+ * from the release's source) that the rendered server sets: an owned setting
+ * the typed config declares (its flag on the command line), the extraArgs
+ * element that sets the option (its last occurrence, the one argparse keeps;
+ * an alias or abbreviation counts), a variable of the unit's environment.
+ * What the config leaves to SGLang's defaults has no key.
+ */
+export function readsKeys(reads: readonly string[], request: VerdictRequest, extraArgs: readonly string[]): string[] {
+    const table = argparseTable(request.version);
+    const optionOf = (flag: string) => (table ? argparseOption(table, flag) : undefined);
+    const onCommandLine = Object.keys(flagMap(request.argv).flags);
+    const extra = extraFlags(extraArgs);
+    const keys: string[] = [];
+    for (const read of reads) {
+        if (read.startsWith("env:")) {
+            const name = read.slice(4);
+            if (request.env[name] !== undefined) keys.push(`service.environment.${name}`);
+            continue;
+        }
+        const flag = `--${read.replace(/_/g, "-")}`;
+        const option = optionOf(flag);
+        const owned = settingOfFlag(flag);
+        if (owned && onCommandLine.some((f) => settingOfFlag(f) === owned)) keys.push(owned.key.replace(/ \(.*$/, ""));
+        const given = extra.filter((e) => e.flag === flag || (option !== undefined && optionOf(e.flag) === option)).pop();
+        if (given) keys.push(`service.extraArgs[${given.index}]`);
+    }
+    return keys;
+}
+
+/**
+ * The preview's refusal when the release refuses the rendered server; none
+ * when it accepts. Filed under the key its message names (verdictKeyOf; for
+ * a message that names none, the line that raised it) and under every
+ * setting the refusing check reads that the config sets (readsKeys): one
+ * failure per key, the same reason. `service` when there is none.
+ */
 export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest, extraArgs: readonly string[]): VerdictFailure[] {
     if (verdict.status === "ok" || verdict.error === undefined) return [];
     const at = verdict.error.lastIndexOf(` ${AT}`);
     const message = at >= 0 ? verdict.error.slice(0, at) : verdict.error;
     // A message that names no setting (`AssertionError`, a TypeError on a value left unset): the line that raised it does.
     const byMessage = verdictKeyOf(message, extraArgs, request.argv);
-    const property = byMessage === "service" && at >= 0 ? verdictKeyOf(verdict.error.slice(at), extraArgs, request.argv) : byMessage;
-    const about = property === "service" ? "the rendered command line" : property;
-    return [
-        {
-            property,
-            reason:
-                `SGLang ${request.version}'s own code refuses the server this config renders (run here with the box's config.json, ` +
-                `before anything on the box changes): ${verdict.error}; fix: change ${about} so that SGLang ${request.version} accepts it ` +
-                `(\`npm run render\` shows the command line), or declare the sglangVersion that accepts it.`,
-        },
-    ];
+    const named = byMessage === "service" && at >= 0 ? verdictKeyOf(verdict.error.slice(at), extraArgs, request.argv) : byMessage;
+    const keys = [...new Set([...(named === "service" ? [] : [named]), ...readsKeys(verdict.reads ?? [], request, extraArgs)])];
+    const properties = keys.length > 0 ? keys : ["service"];
+    const about = keys.length > 0 ? keys.join(" or ") : "the rendered command line";
+    const reason =
+        `SGLang ${request.version}'s own code refuses the server this config renders (run here with the box's config.json, ` +
+        `before anything on the box changes): ${verdict.error}; fix: change ${about} so that SGLang ${request.version} accepts it ` +
+        `(\`npm run render\` shows the command line), or declare the sglangVersion that accepts it.`;
+    return properties.map((property) => ({ property, reason }));
 }
 
 /** One line for the preview when the release accepts: that it does, and what it says it will run. */

@@ -52,6 +52,37 @@ describe("SGLang's own verdict: the request and the answer (core/sglang/verdict.
         assert.notEqual(verdictKey(r, "j"), verdictKey(without, "j"));
     });
 
+    it("files a refusal under every setting its check reads that the config sets: owned, an extraArgs alias, the environment (issue 37)", () => {
+        const extraArgs = ["--enable-metrics", "--pipeline-parallel-size", "2"];
+        const unitText = unitOf((raw) => {
+            raw.extraArgs = extraArgs;
+            raw.environment = { SGLANG_ENABLE_PP_SPEC: "1", SGLANG_ENABLE_SPEC_V2: "1" };
+        });
+        const request = verdictRequest({ version: "0.5.11", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in request));
+        const verdict = {
+            status: "refused" as const,
+            error: "AssertionError: PP + speculative decoding is not supported",
+            warnings: [],
+            // What oracle.py reads off the raising check; what the config leaves to SGLang (disaggregation_mode) has no key.
+            reads: ["disaggregation_mode", "env:SGLANG_ENABLE_PP_SPEC", "pp_size", "speculative_algorithm"],
+        };
+        const failures = verdictFailures(verdict, request, extraArgs);
+        assert.deepEqual(
+            failures.map((f) => f.property),
+            ["service.environment.SGLANG_ENABLE_PP_SPEC", "service.extraArgs[1]", "service.speculative.algorithm"],
+        );
+        assert.match(
+            failures[0]!.reason,
+            /fix: change service\.environment\.SGLANG_ENABLE_PP_SPEC or service\.extraArgs\[1\] or service\.speculative\.algorithm so that SGLang 0\.5\.11 accepts it/,
+        );
+        // Reads of nothing the config sets: the command line as a whole.
+        assert.deepEqual(
+            verdictFailures({ ...verdict, reads: ["disaggregation_mode"] }, request, extraArgs).map((f) => f.property),
+            ["service"],
+        );
+    });
+
     it("runs launch_server's entry before 0.5.10, and waits for a separate drafter's config.json", () => {
         const old = verdictRequest({ version: "0.5.9", unitText: unitOf(() => undefined, "0.5.9"), gpus: { count: 2 }, modelConfigJson: "{}" });
         assert.ok(!("unavailable" in old) && old.entry === "launch-server");

@@ -242,11 +242,35 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         const quiet = { notices: false };
         assert.deepEqual(await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "9.0"), facts, undefined, quiet), []);
         const refused = await previewVerdict(props("NVIDIA RTX A6000", 49140, "8.6"), facts, undefined, quiet);
-        assert.equal(refused.length > 0, true);
+        // The message names no flag: it is filed under the setting its check reads (attention_backends_of: --attention-backend).
+        assert.deepEqual(
+            refused.map((f) => f.property),
+            ["service.extraArgs[0]"],
+        );
         assert.match(refused[0]!.reason, /ValueError: TRTLLM MHA backend for prefill requires Hopper \(SM90\), Blackwell \(SM100\), or SM120 GPUs/);
         // A capability not known (a state from before, an unknown in preview) is not sent: the stubs' own default (8.6) judges.
         const unknown = await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "04da6b54-80e4-46f7-96ec-b56ff0331ba9"), facts, undefined, quiet);
         assert.match(unknown[0]?.reason ?? "", /requires Hopper/);
+    });
+
+    it("files a refusal whose message names no flag under every setting the check reads, as the release's source has it: pipeline parallelism with speculative decoding (issue 37)", async function () {
+        const req = request(
+            service((raw) => {
+                raw.tensorParallelSize = 1;
+                raw.extraArgs = ["--pp-size", "2", "--enable-metrics", "--disable-overlap-schedule"];
+            }),
+        );
+        const verdict = await releaseVerdict(req, "[test]");
+        assert.equal(
+            verdict.error,
+            "AssertionError: Pipeline parallelism is not compatible with overlap schedule, speculative decoding (at `self.disable_overlap_schedule and self.speculative_algorithm is None`)",
+        );
+        // 0.5.11's check_server_args: `if self.pp_size > 1: assert self.disable_overlap_schedule and self.speculative_algorithm is None`.
+        assert.deepEqual(verdict.reads, ["disable_overlap_schedule", "pp_size", "speculative_algorithm"]);
+        assert.deepEqual(
+            verdictFailures(verdict, req, ["--pp-size", "2", "--enable-metrics", "--disable-overlap-schedule"]).map((f) => f.property),
+            ["service.extraArgs[3]", "service.extraArgs[0]", "service.speculative.algorithm"],
+        );
     });
 
     describe("the fit with the fraction the release resolves and what stays in CPU memory (issue 37)", () => {
