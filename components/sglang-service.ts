@@ -12,6 +12,8 @@ export interface SglangServiceArgs {
     /** The declared server's plan (core/plan/server-plan.ts planServer): unit, command line, secrets declared, box expectations, venv, readiness. */
     plan: ServicePlan;
     /** The gateway the server is behind: its rollouts take it out and put it back (providers/sglang-server/gateway-drain.ts). */
+    /** The compute capability of the server's GPUs (the GpuHost's nvidia-smi compute_cap), for SGLang's own verdict at preview. */
+    gpuCapability?: pulumi.Input<string | undefined>;
     gateway?: pulumi.Input<GatewayMembership>;
 }
 
@@ -59,6 +61,7 @@ export class SglangService extends pulumi.ComponentResource {
                 providerVersion: PROVIDER_VERSION,
                 connection: args.connection,
                 ...args.plan,
+                gpuCapability: args.gpuCapability,
                 gateway: args.gateway,
                 revision: undefined,
                 servingVerified: undefined,

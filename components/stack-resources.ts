@@ -1,6 +1,7 @@
 import * as pulumi from "./pulumi";
 import type { ContainerConfig, HostConfig, ReadinessConfig, ServerConfig, ServiceConfig, StackConfig } from "../core/config/schema";
 import { Connection } from "../core/connection";
+import { serverComputeCapability } from "../core/box/gpu-facts";
 import { GpuHost } from "./gpu-host";
 import { LxcContainer } from "./lxc-container";
 import { ReadinessCheck } from "./readiness-check";
@@ -25,6 +26,15 @@ export interface Box {
     placement: pulumi.Resource;
     /** What a server's plan takes of the box: its GPUs as the server sees them, their memory and name. */
     plan: PlanBox;
+    /** The host's nvidia-smi index of each GPU as the server sees it (index i inside: hostGpuIndices[i]). */
+    hostGpuIndices: number[];
+}
+
+/** The compute capability of the GPUs a server uses, as the GpuHost read them (nvidia-smi compute_cap). */
+function gpuCapability(box: Box, service: ServiceConfig): pulumi.Output<string | undefined> {
+    const inside = service.gpus ?? box.plan.gpuIndices;
+    const hostIndices = inside.map((i) => box.hostGpuIndices[i]).filter((i): i is number => i !== undefined);
+    return box.gpuHost.gpus.apply((gpus) => serverComputeCapability(gpus ?? [], hostIndices));
 }
 
 /** GpuHost `host.name`, and LxcContainer `ct<vmid>` when the stack declares a container. */
@@ -37,7 +47,13 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         topology: host.topology,
     };
     const gpuHost = new GpuHost(host.name, { connection: hostConnection, expectedGpus: host.gpus });
-    const box: Box = { gpuHost, serverConnection: hostConnection, placement: gpuHost, plan: planBoxOf({ host, container }) };
+    const box: Box = {
+        gpuHost,
+        serverConnection: hostConnection,
+        placement: gpuHost,
+        plan: planBoxOf({ host, container }),
+        hostGpuIndices: Array.from({ length: host.gpus.count }, (_, i) => i),
+    };
     if (!container) return box;
     const ct = new LxcContainer(`ct${container.vmid}`, {
         connection: hostConnection,
@@ -49,6 +65,8 @@ function declareBox(host: HostConfig, container: ContainerConfig | undefined): B
         ...box,
         serverConnection: ct.vmid.apply((vmid) => ({ ...hostConnection, vmid })),
         placement: ct,
+        // Inside the container the passed-through GPUs are numbered from 0.
+        hostGpuIndices: [...container.gpus],
     };
 }
 
@@ -64,7 +82,12 @@ function declareServer(
     const plan = planServer(service, box.plan, readiness, owner);
     const server = new SglangService(
         service.name,
-        { connection: box.serverConnection, plan: plan.service, ...(behind.gateway ? { gateway: behind.gateway } : {}) },
+        {
+            connection: box.serverConnection,
+            plan: plan.service,
+            gpuCapability: gpuCapability(box, service),
+            ...(behind.gateway ? { gateway: behind.gateway } : {}),
+        },
         // Behind a gateway, after the servers before it (index.ts): one rolls out at a time.
         { dependsOn: [box.placement, ...(behind.after ?? [])] },
     );

@@ -9,6 +9,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { pctExecShell } from "./pve/pct-exec-shell";
+import { computeCapabilityOf } from "./gpu/compute-capability";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
 import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec, under } from "./layout";
 import {
@@ -57,7 +58,7 @@ export interface LabUpOptions {
     /** Default 22, or 2222 when 22 cannot be bound on the lab addresses. */
     sshPort?: number;
     vmid?: number;
-    gpus?: Array<{ name: string; memoryMiB: number }>;
+    gpus?: Array<{ name: string; memoryMiB: number; computeCap?: string }>;
     driverVersion?: string;
     /** Simulated SGLang startup time, seconds (default 3). */
     startupSeconds?: number;
@@ -117,7 +118,7 @@ function labInfoIfWritten(labDir: string): LabInfo | null {
 /** The most GPUs a lab has: PCI bus numbers 0x41 upwards, ascending in index order (CUDA_DEVICE_ORDER=PCI_BUS_ID), below 0x100. */
 const MAX_LAB_GPUS = 32;
 
-function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
+function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number; computeCap?: string }>): GpuSpec[] {
     if (gpus.length > MAX_LAB_GPUS) throw new Error(`a lab has at most ${MAX_LAB_GPUS} GPUs, asked for ${gpus.length}`);
     // Buses 0x20 apart as on the field's boards, closer where more GPUs must fit.
     const busStep = Math.min(0x20, Math.floor((0xff - 0x41) / Math.max(1, gpus.length - 1)));
@@ -125,6 +126,7 @@ function gpuSpecs(gpus: Array<{ name: string; memoryMiB: number }>): GpuSpec[] {
         index: i,
         name: g.name,
         memoryMiB: g.memoryMiB,
+        computeCap: g.computeCap ?? computeCapabilityOf(g.name),
         uuid: `GPU-1a6b0c3e-5d2f-4e7a-9b8c-${String(i).padStart(12, "0")}`,
         busId: `00000000:${(0x41 + i * busStep).toString(16).toUpperCase().padStart(2, "0")}:00.0`,
     }));

@@ -37,6 +37,8 @@ export interface GpuSpec {
     memoryMiB: number;
     uuid: string;
     busId: string;
+    /** The CUDA compute capability nvidia-smi's compute_cap prints (`8.6`); absent in a lab brought up before it was kept (lab/gpu/compute-capability.ts fills it by name). */
+    computeCap?: string;
 }
 
 export interface SimulatorSettings {

@@ -4,7 +4,8 @@
 //
 //   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
-//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash rolling fleet stacks
+//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash rolling fleet stacks serving
+//   npm run bench -- --only serving --serving-runs 20   the gate's throughput figure over fresh starts (no lab; about a second a run)
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3 --rolling-runs 3
 //   npm run bench -- --fleet 1,4,16 --stacks 1,4,16 --fleet-runs 3
 //   npm run bench -- --ref HEAD            the project as committed (default: the work tree as it is)
@@ -37,11 +38,26 @@ import { phaseCrash, phaseReadiness } from "../bench/phases/rollouts";
 import { phaseUp } from "../bench/phases/up";
 import { phaseUpgrade } from "../bench/phases/upgrade";
 import { phaseVerdict } from "../bench/phases/verdict";
+import { phaseServing } from "../bench/phases/serving";
 
 const repo = path.resolve(__dirname, "..");
 const API_KEY = "bench-lab-api-key-0123456789abcdef";
 const GATEWAY_ADMIN_KEY = "bench-lab-gateway-admin-key-0123456789";
-const PHASES = ["preview", "verdict", "refresh", "up", "downtime", "upgrade", "profile", "readiness", "crash", "rolling", "fleet", "stacks"] as const;
+const PHASES = [
+    "preview",
+    "verdict",
+    "refresh",
+    "up",
+    "downtime",
+    "upgrade",
+    "profile",
+    "readiness",
+    "crash",
+    "rolling",
+    "fleet",
+    "stacks",
+    "serving",
+] as const;
 type Phase = (typeof PHASES)[number];
 
 // ---------------------------------------------------------------------------
@@ -57,6 +73,7 @@ const { values: options } = parseArgs({
         fleet: { type: "string" },
         stacks: { type: "string" },
         "fleet-runs": { type: "string" },
+        "serving-runs": { type: "string" },
         only: { type: "string" },
         ref: { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -92,6 +109,7 @@ const FAST_ROLLOUTS = intArg("fast-rollouts", 3);
 const FLEET = listArg("fleet", [1, 4, 16]);
 const STACKS = listArg("stacks", [1, 4]);
 const FLEET_RUNS = intArg("fleet-runs", 3);
+const SERVING_RUNS = intArg("serving-runs", 20);
 const only = options.only;
 /** Measure the project as committed at this git revision instead of the work tree as it is. */
 const REF = options.ref;
@@ -165,7 +183,7 @@ async function main(): Promise<void> {
         });
     }
     try {
-        const needMain = [...phases].some((p) => p !== "rolling" && p !== "fleet" && p !== "stacks");
+        const needMain = [...phases].some((p) => p !== "rolling" && p !== "fleet" && p !== "stacks" && p !== "serving");
         if (needMain) {
             log(`lab up in ${labDir} (127.0.120.5 / 127.0.120.29)`);
             await labUp({ labDir, hostAddress: "127.0.120.5", containerAddress: "127.0.120.29", fresh: true });
@@ -195,6 +213,8 @@ async function main(): Promise<void> {
             if (phases.has("readiness")) await phaseReadiness(report, d, config, labDir, info, { rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS });
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);
         }
+        // No lab: the lab's HTTP API in this process, measured by the gate's own code.
+        if (phases.has("serving")) await phaseServing(report, SERVING_RUNS);
         if (phases.has("rolling")) {
             log(`gateway labs up in ${gatewayLabDirs.a} (127.0.122.x, 2 GPUs) and ${gatewayLabDirs.b} (127.0.123.x, container 130)`);
             await labUp({

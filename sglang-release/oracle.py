@@ -8,7 +8,8 @@ Each stdin line is a case:
      "gpuCount": 2, "gpuMemoryMiB": 49140}
 and gets one stdout line, in order:
     {"status": "ok" | "argparse-error" | "exception" | "exit", "exitCode": 0 | 2 | 1 | n,
-     "exceptionType", "message", "stdout", "stderr", "logs": [{level, logger, message}],
+     "exceptionType", "message", "checkReads" (for an exception: the settings the raising
+     check reads, from the release's source), "stdout", "stderr", "logs": [{level, logger, message}],
      "serverArgs", "serverInfo", "serverInfoSimulated", "launcher", "stubsTouched"}
 
 SGLang is imported once in this process; every case runs in a forked child
@@ -444,6 +445,133 @@ def server_args_dict(server_args):
     return dataclasses.asdict(server_args)
 
 
+# --- what a refusing check reads -----------------------------------------------
+
+def _parsed(path):
+    """A release file's syntax tree, or None (parsed once per case's process)."""
+    cache = _parsed.__dict__.setdefault("cache", {})
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8") as f:
+                cache[path] = ast.parse(f.read(), filename=path)
+        except (OSError, SyntaxError, ValueError):
+            cache[path] = None
+    return cache[path]
+
+
+def _enclosing(tree, lineno):
+    """The innermost function holding `lineno`, and the statements down to the one at it (outermost first)."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    if best is None:
+        return None, []
+    path, body = [], best.body
+    while True:
+        stmt = next((n for n in body if n.lineno <= lineno <= (n.end_lineno or n.lineno)), None)
+        if stmt is None:
+            return best, path
+        path.append(stmt)
+        inner = [getattr(stmt, field, []) for field in ("body", "orelse", "finalbody", "handlers")]
+        body = [n for block in inner for n in block if isinstance(n, ast.stmt)]
+        if isinstance(stmt, ast.Try):
+            body += [n for h in stmt.handlers for n in h.body]
+
+
+def _conditions(path, lineno):
+    """The tests a statement at `lineno` depends on: the ifs (and elifs) around it, an assert's own test."""
+    tests = []
+    for stmt in path:
+        if isinstance(stmt, (ast.If, ast.While)):
+            tests.append(stmt.test)
+        elif isinstance(stmt, ast.Assert) and stmt.lineno <= lineno <= (stmt.end_lineno or stmt.lineno):
+            tests.append(stmt.test)
+    return tests
+
+
+def _attributes(node):
+    """`<name>.<field>` read in an expression (the first attribute off a plain name), and `envs.<VAR>`."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            if n.value.id == "envs" and n.attr.isupper():
+                out.add(f"env:{n.attr}")
+            elif not n.attr.startswith("_"):
+                out.add(n.attr)
+    return out
+
+
+def _callee_reads(func):
+    """What a helper of the release reads off its first parameter (`attention_backends_of(cfg)`: cfg.attention_backend, ...)."""
+    import inspect
+
+    try:
+        tree = ast.parse(__import__("textwrap").dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None or not fn.args.args:
+        return set()
+    first = fn.args.args[0].arg
+    return {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == first and not n.attr.startswith("_")}
+
+
+def check_reads(exc, site):
+    """The settings the check that raised `exc` reads, as the release's source says.
+
+    In the innermost frame of the release's code: the raising statement's
+    conditions (an assert's test, the ifs around a raise), the settings they
+    read as `<name>.<field>` (and `envs.<VAR>` as env:VAR), and for a local
+    name in them, what its assignment reads (through a helper of the
+    release one call deep). In each calling frame of the release's config
+    layer (server_args.py, arg_groups/), the ifs around the call: `if
+    cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)`. Sorted; None when
+    the traceback holds no release frame.
+    """
+    frames = [(tb.tb_frame, tb.tb_lineno) for tb in _tracebacks(exc)]
+    ours = [(f, line) for f, line in frames if f.f_code.co_filename.startswith(os.path.join(site, "sglang") + os.sep)]
+    if not ours:
+        return None
+    reads = set()
+    for depth, (frame, lineno) in enumerate(reversed(ours)):
+        filename = frame.f_code.co_filename
+        if depth > 0 and not (filename.endswith(os.sep + "server_args.py") or (os.sep + "arg_groups" + os.sep) in filename):
+            break
+        tree = _parsed(filename)
+        if tree is None:
+            continue
+        fn, path = _enclosing(tree, lineno)
+        tests = _conditions(path, lineno)
+        for test in tests:
+            reads |= _attributes(test)
+        if depth > 0 or fn is None:
+            continue
+        # Local names in the innermost conditions: what their assignments in the function read.
+        names = {n.id for t in tests for n in ast.walk(t) if isinstance(n, ast.Name)}
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Assign) or node.lineno > lineno:
+                continue
+            targets = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if not targets & names:
+                continue
+            reads |= _attributes(node.value)
+            for call in (n for n in ast.walk(node.value) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                func = frame.f_globals.get(call.func.id)
+                if callable(func) and getattr(func, "__module__", "").startswith("sglang"):
+                    reads |= _callee_reads(func)
+    return sorted(reads)
+
+
+def _tracebacks(exc):
+    tb = exc.__traceback__
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def install_launch_boundary():
     for module_name, (func, launcher) in LAUNCHERS.items():
         mod = types.ModuleType(module_name)
@@ -519,6 +647,10 @@ def child(case, env, site, out_w, prelude):
     except BaseException as exc:  # noqa: BLE001  (uncaught in the real process: traceback, exit 1)
         print_traceback(exc)
         result.update(status="exception", exitCode=1, exceptionType=exception_type_name(exc), message=str(exc))
+        try:
+            result["checkReads"] = check_reads(exc, site)
+        except Exception:  # noqa: BLE001  (what the check reads is a help for filing it, never the verdict)
+            result["checkReads"] = None
 
     if launched is not None:
         args = launched.server_args

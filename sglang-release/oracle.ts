@@ -43,6 +43,8 @@ export interface OracleResult {
     exceptionType: string | null;
     /** str(exc), or argparse's message (without `prog: error:`); null when ok. */
     message: string | null;
+    /** For an exception: the settings the check that raised it reads, from the release's source (ServerArgs fields, `env:VAR`); null when no frame of the release raised it. */
+    checkReads?: string[] | null;
     stdout: string;
     stderr: string;
     logs: OracleLog[];

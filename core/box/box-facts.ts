@@ -565,7 +565,15 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
     if (heads) found.push(heads);
     const { tensorParallelSize: tp, memFractionStatic, gpuMemoryMiB } = expect.memory;
     const placement = expect.memory.placement ?? { shards: tp, scale: 1, offloadGiB: 0 };
-    if (expect.weightsGB === undefined && facts.weightsBytes !== undefined && gpuMemoryMiB !== undefined) {
+    // With the fraction SGLang picks itself, or KTransformers' expert offload, SGLang's own verdict judges the fit with
+    // the fraction it resolves and the box's config.json (core/sglang/verdict-fit.ts).
+    if (
+        expect.weightsGB === undefined &&
+        facts.weightsBytes !== undefined &&
+        gpuMemoryMiB !== undefined &&
+        memFractionStatic !== undefined &&
+        !placement.cpuExperts
+    ) {
         const weightsGB = facts.weightsBytes / 1e9;
         const fit = staticPoolFit(weightsGB, memFractionStatic, gpuMemoryMiB, placement);
         if (!fit.fits) {

@@ -5,8 +5,16 @@
  */
 import { HostConfig, ServiceConfig } from "../config/schema";
 import { shownExtraFlag } from "../sglang/extra-args";
-import { describeLayout, describePlacement, parallelLayout, WeightsPlacement, weightsPerGpuGiB, weightsPlacement } from "./gpu-fit";
-import { ASSUMED_AUTO_MEM_FRACTION } from "../sglang/rules";
+import {
+    cudaVisibleCount,
+    describeLayout,
+    describePlacement,
+    MoeExperts,
+    parallelLayout,
+    WeightsPlacement,
+    weightsPerGpuGiB,
+    weightsPlacement,
+} from "./gpu-fit";
 import { Findings } from "../config/findings";
 import { BoxInput } from "../config/rule-input";
 
@@ -73,6 +81,38 @@ function boxGpusText(host: HostConfig, usable: number): string {
         : `host.gpus.count is ${usable}`;
 }
 
+/**
+ * The GPUs the server's process sees: service.gpus, else the box's narrowed
+ * by a CUDA_VISIBLE_DEVICES in service.environment (core/box/gpu-fit.ts
+ * cudaVisibleCount; the config rules refuse the variable beside
+ * service.gpus), else the box's. `where` says so for messages, `fix` how to
+ * give it more.
+ */
+export function serverGpus(box: BoxInput, service: ServiceConfig, usable: number): { count: number; where: string; fix: string; keys: string[] } {
+    const boxGpus = boxGpusText(box.host!, usable);
+    if (service.gpus) {
+        return {
+            count: service.gpus.length,
+            where: `service.gpus gives the server ${service.gpus.length} GPU(s)`,
+            fix: "list more GPUs in service.gpus",
+            keys: [],
+        };
+    }
+    const visible = service.environment[VISIBLE_ENV];
+    if (visible !== undefined) {
+        const count = cudaVisibleCount(visible, usable);
+        return {
+            count,
+            where: `service.environment.${VISIBLE_ENV} is "${visible}", which leaves the server ${count} GPU(s) (${boxGpus})`,
+            fix: `list more GPUs in service.environment.${VISIBLE_ENV} (or give the server its GPUs with service.gpus instead)`,
+            keys: [`service.environment.${VISIBLE_ENV}`],
+        };
+    }
+    return { count: usable, where: boxGpus, fix: "pass more GPUs through", keys: [] };
+}
+
+const VISIBLE_ENV = "CUDA_VISIBLE_DEVICES";
+
 /** The server's GPUs exist on the box, once each, and hold its parallel layout. */
 export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: number | undefined, f: Findings): void {
     const { host } = box;
@@ -87,16 +127,14 @@ export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: numb
         if (seen.has(index)) f.issue(path, index, `${path} lists GPU ${index} twice: remove the duplicate.`);
         seen.add(index);
     });
-    const count = service.gpus?.length ?? usable;
-    const where = service.gpus ? `service.gpus gives the server ${count} GPU(s)` : boxGpus;
-    const fix = service.gpus ? "list more GPUs in service.gpus" : "pass more GPUs through";
+    const { count, where, fix, keys } = serverGpus(box, service, usable);
     const layout = parallelLayout(service);
     if (service.tensorParallelSize > count) {
         f.issue(
             "service.tensorParallelSize",
             service.tensorParallelSize,
             `service.tensorParallelSize is ${service.tensorParallelSize} but ${where}: lower tensorParallelSize or ${fix}.`,
-            ["host.gpus", "container.gpus", "service.gpus"],
+            ["host.gpus", "container.gpus", "service.gpus", ...keys],
         );
     } else if (layout.gpus > count) {
         // The pipeline or data parallel size in extraArgs multiplies the GPUs: SGLang gives each rank GPUs of its own.
@@ -107,24 +145,47 @@ export function gpuCountRule(box: BoxInput, service: ServiceConfig, usable: numb
             given ? shownExtraFlag(given) : service.tensorParallelSize,
             `${key}: the server needs ${describeLayout(layout)} (SGLang places each data parallel rank on tp x pp GPUs of its own` +
                 `${layout.dp.value > 1 ? "; --enable-dp-attention shares them instead" : ""}) but ${where}: lower the sizes or ${fix}.`,
-            ["service.tensorParallelSize", "host.gpus", "container.gpus", "service.gpus"],
+            ["service.tensorParallelSize", "host.gpus", "container.gpus", "service.gpus", ...keys],
         );
     }
 }
 
-/** Whether each GPU's share of the weights (core/box/gpu-fit.ts) plus the reserve fits its static pool. */
+/**
+ * Whether each GPU's share of the weights (core/box/gpu-fit.ts) plus the
+ * reserve fits its static pool: `fraction` of one GPU's memory. The fraction
+ * is the one the release runs with: the declared memFractionStatic, or the
+ * one its ServerArgs resolves (the verdict's, core/sglang/verdict-fit.ts);
+ * 1 bounds what any fraction could hold.
+ */
 export function staticPoolFit(
     weightsGB: number,
-    memFractionStatic: number | undefined,
+    fraction: number,
     memoryMiB: number,
     placement: WeightsPlacement,
+    moe?: MoeExperts,
 ): { needGiB: number; budgetGiB: number; fits: boolean } {
-    const fraction = memFractionStatic ?? ASSUMED_AUTO_MEM_FRACTION;
-    const needGiB = weightsPerGpuGiB(weightsGB, placement) + STATIC_POOL_RESERVE_GIB;
+    const needGiB = weightsPerGpuGiB(weightsGB, placement, moe) + STATIC_POOL_RESERVE_GIB;
     const budgetGiB = (fraction * memoryMiB * MIB) / GIB;
     return { needGiB, budgetGiB, fits: needGiB <= budgetGiB };
 }
 
+/** The smallest tensorParallelSize up to `maxGpus` (over the pipeline stages) at which `fits` holds, as a suggestion; else the other ways out. */
+export function fitSuggestion(tp: number, pp: number, maxGpus: number, fits: (shards: number) => boolean): string {
+    for (let candidate = tp + 1; candidate * pp <= maxGpus; candidate++) {
+        if (fits(candidate * pp)) return `set tensorParallelSize: ${candidate}`;
+    }
+    return "use a smaller or quantized model, or GPUs with more memory";
+}
+
+/**
+ * The fit of the declared weights (service.model.weightsGB), judged from the
+ * config alone: with memFractionStatic, against that fraction of a GPU;
+ * without it, against the whole GPU (the fraction the release picks is not
+ * known until its own code resolves it: SGLang's verdict then judges with it,
+ * core/sglang/verdict-fit.ts), which no fraction could hold. KTransformers'
+ * expert offload needs the model's config.json to say what it takes off:
+ * the verdict judges that too.
+ */
 export function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: number | undefined, f: Findings): void {
     const { host } = box;
     if (!host) return;
@@ -132,28 +193,28 @@ export function memoryRule(box: BoxInput, service: ServiceConfig, usableGpus: nu
     const weightsGB = service.model.weightsGB;
     if (weightsGB === undefined) return; // taken from the box: the service provider checks it there (core/box/box-facts.ts)
     const placement = weightsPlacement(service);
-    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, placement);
+    if (placement.cpuExperts) return;
+    const fraction = service.memFractionStatic ?? 1;
+    const { needGiB, budgetGiB, fits } = staticPoolFit(weightsGB, fraction, host.gpus.memoryMiB, placement);
     if (fits) return;
-    const fractionText =
+    const gpuGiB = (host.gpus.memoryMiB / 1024).toFixed(1);
+    const budget =
         service.memFractionStatic === undefined
-            ? `SGLang's automatic mem fraction (about ${ASSUMED_AUTO_MEM_FRACTION})`
-            : `memFractionStatic ${service.memFractionStatic}`;
-    const maxTp = service.gpus?.length ?? usableGpus ?? host.gpus.count;
+            ? `the whole of one ${gpuGiB} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}), more than any --mem-fraction-static SGLang could pick, is ${budgetGiB.toFixed(1)} GiB`
+            : `memFractionStatic ${service.memFractionStatic} of one ${gpuGiB} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB`;
     const pp = placement.shards / tp;
-    let suggestion = "use a smaller or quantized model, or GPUs with more memory";
-    for (let candidate = tp + 1; candidate * pp <= maxTp; candidate++) {
-        if (staticPoolFit(weightsGB, service.memFractionStatic, host.gpus.memoryMiB, { ...placement, shards: candidate * pp }).fits) {
-            suggestion = `set tensorParallelSize: ${candidate}`;
-            break;
-        }
-    }
+    const suggestion = fitSuggestion(
+        tp,
+        pp,
+        serverGpus(box, service, usableGpus ?? host.gpus.count).count,
+        (shards) => staticPoolFit(weightsGB, fraction, host.gpus.memoryMiB, { ...placement, shards }).fits,
+    );
     const over = pp === 1 ? `tensorParallelSize ${tp}` : `tensorParallelSize ${tp} x pipeline parallel size ${pp}`;
     f.issue(
         "service.tensorParallelSize",
         tp,
         `service.model.weightsGB ${service.model.weightsGB} GB over ${over} does not fit: each GPU needs ${needGiB.toFixed(1)} GiB ` +
-            `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${fractionText} of one ` +
-            `${(host.gpus.memoryMiB / 1024).toFixed(1)} GiB GPU (host.gpus.memoryMiB ${host.gpus.memoryMiB}) is ${budgetGiB.toFixed(1)} GiB: ${suggestion}.`,
+            `(weights${describePlacement(placement)} plus the ${STATIC_POOL_RESERVE_GIB} GiB reserve for the KV cache and Mamba state) but ${budget}: ${suggestion}.`,
         ["service.memFractionStatic", "service.model.weightsGB", "host.gpus", "container.gpus", "service.gpus"],
     );
 }

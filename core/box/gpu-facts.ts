@@ -5,6 +5,8 @@ export interface GpuFact {
     name: string;
     memoryMiB: number;
     uuid: string;
+    /** nvidia-smi's compute_cap (`8.6`, `9.0`); absent in states written before it was read. */
+    computeCapability?: string;
 }
 
 export interface GpuExpectation {
@@ -73,12 +75,21 @@ export function gpuExpectationProblems(expected: GpuExpectation, gpus: readonly 
     return problems;
 }
 
-/** The columns the GpuHost asks nvidia-smi for, in order. */
-export const GPU_QUERY = "index,name,memory.total,driver_version,uuid";
+/**
+ * The columns the GpuHost asks nvidia-smi for, in order. compute_cap (the
+ * CUDA compute capability, `8.6`, `9.0`; nvidia-smi has it since driver
+ * 510) goes to SGLang's own verdict, whose checks of Hopper- or
+ * Blackwell-only backends read it (core/sglang/verdict.ts).
+ */
+export const GPU_QUERY = "index,name,memory.total,driver_version,uuid,compute_cap";
+
+/** A compute capability as nvidia-smi prints it (`major.minor`); anything else (`[N/A]`, an unknown-input placeholder) is not one. */
+export const COMPUTE_CAPABILITY = /^\d{1,2}\.\d{1,2}$/;
 
 /**
- * Parses `nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid
- * --format=csv,noheader,nounits`: one GPU a line, comma-and-space separated.
+ * Parses `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits`:
+ * one GPU a line, comma-and-space separated (nvidia-smi never quotes fields
+ * in this mode; a GPU's name has no comma).
  */
 export function parseGpuQuery(csv: string): { gpus: GpuFact[]; driverVersion: string } {
     const gpus: GpuFact[] = [];
@@ -86,11 +97,30 @@ export function parseGpuQuery(csv: string): { gpus: GpuFact[]; driverVersion: st
     for (const line of csv.split("\n")) {
         if (!line.trim()) continue;
         const cols = line.split(",").map((c) => c.trim());
-        if (cols.length < 5 || !/^\d+$/.test(cols[0]) || !/^\d+$/.test(cols[2])) {
+        if (cols.length !== 6 || !/^\d+$/.test(cols[0]) || !/^\d+$/.test(cols[2])) {
             throw new Error(`unexpected nvidia-smi line: ${JSON.stringify(line)}`);
         }
-        gpus.push({ index: Number(cols[0]), name: cols[1], memoryMiB: Number(cols[2]), uuid: cols[4] });
+        const capability = COMPUTE_CAPABILITY.test(cols[5]) ? { computeCapability: cols[5] } : {};
+        gpus.push({ index: Number(cols[0]), name: cols[1], memoryMiB: Number(cols[2]), uuid: cols[4], ...capability });
         driverVersion = cols[3];
     }
     return { gpus, driverVersion };
+}
+
+/**
+ * The compute capability a server runs on: the lowest among the host GPUs it
+ * sees (`hostIndices`, the host's nvidia-smi indices; all of them when
+ * absent), since each rank must run every kernel SGLang picks. Undefined
+ * when any of them was read without one (a state from before), or none is known.
+ */
+export function serverComputeCapability(gpus: readonly GpuFact[], hostIndices?: readonly number[]): string | undefined {
+    const used = hostIndices === undefined ? gpus : gpus.filter((g) => hostIndices.includes(g.index));
+    if (used.length === 0 || used.some((g) => g.computeCapability === undefined)) return undefined;
+    const value = (c: string) => c.split(".").map(Number) as [number, number];
+    return used
+        .map((g) => g.computeCapability!)
+        .reduce((low, c) => {
+            const [a, b] = [value(low), value(c)];
+            return b[0] < a[0] || (b[0] === a[0] && b[1] < a[1]) ? c : low;
+        });
 }

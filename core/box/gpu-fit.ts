@@ -8,10 +8,34 @@
  * `--enable-dp-attention` the ranks share the tp x pp GPUs. The weights are
  * split over tp x pp GPUs; online quantization of a 16-bit checkpoint
  * shrinks them, and `--cpu-offload-gb` (GiB per GPU, utils/offloader.py)
- * keeps part of them in host memory.
+ * and KTransformers' expert offload (`--kt-*`) keep part of them in host
+ * memory.
  */
 import type { ServiceConfig } from "../config/schema";
-import { ExtraFlag, extraFlagInteger, extraFlagValues } from "../sglang/extra-args";
+import { ExtraFlag, extraFlagInteger, extraFlagValues, shownExtraFlag } from "../sglang/extra-args";
+
+/**
+ * How many of `gpus` GPUs (numbered 0..gpus-1, as the server sees them) a
+ * CUDA_VISIBLE_DEVICES value leaves a process, as the CUDA runtime reads it
+ * (the CUDA C Programming Guide, "CUDA Environment Variables"): entries are
+ * comma-separated; an index names one GPU if it is below `gpus`; a UUID
+ * (`GPU-...`) or MIG instance (`MIG-...`) is taken as one GPU (which one the
+ * config cannot say); the first entry that names no GPU, or names one a
+ * second time, ends the list (the GPUs before it stay visible). Unset: all.
+ */
+export function cudaVisibleCount(visible: string | undefined, gpus: number): number {
+    if (visible === undefined) return gpus;
+    const seen = new Set<string>();
+    for (const raw of visible.split(",")) {
+        const entry = raw.trim();
+        const index = /^\d+$/.test(entry) ? Number(entry) : undefined;
+        const names = index !== undefined ? index < gpus : /^(GPU|MIG)-[0-9A-Za-z-]+/.test(entry);
+        const key = index !== undefined ? String(index) : entry;
+        if (!names || seen.has(key)) break;
+        seen.add(key);
+    }
+    return Math.min(seen.size, gpus);
+}
 
 /** A parallel size and where extraArgs gives it (absent: SGLang's default 1). */
 export interface GivenSize {
@@ -63,37 +87,124 @@ export function describeLayout(layout: ParallelLayout): string {
  */
 const ONLINE_8BIT = new Set(["fp8", "w8a8_fp8", "w8a8_int8"]);
 
+/**
+ * KTransformers' expert offload (`--kt-weight-path` with
+ * `--kt-num-gpu-experts N`, layers/moe/kt_ep_wrapper.py): each MoE layer
+ * keeps experts 0..N-1 on the GPU (`num_local_experts = num_gpu_experts`)
+ * and runs the others on the CPU from the AMX weights. What share of the
+ * weights the experts are comes from the model's config.json (moeExperts).
+ */
+export interface CpuExperts {
+    /** `--kt-num-gpu-experts`: experts per MoE layer on the GPU. */
+    onGpu: number;
+    given: ExtraFlag;
+}
+
 /** How one copy of the weights is held: split over `shards` GPUs, scaled by online quantization, minus what stays in CPU memory. */
 export interface WeightsPlacement {
     /** tp x pp. */
     shards: number;
     /** 0.5 with online 8-bit quantization, else 1. A checkpoint already in 8 bits is counted at half its size: an underestimate, never a refusal of what fits. */
     scale: number;
-    /** `--cpu-offload-gb`: GiB of each GPU's weights kept in CPU memory. */
+    /** `--cpu-offload-gb`: GiB of each GPU's weights kept in CPU memory (utils/offloader.py: OffloaderV1's max bytes, per rank). */
     offloadGiB: number;
+    /** KTransformers' expert offload, when extraArgs gives both its weights and its GPU experts. */
+    cpuExperts?: CpuExperts;
 }
 
 export function weightsPlacement(service: Pick<ServiceConfig, "tensorParallelSize" | "extraArgs">): WeightsPlacement {
     const layout = parallelLayout(service);
     const quantization = extraFlagValues(service.extraArgs, "--quantization")?.values[0];
+    const ktWeights = extraFlagValues(service.extraArgs, "--kt-weight-path");
+    const ktGpuExperts = extraFlagInteger(service.extraArgs, "--kt-num-gpu-experts");
     return {
         shards: layout.tp * layout.pp.value,
         scale: quantization !== undefined && ONLINE_8BIT.has(quantization) ? 0.5 : 1,
         offloadGiB: extraFlagInteger(service.extraArgs, "--cpu-offload-gb")?.value ?? 0,
+        ...(ktWeights && ktGpuExperts ? { cpuExperts: { onGpu: ktGpuExperts.value, given: ktGpuExperts.given } } : {}),
     };
+}
+
+/**
+ * A mixture-of-experts model's routed experts, from its config.json (the
+ * text model's, `text_config`, for a vision model): how many MoE layers,
+ * experts per layer, and what share of the parameters they are. The share
+ * is the experts' gate, up and down projections over an estimate of every
+ * parameter (embeddings, attention, dense and shared MLPs, routers), the
+ * names as Qwen, DeepSeek and Mixtral configs give them; undefined for a
+ * dense model or a config without those fields.
+ */
+export interface MoeExperts {
+    layers: number;
+    experts: number;
+    /** The routed experts' parameters over all the model's (0..1). */
+    share: number;
+}
+
+export function moeExperts(configJson: string | undefined): MoeExperts | undefined {
+    let parsed: unknown;
+    try {
+        parsed = JSON.parse(configJson ?? "");
+    } catch {
+        return undefined;
+    }
+    const top = parsed !== null && typeof parsed === "object" ? (parsed as Record<string, unknown>) : {};
+    const c = (top.text_config !== null && typeof top.text_config === "object" ? top.text_config : top) as Record<string, unknown>;
+    const num = (...keys: string[]): number | undefined => keys.map((k) => c[k]).find((v): v is number => typeof v === "number" && v >= 0);
+    const hidden = num("hidden_size");
+    const layers = num("num_hidden_layers");
+    const experts = num("num_experts", "n_routed_experts", "num_local_experts");
+    const expertInter = num("moe_intermediate_size", "intermediate_size");
+    if (!hidden || !layers || !experts || experts < 2 || !expertInter) return undefined;
+    const heads = num("num_attention_heads") ?? 1;
+    const kvHeads = num("num_key_value_heads") ?? heads;
+    const headDim = num("head_dim") ?? hidden / heads;
+    const denseInter = num("intermediate_size") ?? expertInter;
+    const step = num("decoder_sparse_step") ?? 1;
+    const firstDense = num("first_k_dense_replace") ?? 0;
+    const mlpOnly = Array.isArray(c.mlp_only_layers) ? (c.mlp_only_layers as unknown[]) : [];
+    let moeLayers = 0;
+    for (let i = 0; i < layers; i++) if (i >= firstDense && (i + 1) % Math.max(1, step) === 0 && !mlpOnly.includes(i)) moeLayers++;
+    if (moeLayers === 0) return undefined;
+    const shared = (num("n_shared_experts") ?? 0) * expertInter + (num("shared_expert_intermediate_size") ?? 0);
+    const routed = moeLayers * experts * 3 * hidden * expertInter;
+    const vocab = num("vocab_size") ?? 0;
+    const total =
+        vocab * hidden * (c.tie_word_embeddings === true ? 1 : 2) +
+        layers * hidden * headDim * (2 * heads + 2 * kvHeads) +
+        routed +
+        moeLayers * (3 * hidden * shared + hidden * experts) +
+        (layers - moeLayers) * 3 * hidden * denseInter;
+    return { layers: moeLayers, experts, share: routed / total };
+}
+
+/** The share of the weights KTransformers keeps in CPU memory: the experts past the GPU's, of every MoE layer. */
+function cpuExpertsShare(placement: WeightsPlacement, moe: MoeExperts | undefined): number {
+    if (!placement.cpuExperts || !moe) return 0;
+    return moe.share * Math.max(0, 1 - placement.cpuExperts.onGpu / moe.experts);
 }
 
 const GIB = 1024 ** 3;
 
-/** The GiB of weights each GPU holds. */
-export function weightsPerGpuGiB(weightsGB: number, placement: WeightsPlacement): number {
-    return Math.max(0, (weightsGB * 1e9 * placement.scale) / placement.shards / GIB - placement.offloadGiB);
+/** The GiB of weights each GPU holds (`moe`: the model's experts, for KTransformers' offload; without it, none is taken off). */
+export function weightsPerGpuGiB(weightsGB: number, placement: WeightsPlacement, moe?: MoeExperts): number {
+    const onGpu = weightsGB * 1e9 * placement.scale * (1 - cpuExpertsShare(placement, moe));
+    return Math.max(0, onGpu / placement.shards / GIB - placement.offloadGiB);
 }
 
-/** What the arithmetic assumed beyond `weightsGB / shards`, for messages ("", or "; fp8 at load halves them; 4 GiB offloaded"). */
-export function describePlacement(placement: WeightsPlacement): string {
+/** What the arithmetic assumed beyond `weightsGB / shards`, for messages ("", or " (online 8-bit quantization halves them, 4 GiB per GPU offloaded ...)"). */
+export function describePlacement(placement: WeightsPlacement, weightsGB?: number, moe?: MoeExperts): string {
     const notes: string[] = [];
     if (placement.scale !== 1) notes.push("online 8-bit quantization halves them");
-    if (placement.offloadGiB > 0) notes.push(`${placement.offloadGiB} GiB per GPU offloaded to CPU memory`);
+    const kt = placement.cpuExperts;
+    if (kt && moe && weightsGB !== undefined) {
+        const cpu = cpuExpertsShare(placement, moe);
+        notes.push(
+            `the routed experts are ${(100 * moe.share).toFixed(1)}% of them (config.json: ${moe.layers} MoE layers x ${moe.experts} experts) ` +
+                `and ${shownExtraFlag(kt.given)} keeps ${Math.min(kt.onGpu, moe.experts)} of each layer's ${moe.experts} on the GPU, ` +
+                `so ${(weightsGB * placement.scale * cpu).toFixed(1)} GB of them stay in CPU memory (KTransformers)`,
+        );
+    }
+    if (placement.offloadGiB > 0) notes.push(`${placement.offloadGiB} GiB per GPU offloaded to CPU memory (--cpu-offload-gb)`);
     return notes.length === 0 ? "" : ` (${notes.join(", ")})`;
 }

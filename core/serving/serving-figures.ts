@@ -104,6 +104,45 @@ export function figuresOf(measurements: readonly PromptMeasurement[], algorithm:
     };
 }
 
+/**
+ * How the gate takes its figures (issue 37: measured, not sampled): the
+ * prompt set once as a warm-up, not measured (a fresh server compiles
+ * kernels for shapes its own warm-up did not run, and its radix cache is
+ * empty: the first request of a shape is slower by an amount that varies
+ * from start to start), then SERVING_MEASURED_PASSES measured passes.
+ */
+export const SERVING_WARMUP_PASSES = 1;
+export const SERVING_MEASURED_PASSES = 3;
+
+function median(values: readonly number[]): number {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * The figures of the measured passes over the prompt set (the warm-up pass
+ * not among them): the accept length over every measured request, as
+ * figuresOf computes it; the throughput of each pass (its completion tokens
+ * over its e2e latencies), in total and per bucket, and the median of the
+ * passes', so that one slow pass (a hiccup on the box) does not move it.
+ */
+export function figuresOfPasses(
+    passes: readonly (readonly PromptMeasurement[])[],
+    algorithm: string | undefined,
+    serverAcceptLength: number | null,
+): ServingFigures {
+    const all = figuresOf(passes.flat(), algorithm, serverAcceptLength);
+    if (passes.length <= 1) return all;
+    const each = passes.map((pass) => figuresOf(pass, algorithm, serverAcceptLength));
+    const throughputOf = (bucket: string) => round(median(each.map((f) => f.buckets?.[bucket]?.throughput ?? 0)), 2);
+    return {
+        ...all,
+        throughput: round(median(each.map((f) => f.throughput ?? 0)), 2),
+        buckets: Object.fromEntries(Object.entries(all.buckets ?? {}).map(([bucket, b]) => [bucket, { ...b, throughput: throughputOf(bucket) }])),
+    };
+}
+
 /** "avg accept length 3.12 (NEXTN), 41.7 tok/s (code 3.40 / 44.0 tok/s, prose ...)": for progress lines, the preview and reports. */
 export function describeFigures(f: ServingFigures): string {
     const parts = [

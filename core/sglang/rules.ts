@@ -93,13 +93,6 @@ export const DEFAULT_PORT = 30000;
 /** SGLang binds here when `--host` is not given. */
 export const DEFAULT_LISTEN_HOST = "127.0.0.1";
 /**
- * `--mem-fraction-static` is picked automatically when unset; about 0.85 on a
- * 48 GB card. Used only to judge whether the weights fit when the config does
- * not set it.
- */
-export const ASSUMED_AUTO_MEM_FRACTION = 0.85;
-
-/**
  * The variable the 0600 EnvironmentFile defines with the API key: the on-box
  * reads find the key there (core/sglang/server-info-read.ts); SGLang itself reads it
  * from the 0600 config file given as `--config` (core/sglang/args.ts).

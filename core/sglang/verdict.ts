@@ -10,7 +10,8 @@
 import { sha256 } from "../digest";
 import { ExtraFlag, extraFlags } from "./extra-args";
 import { flagMap } from "./flag-map";
-import { OWNED_FLAGS } from "./settings";
+import { OWNED_FLAGS, settingOfFlag } from "./settings";
+import { argparseOption, argparseTable } from "./argparse";
 import { serviceFromUnit } from "../unit/systemd-unit";
 import { parserArgvOf } from "../venv/venv-layout";
 import type { OracleCase } from "../../sglang-release/oracle";
@@ -25,7 +26,8 @@ export interface VerdictRequest {
     argv: string[];
     /** The unit's Environment= lines. */
     env: Record<string, string>;
-    gpus: { count: number; memoryMiB?: number; name?: string };
+    /** The box's GPUs: how many, one's memory and name (host.gpus), and the compute capability nvidia-smi reads on the box (GpuHost's facts). */
+    gpus: { count: number; memoryMiB?: number; name?: string; computeCapability?: string };
     /** The box's model folder, and its config.json, which the release reads in place of the folder. */
     model: { path: string; configJson: string };
     /** The drafter's folder and config.json, when the server loads a separate one. */
@@ -40,6 +42,33 @@ export interface ReleaseVerdict {
     error?: string;
     /** The release's own warnings on the way (server_args and the like), with the local stand-in folders named as the box's. */
     warnings: string[];
+    /** What the release resolved that the fit reads (ok only; core/box/resolved-fit.ts). */
+    resolved?: ResolvedServer;
+    /** For a refusal raised by a check: the settings it reads, from the release's source (oracle.py checkReads: ServerArgs fields, `env:VAR`). */
+    reads?: string[];
+}
+
+/** The settings of the release's resolved ServerArgs the fit reads: the memory fraction it picks when none is declared, the parallel sizes. */
+export interface ResolvedServer {
+    memFractionStatic: number;
+    tpSize: number;
+    ppSize: number;
+    dpSize: number;
+    /** `enable_dp_attention`: the data parallel ranks share the tp x pp GPUs. */
+    dpAttention: boolean;
+}
+
+/** The fields of the release's ServerArgs dump (dataclasses.asdict, or 0.5.2x's resolved_dict) the fit reads; undefined when one is missing. */
+export function resolvedServerOf(serverArgs: Record<string, unknown> | null | undefined): ResolvedServer | undefined {
+    if (!serverArgs) return undefined;
+    const n = (key: string, otherwise?: number) => {
+        const v = serverArgs[key];
+        return typeof v === "number" ? v : v === null || v === undefined ? otherwise : undefined;
+    };
+    const memFractionStatic = n("mem_fraction_static");
+    const tpSize = n("tp_size");
+    if (memFractionStatic === undefined || tpSize === undefined) return undefined;
+    return { memFractionStatic, tpSize, ppSize: n("pp_size", 1) ?? 1, dpSize: n("dp_size", 1) ?? 1, dpAttention: serverArgs.enable_dp_attention === true };
 }
 
 /** What the preview needs to ask the release, from the unit the stack would write. */
@@ -93,8 +122,13 @@ export function verdictCase(request: VerdictRequest, standIns: { model: string; 
     return {
         argv: standInArgv(request, standIns.model, standIns.drafter),
         entry: request.entry,
-        // The GPUs' name reaches the stubs as the lab's driver would report it.
-        env: { ...request.env, ...(request.gpus.name !== undefined ? { SGLANG_LAB_GPU_NAME: request.gpus.name } : {}) },
+        // The GPUs' name and compute capability reach the stubs as the lab's driver would report them
+        // (torch.cuda.get_device_capability, pynvml, nvidia-smi's compute_cap): a Hopper-only backend is judged on 9.0.
+        env: {
+            ...request.env,
+            ...(request.gpus.name !== undefined ? { SGLANG_LAB_GPU_NAME: request.gpus.name } : {}),
+            ...(request.gpus.computeCapability !== undefined ? { SGLANG_LAB_GPU_CAPABILITY: request.gpus.computeCapability } : {}),
+        },
         gpuCount: request.gpus.count,
         ...(request.gpus.memoryMiB !== undefined ? { gpuMemoryMiB: request.gpus.memoryMiB } : {}),
     };
@@ -109,6 +143,10 @@ export interface ReleaseAnswer {
     logs: { level: string; logger: string; message: string }[];
     /** What the release printed on stderr: for an exception, Python's traceback. */
     stderr?: string;
+    /** The resolved ServerArgs, when the release got to the launcher. */
+    serverArgs?: Record<string, unknown> | null;
+    /** For an exception: the settings the check that raised it reads (ServerArgs fields, `env:VAR`), from the release's source. */
+    checkReads?: string[] | null;
 }
 
 /**
@@ -151,7 +189,10 @@ export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standI
         // The stand-in folder has config.json only: what SGLang says about the folder's other files is about the stand-in.
         .filter((l) => !/generation config/i.test(l.message))
         .map((l) => asBox(l.message));
-    if (answer.status === "ok") return { status: "ok", warnings };
+    if (answer.status === "ok") {
+        const resolved = resolvedServerOf(answer.serverArgs);
+        return { status: "ok", warnings, ...(resolved ? { resolved } : {}) };
+    }
     if (answer.status === "argparse-error") return { status: "refused", error: asBox(`${prog}: error: ${answer.message ?? ""}`), warnings };
     if (answer.status === "exception") {
         const [failing] = tracebackLinesOf(answer.stderr);
@@ -161,7 +202,8 @@ export function verdictOf(answer: ReleaseAnswer, request: VerdictRequest, standI
         // little without the line that raised it: Python's traceback shows that line, and so does the verdict.
         const namesNone = !/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(message);
         const at = failing !== undefined && namesNone ? ` ${AT}${failing}\`)` : "";
-        return { status: "refused", error: asBox((message ? `${type}: ${message}` : type) + at), warnings };
+        const reads = answer.checkReads ? { reads: answer.checkReads } : {};
+        return { status: "refused", error: asBox((message ? `${type}: ${message}` : type) + at), warnings, ...reads };
     }
     return { status: "refused", error: `${prog} exited ${answer.exitCode} before starting the server`, warnings };
 }
@@ -218,24 +260,58 @@ function occurrenceNamed(message: string, occurrences: readonly ExtraFlag[]): Ex
     return occurrences.slice(0, -1).find((f) => f.values.some(quoted)) ?? occurrences[occurrences.length - 1];
 }
 
-/** The preview's refusal when the release refuses the rendered server; none when it accepts. */
+/**
+ * The stack keys of the settings a refusing check reads (ReleaseVerdict.reads,
+ * from the release's source) that the rendered server sets: an owned setting
+ * the typed config declares (its flag on the command line), the extraArgs
+ * element that sets the option (its last occurrence, the one argparse keeps;
+ * an alias or abbreviation counts), a variable of the unit's environment.
+ * What the config leaves to SGLang's defaults has no key.
+ */
+export function readsKeys(reads: readonly string[], request: VerdictRequest, extraArgs: readonly string[]): string[] {
+    const table = argparseTable(request.version);
+    const optionOf = (flag: string) => (table ? argparseOption(table, flag) : undefined);
+    const onCommandLine = Object.keys(flagMap(request.argv).flags);
+    const extra = extraFlags(extraArgs);
+    const keys: string[] = [];
+    for (const read of reads) {
+        if (read.startsWith("env:")) {
+            const name = read.slice(4);
+            if (request.env[name] !== undefined) keys.push(`service.environment.${name}`);
+            continue;
+        }
+        const flag = `--${read.replace(/_/g, "-")}`;
+        const option = optionOf(flag);
+        const owned = settingOfFlag(flag);
+        if (owned && onCommandLine.some((f) => settingOfFlag(f) === owned)) keys.push(owned.key.replace(/ \(.*$/, ""));
+        const given = extra.filter((e) => e.flag === flag || (option !== undefined && optionOf(e.flag) === option)).pop();
+        if (given) keys.push(`service.extraArgs[${given.index}]`);
+    }
+    return keys;
+}
+
+/**
+ * The preview's refusal when the release refuses the rendered server; none
+ * when it accepts. Filed under the key its message names (verdictKeyOf; for
+ * a message that names none, the line that raised it) and under every
+ * setting the refusing check reads that the config sets (readsKeys): one
+ * failure per key, the same reason. `service` when there is none.
+ */
 export function verdictFailures(verdict: ReleaseVerdict, request: VerdictRequest, extraArgs: readonly string[]): VerdictFailure[] {
     if (verdict.status === "ok" || verdict.error === undefined) return [];
     const at = verdict.error.lastIndexOf(` ${AT}`);
     const message = at >= 0 ? verdict.error.slice(0, at) : verdict.error;
     // A message that names no setting (`AssertionError`, a TypeError on a value left unset): the line that raised it does.
     const byMessage = verdictKeyOf(message, extraArgs, request.argv);
-    const property = byMessage === "service" && at >= 0 ? verdictKeyOf(verdict.error.slice(at), extraArgs, request.argv) : byMessage;
-    const about = property === "service" ? "the rendered command line" : property;
-    return [
-        {
-            property,
-            reason:
-                `SGLang ${request.version}'s own code refuses the server this config renders (run here with the box's config.json, ` +
-                `before anything on the box changes): ${verdict.error}; fix: change ${about} so that SGLang ${request.version} accepts it ` +
-                `(\`npm run render\` shows the command line), or declare the sglangVersion that accepts it.`,
-        },
-    ];
+    const named = byMessage === "service" && at >= 0 ? verdictKeyOf(verdict.error.slice(at), extraArgs, request.argv) : byMessage;
+    const keys = [...new Set([...(named === "service" ? [] : [named]), ...readsKeys(verdict.reads ?? [], request, extraArgs)])];
+    const properties = keys.length > 0 ? keys : ["service"];
+    const about = keys.length > 0 ? keys.join(" or ") : "the rendered command line";
+    const reason =
+        `SGLang ${request.version}'s own code refuses the server this config renders (run here with the box's config.json, ` +
+        `before anything on the box changes): ${verdict.error}; fix: change ${about} so that SGLang ${request.version} accepts it ` +
+        `(\`npm run render\` shows the command line), or declare the sglangVersion that accepts it.`;
+    return properties.map((property) => ({ property, reason }));
 }
 
 /** One line for the preview when the release accepts: that it does, and what it says it will run. */

@@ -4,6 +4,7 @@
 // passthrough lines bind in, and opens what its device cgroup allows); memory
 // used comes from the simulated servers.
 import * as fs from "fs";
+import { computeCapabilityOf } from "../gpu/compute-capability";
 import { readUsage } from "../gpu/gpu-state";
 import { currentLab, GpuSpec, LabInfo } from "../lab-info";
 
@@ -22,6 +23,8 @@ const GPU_FIELDS: Record<string, Field> = {
     "pci.bus_id": { header: "pci.bus_id", value: (g) => g.busId },
     gpu_bus_id: { header: "pci.bus_id", value: (g) => g.busId },
     driver_version: { header: "driver_version", value: (_g, _u, i) => i.driverVersion },
+    // The header is the field's name, and no unit: `compute_cap` / `8.6`.
+    compute_cap: { header: "compute_cap", value: (g) => g.computeCap ?? computeCapabilityOf(g.name) },
     count: { header: "count", value: (_g, _u, _i, n) => String(n) },
     "memory.total": { header: "memory.total", unit: "MiB", value: (g) => String(g.memoryMiB) },
     "memory.used": { header: "memory.used", unit: "MiB", value: (_g, used) => String(used) },

@@ -23,6 +23,16 @@ export interface Faults {
     acceptPinnedAtMax?: boolean;
     /** The decode speed times this: a throughput regression (0.8: 20% slower). */
     throughputFactor?: number;
+    /**
+     * A fresh server's first request of each prompt bucket waits for kernels
+     * compiled and tuned for its shapes (JIT, autotuning; SGLang's own
+     * warm-up runs one short request): a delay drawn uniformly from 0 to this
+     * many seconds, added to that request's e2e_latency. Off unless set, so
+     * the lab's figures stay exact; the bench's serving phase sets it.
+     */
+    coldKernelSeconds?: number;
+    /** Each request's e2e_latency times a factor drawn uniformly from 1 - this to 1 + this (clocks, the scheduler). Off unless set. */
+    latencyJitter?: number;
     /** Chat/generate return degenerate text (one token repeated). */
     degenerateOutput?: boolean;
     /** Seconds until the GPU memory of a stopped server shows as free. */
@@ -52,6 +62,8 @@ export const FAULT_KEYS: Array<keyof Faults> = [
     "acceptLengthAfterReady",
     "acceptPinnedAtMax",
     "throughputFactor",
+    "coldKernelSeconds",
+    "latencyJitter",
     "degenerateOutput",
     "gpuReleaseDelaySeconds",
     "healthCheckTimeoutSeconds",

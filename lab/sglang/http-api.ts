@@ -5,7 +5,7 @@
 // running scheduler knows filled in.
 import * as http from "http";
 import { randomBytes } from "crypto";
-import { acceptLengthFor, type Drafting, requestFigures, type SpeedFaults } from "./speculation";
+import { acceptLengthFor, bucketOf, type Drafting, requestFigures, type SpeedFaults, timingDraw } from "./speculation";
 import type { JsonValue, ServerArgs } from "./server-args";
 
 export interface ApiState {
@@ -27,6 +27,8 @@ export interface ApiState {
     drafting: Drafting | null;
     /** The faults that shape acceptance and speed; the collapse fault sets collapsedTo once due. */
     speedFaults: SpeedFaults;
+    /** Prompt buckets this server has run a request of (its kernels compiled): the others are cold (SpeedFaults.coldKernelSeconds). */
+    warmBuckets: Set<string>;
     /** Scheduler.spec_total_num_accepted_tokens / _forward_ct: what every request's decoding added. */
     specTotals: { acceptedTokens: number; verifySteps: number };
     /** The last request's decode speed (Scheduler.last_gen_throughput); 0 before any. */
@@ -304,7 +306,10 @@ export function createApi(state: ApiState): http.Server {
                     state.counters.prompt += usage.prompt_tokens;
                     state.counters.generation += usage.completion_tokens;
                     state.counters.requests++;
-                    const figures = requestFigures(state.drafting, prompt, usage.prompt_tokens, usage.completion_tokens, state.speedFaults);
+                    const bucket = bucketOf(prompt);
+                    const timing = timingDraw(state.speedFaults, !state.warmBuckets.has(bucket));
+                    state.warmBuckets.add(bucket);
+                    const figures = requestFigures(state.drafting, prompt, usage.prompt_tokens, usage.completion_tokens, state.speedFaults, timing);
                     state.lastGenThroughput = Math.round(figures.decodeTokensPerSecond * 100) / 100;
                     if (figures.spec) {
                         state.specTotals.acceptedTokens += usage.completion_tokens;

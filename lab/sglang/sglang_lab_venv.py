@@ -100,6 +100,9 @@ class _Server:
         env.setdefault("SGLANG_LAB_GPU_COUNT", str(len(visible_gpus([g["index"] for g in gpus]))))
         env.setdefault("SGLANG_LAB_GPU_MEMORY_MIB", str(gpus[0]["memoryMiB"]))
         env.setdefault("SGLANG_LAB_GPU_NAME", gpus[0]["name"])
+        if gpus[0].get("computeCap"):
+            # What nvidia-smi's compute_cap says of the lab's GPUs (lab/gpu/compute-capability.ts).
+            env.setdefault("SGLANG_LAB_GPU_CAPABILITY", gpus[0]["computeCap"])
         env.setdefault("SGLANG_LAB_DRIVER_VERSION", self.lab["driverVersion"])
         env.setdefault("SGLANG_LAB_CUDA_VERSION", self.lab["cudaVersion"])
         # The lab reaches no model hub: a path that is no local folder fails as offline.

@@ -303,7 +303,10 @@ class Simulator {
             speedFaults: {
                 ...(this.faults.acceptPinnedAtMax ? { acceptPinnedAtMax: true } : {}),
                 ...(this.faults.throughputFactor !== undefined ? { throughputFactor: this.faults.throughputFactor } : {}),
+                ...(this.faults.coldKernelSeconds !== undefined ? { coldKernelSeconds: this.faults.coldKernelSeconds } : {}),
+                ...(this.faults.latencyJitter !== undefined ? { latencyJitter: this.faults.latencyJitter } : {}),
             },
+            warmBuckets: new Set(),
             specTotals: { acceptedTokens: 0, verifySteps: 0 },
             lastGenThroughput: 0,
             counters: { prompt: 0, generation: 0, requests: 0 },

@@ -86,6 +86,27 @@ export interface SpeedFaults {
     throughputFactor?: number;
     /** Acceptance collapsed to this on every bucket (the acceptLengthAfterReady fault, once due). */
     collapsedTo?: number;
+    /** The first request of a bucket on a fresh server waits up to this for its kernels (lab/sglang/faults.ts). */
+    coldKernelSeconds?: number;
+    /** e2e_latency times a factor drawn from 1 +- this. */
+    latencyJitter?: number;
+}
+
+/**
+ * What one request's timing draws (http-api.ts, from SpeedFaults and whether
+ * its bucket is cold): seconds of kernel compilation, and the jitter factor.
+ */
+export interface TimingDraw {
+    coldSeconds: number;
+    jitterFactor: number;
+}
+
+/** The draw for a request: `cold` (its bucket's first on this server), `random` a uniform draw in [0, 1). */
+export function timingDraw(faults: SpeedFaults, cold: boolean, random: () => number = Math.random): TimingDraw {
+    return {
+        coldSeconds: cold && faults.coldKernelSeconds ? random() * faults.coldKernelSeconds : 0,
+        jitterFactor: faults.latencyJitter ? 1 + (2 * random() - 1) * faults.latencyJitter : 1,
+    };
 }
 
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
@@ -116,10 +137,17 @@ export interface RequestFigures {
     decodeTokensPerSecond: number;
 }
 
-export function requestFigures(d: Drafting | null, prompt: string, promptTokens: number, completionTokens: number, faults: SpeedFaults): RequestFigures {
+export function requestFigures(
+    d: Drafting | null,
+    prompt: string,
+    promptTokens: number,
+    completionTokens: number,
+    faults: SpeedFaults,
+    timing: TimingDraw = { coldSeconds: 0, jitterFactor: 1 },
+): RequestFigures {
     const length = d ? acceptLengthFor(d, bucketOf(prompt), faults) : 1;
     const speed = decodeTokensPerSecond(d, length, faults);
-    const e2eLatency = round3(promptTokens / PREFILL_TOKENS_PER_SECOND + completionTokens / speed);
+    const e2eLatency = round3((promptTokens / PREFILL_TOKENS_PER_SECOND + completionTokens / speed) * timing.jitterFactor + timing.coldSeconds);
     if (!d) return { e2eLatency, decodeTokensPerSecond: speed };
     // SGLang counts whole verify steps; accept length = completion tokens / steps.
     const verifyCount = Math.max(1, Math.round(completionTokens / length));

@@ -38,6 +38,8 @@ export interface ServiceProps {
     gpuIndices: number[];
     /** host.gpus.name: the GPUs SGLang's own verdict at preview is run for (providers/sglang-server/verdict.ts); absent in states written before. */
     gpuName?: string;
+    /** The compute capability of the server's GPUs as the GpuHost read it (nvidia-smi compute_cap), for the same verdict; absent in states written before. */
+    gpuCapability?: string;
     readiness: ReadinessConfig;
     /**
      * `<project>/<stack>` that manages the unit, recorded in the unit file.

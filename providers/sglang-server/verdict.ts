@@ -30,6 +30,8 @@ import { sha256 } from "../../core/digest";
 import { serviceFromUnit } from "../../core/unit/systemd-unit";
 import { ensureInstalled, isInstalled, releaseCacheRoot, releaseDir, runOracle, siteProblems } from "../../sglang-release/oracle";
 import { type BoxContradiction, type BoxFactsRead, drafterDigestRefusal, drafterPath } from "../../core/box/box-facts";
+import { COMPUTE_CAPABILITY } from "../../core/box/gpu-facts";
+import { verdictFit } from "../../core/box/resolved-fit";
 import type { ProviderRun } from "../provider-run";
 import { say } from "../say";
 import { boxFailures, drafterFactsOf } from "./facts";
@@ -110,6 +112,8 @@ function cached(file: string): ReleaseVerdict | undefined {
     try {
         const v = JSON.parse(fs.readFileSync(file, "utf8")) as ReleaseVerdict;
         if (v.status !== "ok" && v.status !== "refused") return undefined;
+        // Kept before the verdict carried what the release resolves (the fit reads it): asked again.
+        if (v.status === "ok" && v.resolved === undefined) return undefined;
         try {
             const now = new Date();
             fs.utimesSync(file, now, now);
@@ -240,6 +244,8 @@ export async function previewVerdict(
             count: Math.max(...news.gpuIndices) + 1,
             ...(expect.memory.gpuMemoryMiB !== undefined ? { memoryMiB: expect.memory.gpuMemoryMiB } : {}),
             ...(news.gpuName !== undefined ? { name: news.gpuName } : {}),
+            // Read on the box by the GpuHost; unknown in a preview that reads the GPUs anew (a placeholder), or absent in a state from before.
+            ...(news.gpuCapability !== undefined && COMPUTE_CAPABILITY.test(news.gpuCapability) ? { computeCapability: news.gpuCapability } : {}),
         },
         ...(facts.configJson !== undefined ? { modelConfigJson: facts.configJson } : {}),
         ...(drafterConfigJson !== undefined ? { drafterConfigJson } : {}),
@@ -259,7 +265,9 @@ export async function previewVerdict(
     // Said at every preview, also from a kept verdict: one line per server.
     const says = verdictNotice(verdict, expect.sglangVersion);
     if (says) notice(`${label} ${says}`);
-    return verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
+    const refusals = verdictFailures(verdict, request, serviceFromUnit(news.unitText).fields.extraArgs);
+    // Accepted: whether the server it resolves fits the box (the memory fraction it picks, its GPUs, what stays in CPU memory).
+    return refusals.length > 0 ? refusals : verdictFit(verdict, request, expect, facts);
 }
 
 /** The exception line a Python traceback ends with (or the first line of the message). */

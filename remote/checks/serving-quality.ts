@@ -1,7 +1,8 @@
 // The serving-quality gate (issue 21): a change is kept only if it serves at
 // least as well as the last good config. After ready, the prompt set
 // (core/serving/serving-prompts.ts) goes to SGLang's native /generate one prompt at a
-// time, at temperature 0; each answer's meta_info gives the completion tokens,
+// time, at temperature 0: once as a warm-up, then three measured passes whose
+// median throughput is the figure (issue 37); each answer's meta_info gives the completion tokens,
 // SGLang's own e2e_latency and, on speculative releases that report it, the
 // verify steps (spec_verify_ct). The figures (core/serving/serving-figures.ts) are
 // judged by core/serving/serving-quality.ts. With readiness.servingCheck off, the
@@ -10,7 +11,13 @@
 
 import { checkSpeculativeActive } from "../../core/serving/chat-check";
 import { isRecord } from "../../core/is-record";
-import { figuresOf, type PromptMeasurement, type ServingFigures } from "../../core/serving/serving-figures";
+import {
+    figuresOfPasses,
+    type PromptMeasurement,
+    SERVING_MEASURED_PASSES,
+    SERVING_WARMUP_PASSES,
+    type ServingFigures,
+} from "../../core/serving/serving-figures";
 import type { ServingPrompt } from "../../core/serving/serving-prompts";
 import { draftShapeOf, judgeServing } from "../../core/serving/serving-quality";
 import { endpointUrl, getServerInfo } from "../probe";
@@ -42,11 +49,8 @@ async function measure(ctx: CheckContext, prompt: ServingPrompt): Promise<Prompt
     };
 }
 
-async function measurePromptSet(
-    ctx: CheckContext,
-    prompts: readonly ServingPrompt[],
-    info: Record<string, unknown>,
-): Promise<{ figures: ServingFigures } | { failed: CheckOutcome }> {
+/** The prompts that fit the server's input limit (a prompt longer than it is left out, and said). */
+function fittingPrompts(ctx: CheckContext, prompts: readonly ServingPrompt[], info: Record<string, unknown>): readonly ServingPrompt[] {
     const inputLimit = typeof info.max_req_input_len === "number" ? info.max_req_input_len : Infinity;
     const fitting = prompts.filter((p) => estimatedTokens(p.text) + p.maxNewTokens <= inputLimit);
     if (fitting.length < prompts.length) {
@@ -55,25 +59,56 @@ async function measurePromptSet(
                 `(max_req_input_len ${inputLimit}); readiness.servingPrompts replaces the set`,
         );
     }
+    return fitting;
+}
+
+/**
+ * The prompt set's passes as the gate takes them (core/serving/serving-figures.ts):
+ * SERVING_WARMUP_PASSES warm-up passes then SERVING_MEASURED_PASSES measured
+ * ones, each prompt once a pass, one at a time; every pass's measurements,
+ * the warm-up's first. The bench (bench/phases/serving.ts) reads them all.
+ */
+export async function measurePasses(ctx: CheckContext, prompts: readonly ServingPrompt[]): Promise<PromptMeasurement[][] | { failed: CheckOutcome }> {
+    const started = Date.now();
+    const passes: PromptMeasurement[][] = [];
+    const total = SERVING_WARMUP_PASSES + SERVING_MEASURED_PASSES;
+    for (let pass = 0; pass < total; pass++) {
+        const warmup = pass < SERVING_WARMUP_PASSES;
+        const which = warmup ? "warm-up pass (not measured)" : `measured pass ${pass - SERVING_WARMUP_PASSES + 1} of ${SERVING_MEASURED_PASSES}`;
+        const measurements: PromptMeasurement[] = [];
+        for (const [i, prompt] of prompts.entries()) {
+            ctx.say(
+                `[readiness] serving check, ${which}: prompt ${i + 1} of ${prompts.length} (${prompt.bucket}), ${Math.round((Date.now() - started) / 1000)} s elapsed`,
+            );
+            const m = await measure(ctx, prompt);
+            if (typeof m === "string") return { failed: checkFailed(NAME, `${which}, prompt ${i + 1} (${prompt.bucket}): ${m}`, { retry: true }) };
+            measurements.push(m);
+        }
+        passes.push(measurements);
+    }
+    return passes;
+}
+
+async function measurePromptSet(
+    ctx: CheckContext,
+    prompts: readonly ServingPrompt[],
+    info: Record<string, unknown>,
+): Promise<{ figures: ServingFigures } | { failed: CheckOutcome }> {
+    const fitting = fittingPrompts(ctx, prompts, info);
     if (fitting.length === 0)
         return { failed: checkFailed(NAME, "no serving prompt fits the server's input limit: set readiness.servingPrompts to shorter ones", { retry: false }) };
-    const started = Date.now();
-    const measurements: PromptMeasurement[] = [];
-    for (const [i, prompt] of fitting.entries()) {
-        ctx.say(`[readiness] serving check: prompt ${i + 1} of ${fitting.length} (${prompt.bucket}), ${Math.round((Date.now() - started) / 1000)} s elapsed`);
-        const m = await measure(ctx, prompt);
-        if (typeof m === "string") return { failed: checkFailed(NAME, `prompt ${i + 1} (${prompt.bucket}): ${m}`, { retry: true }) };
-        measurements.push(m);
-    }
+    const passes = await measurePasses(ctx, fitting);
+    if ("failed" in passes) return passes;
+    const measured = passes.slice(SERVING_WARMUP_PASSES);
     // A release that reports no verify steps per request: /server_info's running figure, read after the set.
     let serverAcceptLength: number | null = null;
-    if (ctx.expectedSpeculative && measurements.some((m) => m.verifyCount === undefined)) {
+    if (ctx.expectedSpeculative && measured.flat().some((m) => m.verifyCount === undefined)) {
         const after = await getServerInfo(ctx.endpoint, ctx.withKey, ctx.http.get);
         if ("error" in after) return { failed: checkFailed(NAME, after.error, { retry: true }) };
         const active = checkSpeculativeActive(after.body, ctx.expectedSpeculative);
         serverAcceptLength = active.ok ? active.acceptLength : null;
     }
-    return { figures: figuresOf(measurements, ctx.expectedSpeculative, serverAcceptLength) };
+    return { figures: figuresOfPasses(measured, ctx.expectedSpeculative, serverAcceptLength) };
 }
 
 export const servingQualityCheck: PostReadyCheck = {

@@ -550,6 +550,34 @@ describe("stack config: GPUs and memory", () => {
         assert.match(issueAt(raw, "service.tensorParallelSize").message, /container\.gpus passes 1 GPU/);
     });
 
+    it("counts the GPUs CUDA_VISIBLE_DEVICES in service.environment leaves the server: tp 2 with one visible GPU is refused (issue 37)", () => {
+        const visible = (value: string) => withField((r) => ((r.service.environment as Record<string, string>).CUDA_VISIBLE_DEVICES = value));
+        const issue = issueAt(visible("0"), "service.tensorParallelSize");
+        assert.match(
+            issue.message,
+            /service\.tensorParallelSize is 2 but service\.environment\.CUDA_VISIBLE_DEVICES is "0", which leaves the server 1 GPU\(s\)/,
+        );
+        assert.match(issue.message, /list more GPUs in service\.environment\.CUDA_VISIBLE_DEVICES/);
+        // As the CUDA runtime reads it: an index past the GPUs, or one named twice, ends the list.
+        issueAt(visible("1,2"), "service.tensorParallelSize");
+        issueAt(visible("0,0"), "service.tensorParallelSize");
+        issueAt(visible(""), "service.tensorParallelSize");
+        accepted(visible("1,0"));
+        accepted(visible("GPU-1a6b0c3e,GPU-2b7c"));
+    });
+
+    it("counts CUDA_VISIBLE_DEVICES' GPUs against tp x pp from extraArgs", () => {
+        const issue = issueAt(
+            withField((r) => {
+                r.service.tensorParallelSize = 1;
+                r.service.extraArgs = ["--pp-size", "2"];
+                (r.service.environment as Record<string, string>).CUDA_VISIBLE_DEVICES = "1";
+            }),
+            "service.extraArgs[0]",
+        );
+        assert.match(issue.message, /needs tp 1 x pp 2 = 2 GPUs .* but service\.environment\.CUDA_VISIBLE_DEVICES is "1", which leaves the server 1 GPU\(s\)/);
+    });
+
     it("counts the host's GPUs for the direct topology", () => {
         const raw = directConfig((r) => (r.host.gpus.count = 1));
         assert.match(issueAt(raw, "service.tensorParallelSize").message, /host\.gpus\.count is 1/);
@@ -667,6 +695,26 @@ describe("stack config: the fit rule (GPUs = tp x pp x dp; online quantization, 
                 r.service.extraArgs = ["--pipeline-parallel-size", "2"];
             }),
         );
+    });
+
+    it("without memFractionStatic judges against the whole GPU: the fraction the release picks is its verdict's (issue 37)", () => {
+        const on24GB = (weightsGB: number, extraArgs: string[] = []) =>
+            qwen3_32b((r) => {
+                oneGpu(r);
+                r.host.gpus = { count: 2, name: "NVIDIA GeForce RTX 4090", memoryMiB: 24564 };
+                r.service.model.weightsGB = weightsGB;
+                r.service.extraArgs = extraArgs;
+            });
+        // 18 GB fits below the whole card; whether it fits the pool 0.5.23 makes (0.704 of it) is for SGLang's verdict (core/box/resolved-fit.ts).
+        accepted(on24GB(18));
+        const issue = issueAt(on24GB(30), "service.tensorParallelSize");
+        assert.match(
+            issue.message,
+            /each GPU needs 29\.9 GiB .* but the whole of one 24\.0 GiB GPU .*, more than any --mem-fraction-static SGLang could pick, is 24\.0 GiB/,
+        );
+        // KTransformers' expert offload: what it takes off needs the box's config.json, so the verdict judges it.
+        accepted(on24GB(61, ["--kt-weight-path", "/models/Qwen3-30B-A3B-amx", "--kt-num-gpu-experts", "8"]));
+        issueAt(on24GB(61, ["--kt-num-gpu-experts", "8"]), "service.tensorParallelSize");
     });
 
     it("takes --cpu-offload-gb (GiB per GPU) off each GPU's share of the weights", () => {

@@ -685,7 +685,7 @@ const UNREACHABLE_EVENTS: EngineEvent[] = [
         urn: "urn:pulumi:lab::sglang-serve::sglang-serve:index:GpuHost$pulumi-nodejs:dynamic/sglang-serve:GpuHost::kpro5-facts",
         prefix: "error: ",
         message:
-            "Preview failed: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s) (command: sh -c 'nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits || exit 1; echo ----sglang-serve----; cat /proc/devices; echo ----sglang-serve----; pveversion 2>/dev/null || true')\n",
+            "Preview failed: ssh: connection to root@127.0.3.5:22 failed (ECONNREFUSED); gave up after 3 reconnect attempt(s) (command: sh -c 'nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid,compute_cap --format=csv,noheader,nounits || exit 1; echo ----sglang-serve----; cat /proc/devices; echo ----sglang-serve----; pveversion 2>/dev/null || true')\n",
         severity: "error",
     }),
     diagnosticEvent({ prefix: "error: ", message: "preview failed\n", severity: "error" }),

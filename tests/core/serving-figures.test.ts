@@ -1,5 +1,12 @@
 import * as assert from "node:assert/strict";
-import { acceptLengthDrift, describeFigures, figuresOf } from "../../core/serving/serving-figures";
+import {
+    acceptLengthDrift,
+    describeFigures,
+    figuresOf,
+    figuresOfPasses,
+    SERVING_MEASURED_PASSES,
+    SERVING_WARMUP_PASSES,
+} from "../../core/serving/serving-figures";
 
 const NEXTN = { algorithm: "NEXTN", acceptLength: 1.7 };
 
@@ -21,6 +28,24 @@ describe("the last good config's figures (core/serving/serving-figures.ts)", () 
                 buckets: { code: { acceptLength: 4, throughput: 50 }, prose: { acceptLength: 2, throughput: 25 } },
             });
             assert.equal(describeFigures(f), "avg accept length 3.00 (NEXTN), 37.5 tok/s (code 4.00 / 50.0 tok/s, prose 2.00 / 25.0 tok/s)");
+        });
+
+        it("takes the measured passes' median throughput, in total and per bucket, and the accept length over all of them (figuresOfPasses, issue 37)", () => {
+            const pass = (codeSeconds: number, proseSeconds: number) => [m("code", 100, codeSeconds, 25), m("prose", 100, proseSeconds, 50)];
+            // Totals per pass: 200 tokens over 4, 5 and 8 s (50, 40, 25 tok/s): the median is 40.
+            const f = figuresOfPasses([pass(2, 2), pass(2, 3), pass(6, 2)], "NEXTN", null);
+            assert.deepEqual(f, {
+                algorithm: "NEXTN",
+                acceptLength: 2.667,
+                throughput: 40,
+                buckets: { code: { acceptLength: 4, throughput: 50 }, prose: { acceptLength: 2, throughput: 50 } },
+            });
+            assert.equal(SERVING_WARMUP_PASSES, 1);
+            assert.equal(SERVING_MEASURED_PASSES, 3);
+            // One pass is figuresOf's figures.
+            assert.deepEqual(figuresOfPasses([pass(2, 3)], "NEXTN", null), figuresOf(pass(2, 3), "NEXTN", null));
+            // Two: the mean of the two.
+            assert.equal(figuresOfPasses([pass(2, 2), pass(2, 3)], undefined, null).throughput, 45);
         });
 
         it("takes /server_info's figure when a request reported no verify steps, and has no accept length without speculation", () => {

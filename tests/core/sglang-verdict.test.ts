@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { ServiceSchema } from "../../core/config/schema";
-import { standInArgv, tracebackLinesOf, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang/verdict";
+import { standInArgv, tracebackLinesOf, verdictCase, verdictFailures, verdictKey, verdictKeyOf, verdictOf, verdictRequest } from "../../core/sglang/verdict";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { serverConfigFilePath } from "../../core/unit/unit-paths";
 import { fieldConfig } from "./fixtures";
@@ -31,6 +31,56 @@ describe("SGLang's own verdict: the request and the answer (core/sglang/verdict.
         // Kept by the request and by the judge's own files: a changed oracle or stub asks the release again.
         assert.notEqual(verdictKey(r, "judge-a"), verdictKey(r, "judge-b"));
         assert.notEqual(verdictKey(r, "judge-a"), verdictKey({ ...r, env: {} }, "judge-a"));
+    });
+
+    it("hands the GPUs' name and compute capability to the hardware stubs as the driver reports them (issue 37)", () => {
+        const unitText = unitOf();
+        const r = verdictRequest({
+            version: "0.5.23",
+            unitText,
+            gpus: { count: 2, memoryMiB: 81559, name: "NVIDIA H100 80GB HBM3", computeCapability: "9.0" },
+            modelConfigJson: "{}",
+        });
+        assert.ok(!("unavailable" in r));
+        const c = verdictCase(r, { model: "/tmp/m" });
+        assert.equal(c.env!.SGLANG_LAB_GPU_CAPABILITY, "9.0");
+        assert.equal(c.env!.SGLANG_LAB_GPU_NAME, "NVIDIA H100 80GB HBM3");
+        assert.equal(c.gpuMemoryMiB, 81559);
+        // Without one the stubs' default answers: the key tells the two apart.
+        const without = { ...r, gpus: { count: 2, memoryMiB: 81559, name: "NVIDIA H100 80GB HBM3" } };
+        assert.equal(verdictCase(without, { model: "/tmp/m" }).env!.SGLANG_LAB_GPU_CAPABILITY, undefined);
+        assert.notEqual(verdictKey(r, "j"), verdictKey(without, "j"));
+    });
+
+    it("files a refusal under every setting its check reads that the config sets: owned, an extraArgs alias, the environment (issue 37)", () => {
+        const extraArgs = ["--enable-metrics", "--pipeline-parallel-size", "2"];
+        const unitText = unitOf((raw) => {
+            raw.extraArgs = extraArgs;
+            raw.environment = { SGLANG_ENABLE_PP_SPEC: "1", SGLANG_ENABLE_SPEC_V2: "1" };
+        });
+        const request = verdictRequest({ version: "0.5.11", unitText, gpus: { count: 2 }, modelConfigJson: "{}" });
+        assert.ok(!("unavailable" in request));
+        const verdict = {
+            status: "refused" as const,
+            error: "AssertionError: PP + speculative decoding is not supported",
+            warnings: [],
+            // What oracle.py reads off the raising check; what the config leaves to SGLang (disaggregation_mode) has no key.
+            reads: ["disaggregation_mode", "env:SGLANG_ENABLE_PP_SPEC", "pp_size", "speculative_algorithm"],
+        };
+        const failures = verdictFailures(verdict, request, extraArgs);
+        assert.deepEqual(
+            failures.map((f) => f.property),
+            ["service.environment.SGLANG_ENABLE_PP_SPEC", "service.extraArgs[1]", "service.speculative.algorithm"],
+        );
+        assert.match(
+            failures[0]!.reason,
+            /fix: change service\.environment\.SGLANG_ENABLE_PP_SPEC or service\.extraArgs\[1\] or service\.speculative\.algorithm so that SGLang 0\.5\.11 accepts it/,
+        );
+        // Reads of nothing the config sets: the command line as a whole.
+        assert.deepEqual(
+            verdictFailures({ ...verdict, reads: ["disaggregation_mode"] }, request, extraArgs).map((f) => f.property),
+            ["service"],
+        );
     });
 
     it("runs launch_server's entry before 0.5.10, and waits for a separate drafter's config.json", () => {

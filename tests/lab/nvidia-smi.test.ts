@@ -23,6 +23,11 @@ describe("lab nvidia-smi", function () {
         assert.equal(first, "0, NVIDIA RTX A6000, 49140 MiB, 1 MiB, 570.133.20, GPU-1a6b0c3e-5d2f-4e7a-9b8c-000000000000");
     });
 
+    it("answers compute_cap as nvidia-smi does: the capability as major.minor, its header the field's name, no unit", async () => {
+        assert.equal(await ok("host", "nvidia-smi --query-gpu=index,compute_cap --format=csv"), "index, compute_cap\n0, 8.6\n1, 8.6\n");
+        assert.equal(await ok("container", "nvidia-smi --query-gpu=compute_cap --format=csv,noheader,nounits"), "8.6\n8.6\n");
+    });
+
     it("selects GPUs with -i", async () => {
         assert.equal(await ok("host", "nvidia-smi -i 1 --query-gpu=index,memory.free --format=csv,noheader,nounits"), "1, 49139\n");
     });

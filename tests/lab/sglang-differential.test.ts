@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { ensureInstalled, sglangVersions } from "../../sglang-release/oracle";
-import { runDifferential } from "./sglang-differential";
+import { boxOf, runDifferential, startFailure } from "./sglang-differential";
 
 /**
  * Configs per release: `npm test` runs a fixed-seed sample of 250 (the first
@@ -30,20 +30,24 @@ describe("the stack's SGLang rules against the real releases (differential)", fu
             console.log(
                 `      SGLang ${version}: ${r.compared} configs compared, ${r.agreed} agree (${((100 * r.agreed) / r.compared).toFixed(1)}%): ` +
                     `${r.acceptedBoth} accepted by both, ${r.rejectedBoth} rejected by both under SGLang's key ` +
-                    `(${r.rejectedBothExtraArgsFirst} after SGLang's ServerArgs refused extraArgs first); ${r.disagreements.length} disagree`,
+                    `(${r.rejectedBothExtraArgsFirst} after SGLang's ServerArgs refused extraArgs first, ${r.rejectedBothAtStart} at the start: GPUs or memory, ` +
+                    `${r.rejectedBothFitFirst} where the rules refused the fit and SGLang's code another setting first); ${r.disagreements.length} disagree`,
             );
             const shown = r.disagreements.slice(0, 5).map((d) =>
                 JSON.stringify({
                     service: {
                         model: d.service.model,
+                        tensorParallelSize: d.service.tensorParallelSize,
+                        memFractionStatic: d.service.memFractionStatic,
                         speculative: d.service.speculative,
                         mambaSchedulerStrategy: d.service.mambaSchedulerStrategy,
                         disableRadixCache: d.service.disableRadixCache,
                         environment: d.service.environment,
                         extraArgs: d.service.extraArgs,
                     },
+                    box: boxOf(d.service).name,
                     stack: d.stack.accepted ? "accepts" : `rejects ${d.stack.keys.join(", ")}`,
-                    sglang: `${d.sglang.status} ${d.sglang.exceptionType ?? ""}: ${(d.sglang.message ?? "").slice(0, 200)}`,
+                    sglang: `${d.sglang.status} ${d.sglang.exceptionType ?? ""}: ${(d.sglang.message ?? startFailure(d.service, d.sglang)?.message ?? "").slice(0, 200)}`,
                 }),
             );
             assert.deepEqual(shown, [], `${r.disagreements.length} disagreements, first ones:\n${shown.join("\n")}`);

@@ -15,16 +15,23 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import { validateStackConfig } from "../../core/config/config";
+import type { ServerConfig } from "../../core/config/schema";
 import { argparseTable, type ArgparseOption } from "../../core/sglang/argparse";
 import { OWNED_FLAGS } from "../../core/sglang/settings";
 import { renderArgv } from "../../core/sglang/args";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { verdictCase, verdictFailures, verdictOf, VerdictRequest, verdictRequest } from "../../core/sglang/verdict";
+import { verdictFit } from "../../core/box/resolved-fit";
+import { boxExpectations, BoxExpectations } from "../../core/box/box-facts";
+import { cudaDevices } from "../../lab/gpu/cuda-visible";
 import { fieldConfig, FieldRaw } from "../core/fixtures";
 import { OracleResult, runOracle } from "../../sglang-release/oracle";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 
 const QWEN_CONFIG = path.join(fixtureModelPath("qwen3.6-27b"), "config.json");
+const MOE_CONFIG = path.join(fixtureModelPath("qwen3-30b-a3b"), "config.json");
+/** The MoE the generator draws for the offload cases: Qwen3-30B-A3B, 61 GB in BF16. */
+const MOE_ARCHITECTURE = "Qwen3MoeForCausalLM";
 
 /**
  * Architectures of the branches of SGLang's hybrid-model handling, and plain
@@ -58,6 +65,10 @@ export function modelFolders(root: string): Record<string, string> {
         fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify(config, null, 2));
         out[arch] = dir;
     }
+    const moe = path.join(root, MOE_ARCHITECTURE);
+    fs.mkdirSync(moe, { recursive: true });
+    fs.copyFileSync(MOE_CONFIG, path.join(moe, "config.json"));
+    out[MOE_ARCHITECTURE] = moe;
     const drafter = path.join(root, "drafter");
     fs.mkdirSync(drafter, { recursive: true });
     fs.writeFileSync(path.join(drafter, "config.json"), JSON.stringify({ ...base, architectures: ["Qwen3_5ForConditionalGeneration"] }, null, 2));
@@ -172,6 +183,130 @@ function withRepeat(track: readonly string[][], drawn: readonly string[][], repe
     return repeat.before ? [again, ...groups] : [...groups, again];
 }
 
+/**
+ * The boxes a generated server runs on (issue 37): two GPUs of one model each,
+ * as host.gpus declares them and nvidia-smi's compute_cap reads them.
+ */
+export const BOXES = {
+    a6000: { name: "NVIDIA RTX A6000", memoryMiB: 49140, computeCapability: "8.6" },
+    rtx4090: { name: "NVIDIA GeForce RTX 4090", memoryMiB: 24564, computeCapability: "8.9" },
+    h100: { name: "NVIDIA H100 80GB HBM3", memoryMiB: 81559, computeCapability: "9.0" },
+} as const;
+export type BoxName = keyof typeof BOXES;
+
+/** The box a generated service runs on (not a key of the service section: kept beside it). */
+const BOX = Symbol("box");
+
+export function boxOf(service: Record<string, unknown>): (typeof BOXES)[BoxName] {
+    return BOXES[((service as Record<symbol, unknown>)[BOX] as BoxName | undefined) ?? "a6000"];
+}
+
+/**
+ * The corners of issue 37 the fit and the verdict's filing get wrong when
+ * they go wrong, one per case at most (most cases none, so that both
+ * verdicts stay common): a CUDA_VISIBLE_DEVICES in service.environment (2);
+ * the fraction the release picks, memFractionStatic unset, with 18 or 30 GB
+ * on a 24 or 48 GB card (3); the GPU's compute capability with the
+ * Hopper-only trtllm_mha backend (4); Qwen3-30B-A3B's 61 GB with
+ * --cpu-offload-gb or KTransformers' experts in CPU memory (5); pipeline
+ * parallelism beside speculative decoding and --disable-overlap-schedule,
+ * checks whose messages name no flag (6). Each has draws that fit and draws
+ * that do not.
+ */
+export interface FitDraw {
+    box: BoxName;
+    visible?: string;
+    tp1?: boolean;
+    /** Declared weights (GB), or the MoE. */
+    model?: number | "moe";
+    /** memFractionStatic left to the release. */
+    autoFraction?: boolean;
+    /** Without speculative decoding. */
+    noSpec?: boolean;
+    /** On the generated service (its other corners too), not the field's (which every release accepts): the corner alone. */
+    onDrawn?: boolean;
+    flags: readonly string[];
+}
+
+const KT = (gpuExperts: number) => ["--kt-weight-path", "/models/Qwen3-30B-A3B-amx", "--kt-num-gpu-experts", String(gpuExperts), "--kt-cpuinfer", "16"];
+
+const fitArbitrary: fc.Arbitrary<FitDraw> = fc
+    .oneof(
+        { weight: 14, arbitrary: fc.constant<FitDraw>({ box: "a6000", flags: [] }) },
+        {
+            weight: 1,
+            arbitrary: fc.record({ box: fc.constant<BoxName>("a6000"), visible: fc.constantFrom("1,0", "0,1", "0", "0,0", "0,2"), flags: fc.constant([]) }),
+        },
+        {
+            weight: 1,
+            arbitrary: fc.record({
+                box: fc.constantFrom<BoxName>("rtx4090", "a6000"),
+                tp1: fc.boolean(),
+                model: fc.constantFrom(18, 30),
+                autoFraction: fc.constant(true),
+                flags: fc.constant([]),
+            }),
+        },
+        {
+            weight: 1,
+            arbitrary: fc.record({
+                box: fc.constantFrom<BoxName>("h100", "h100", "a6000"),
+                flags: fc.constantFrom<readonly string[]>(["--attention-backend", "trtllm_mha"], []),
+            }),
+        },
+        {
+            weight: 1,
+            arbitrary: fc.record({
+                box: fc.constantFrom<BoxName>("rtx4090", "rtx4090", "rtx4090", "h100"),
+                tp1: fc.constant(true),
+                model: fc.constant<"moe">("moe"),
+                flags: fc.constantFrom<readonly string[]>(KT(8), KT(8), KT(128), ["--cpu-offload-gb", "40"], ["--cpu-offload-gb=45"], []),
+            }),
+        },
+        {
+            weight: 1,
+            arbitrary: fc.record({
+                box: fc.constant<BoxName>("a6000"),
+                tp1: fc.constant(true),
+                noSpec: fc.boolean(),
+                flags: fc.constantFrom<readonly string[]>(["--pp-size", "2"], ["--pp-size", "2", "--disable-overlap-schedule"], ["--disable-overlap-schedule"]),
+            }),
+        },
+    )
+    .chain((fit: FitDraw) =>
+        // A corner goes on the field's service twice in three cases (its refusals are the corner's own), else on the drawn one.
+        fit.flags.length === 0 && fit.box === "a6000" && fit.visible === undefined
+            ? fc.constant(fit)
+            : fc.oneof({ weight: 2, arbitrary: fc.constant(fit) }, { weight: 1, arbitrary: fc.constant({ ...fit, onDrawn: true }) }),
+    );
+
+/** A fit draw on a generated service: the box beside it, the service's keys it changes. */
+function withFit(drawn: Record<string, unknown>, fit: FitDraw): Record<string, unknown> {
+    const corner = fit.box !== "a6000" || fit.visible !== undefined || fit.tp1 === true || fit.model !== undefined || fit.flags.length > 0;
+    const service =
+        corner && !fit.onDrawn
+            ? { ...(structuredClone(fieldConfig().service) as unknown as Record<string, unknown>), sglangVersion: drawn.sglangVersion, extraArgs: [] }
+            : drawn;
+    (service as Record<symbol, unknown>)[BOX] = fit.box;
+    if (fit.noSpec) delete service.speculative;
+    if (fit.visible !== undefined) service.environment = { ...(service.environment as object), CUDA_VISIBLE_DEVICES: fit.visible };
+    if (fit.tp1) service.tensorParallelSize = 1;
+    if (fit.autoFraction) delete service.memFractionStatic;
+    const model = service.model as Record<string, unknown>;
+    if (fit.model === "moe") {
+        service.model = { ...model, path: "/models/Qwen3-30B-A3B", architecture: MOE_ARCHITECTURE, weightsGB: 61, servedName: model.servedName };
+    } else if (fit.model !== undefined) service.model = { ...model, weightsGB: fit.model };
+    // A drawn flag the service gives already (an extraArgs draw of the same option) is left to it: a repeat is another draw's corner.
+    const given = new Set((service.extraArgs as string[]).filter((a) => a.startsWith("--")).map((a) => a.split("=")[0]!));
+    const groups: string[][] = [];
+    for (const a of fit.flags) {
+        if (a.startsWith("--")) groups.push([a]);
+        else groups[groups.length - 1]!.push(a);
+    }
+    service.extraArgs = [...(service.extraArgs as string[]), ...groups.filter((g) => !given.has(g[0]!.split("=")[0]!)).flat()];
+    return service;
+}
+
 /** Service sections over the corners SGLang judges; everything else as the field config has it. */
 export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, unknown>> {
     const algorithm = fc.oneof(
@@ -211,6 +346,8 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
                 { weight: 3, arbitrary: fc.constant(undefined) },
                 { weight: 1, arbitrary: fc.record({ group: fc.nat(7), variant: fc.nat(7), before: fc.boolean() }) },
             ),
+            // Issue 37's corners, after the repeat for the same reason.
+            fit: fitArbitrary,
         })
         .map((g) => {
             const field = fieldConfig().service as Record<string, unknown>;
@@ -230,12 +367,13 @@ export function serviceArbitrary(version: string): fc.Arbitrary<Record<string, u
             if (g.maxRunningRequests !== undefined) service.maxRunningRequests = g.maxRunningRequests;
             if (g.memFractionStatic !== undefined) service.memFractionStatic = g.memFractionStatic;
             else delete service.memFractionStatic;
-            return service;
+            return withFit(service, g.fit);
         });
 }
 
 /** Config keys whose problems are SGLang's to judge (the rest of the schema is the stack's own business). */
-const SGLANG_KEYS = /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs|model\.servedName)/;
+const SGLANG_KEYS =
+    /^service\.(speculative|mambaSchedulerStrategy|disableRadixCache|environment\.SGLANG_ENABLE_SPEC_V2|extraArgs|model\.servedName|tensorParallelSize)/;
 
 export interface StackVerdict {
     /** The stack's own rules and, where they accept, SGLang's verdict (after runDifferential asked it). */
@@ -246,21 +384,46 @@ export interface StackVerdict {
     /** Problems outside what SGLang judges: the case is outside the comparison's domain. */
     otherKeys: string[];
     argv?: string[];
-    /** Where the rules accept: what the preview asks the release, and the local stand-ins of the box's folders. */
-    verdict?: { request: VerdictRequest; standIns: { model: string; drafter: string }; extraArgs: string[] };
+    /** Where the rules accept: what the preview asks the release, the local stand-ins of the box's folders, and what the server expects of the box (the fit). */
+    verdict?: { request: VerdictRequest; standIns: { model: string; drafter: string }; extraArgs: string[]; expect: BoxExpectations };
+    /** Where the rules refuse for the fit alone (GPUs, memory): what the preview asks the release once that is fixed. */
+    fitFirst?: NonNullable<StackVerdict["verdict"]>;
 }
 
 /** The stack's own rules on the service; where they accept, the request the preview sends to the release. */
 export function stackVerdict(service: Record<string, unknown>, folders: Record<string, string>): StackVerdict {
     const raw = fieldConfig() as FieldRaw & Record<string, unknown>;
     (raw as Record<string, unknown>).service = service;
+    const box = boxOf(service);
+    raw.host.gpus = { count: 2, name: box.name, memoryMiB: box.memoryMiB };
     const result = validateStackConfig(raw);
     if (!result.ok) {
         const keys = result.issues.map((i) => i.path);
-        return { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
+        const refused = { accepted: false, keys: keys.filter((k) => SGLANG_KEYS.test(k)), otherKeys: keys.filter((k) => !SGLANG_KEYS.test(k)) };
+        // Refused by the fit alone (the config passes on a box with GPUs enough and to spare)? Then what the preview asks
+        // the release next, once the fit is fixed, is this command line: kept to compare with what the release says first.
+        const roomy = structuredClone(raw);
+        roomy.host.gpus = { count: 16, name: box.name, memoryMiB: 10_000_000 };
+        roomy.container.gpus = Array.from({ length: 16 }, (_, i) => i);
+        const visible = (service.environment as Record<string, string> | undefined)?.CUDA_VISIBLE_DEVICES;
+        const { CUDA_VISIBLE_DEVICES: _, ...environment } = (service.environment as Record<string, string> | undefined) ?? {};
+        (roomy as Record<string, unknown>).service = { ...service, environment };
+        const relaxed = validateStackConfig(roomy);
+        if (!relaxed.ok) return refused;
+        const next = askRelease(relaxed.config.servers[0]!, box, folders).verdict;
+        // The same command line, with the GPUs the unit really gives it.
+        if (visible !== undefined) next.request.env = { ...next.request.env, CUDA_VISIBLE_DEVICES: visible };
+        return { ...refused, fitFirst: next };
     }
-    const server = result.config.servers[0]!;
-    const host = result.config.boxes[0]!.host;
+    return askRelease(result.config.servers[0]!, box, folders);
+}
+
+/** What the preview asks the release for a server the rules accept, on the drawn box. */
+function askRelease(
+    server: ServerConfig,
+    box: (typeof BOXES)[BoxName],
+    folders: Record<string, string>,
+): StackVerdict & { verdict: NonNullable<StackVerdict["verdict"]> } {
     const argv = renderArgv(server);
     const arch = server.model.architecture ?? "";
     const entry = argv.includes("sglang.launch_server") ? "launch-server" : "sglang-serve";
@@ -268,18 +431,18 @@ export function stackVerdict(service: Record<string, unknown>, folders: Record<s
     const request = verdictRequest({
         version: server.sglangVersion,
         unitText: renderUnit(server, { hasSecrets: true }),
-        gpus: { count: host.gpus.count, memoryMiB: host.gpus.memoryMiB, name: host.gpus.name },
+        gpus: { count: 2, memoryMiB: box.memoryMiB, name: box.name, computeCapability: box.computeCapability },
         modelConfigJson: fs.readFileSync(path.join(standIns.model, "config.json"), "utf8"),
         drafterConfigJson: fs.readFileSync(path.join(standIns.drafter, "config.json"), "utf8"),
     });
-    if ("unavailable" in request) throw new Error(`no verdict request for ${JSON.stringify(service)}: ${request.unavailable}`);
+    if ("unavailable" in request) throw new Error(`no verdict request for ${JSON.stringify(server)}: ${request.unavailable}`);
     return {
         accepted: true,
         entry,
         keys: [],
         otherKeys: [],
         argv: localPaths(argv, server.model.path, standIns.model, standIns.drafter),
-        verdict: { request, standIns, extraArgs: server.extraArgs },
+        verdict: { request, standIns, extraArgs: server.extraArgs, expect: boxExpectations(server, box.memoryMiB) },
     };
 }
 
@@ -341,6 +504,12 @@ export function keysOfSglangError(r: OracleResult, extraArgs: readonly string[])
     }
     if (/no_buffer do not support overlap schedule|--mamba-radix-cache-strategy extra_buffer needs mamba state/.test(text))
         return ["service.mambaSchedulerStrategy"];
+    // Issue 37: checks whose messages name no flag, keyed by what they read (the test's own reading of the releases' source).
+    // 0.5.9-0.5.11 check_server_args: `if self.pp_size > 1: assert self.disable_overlap_schedule and self.speculative_algorithm is None`;
+    // 0.5.23 arg_groups/validation_hook.py: `if cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)`, which asserts
+    // disable_overlap_schedule and, with an algorithm, EAGLE on prefill nodes only.
+    const every = everyKeyOf(r, extraArgs);
+    if (every.length > 0) return every;
     // 0.5.23 checks the algorithm's name in ServerArgs, older releases in argparse's choices.
     if (/Unknown speculative algorithm name/.test(text)) return ["service.speculative.algorithm"];
     if (/DFLASH speculative decoding requires/.test(text)) return ["service.speculative.draftModelPath"];
@@ -362,6 +531,111 @@ export function keysOfSglangError(r: OracleResult, extraArgs: readonly string[])
     // Blackwell GPUs`) is about the command line as a whole, the key the preview files it under (core/sglang/verdict.ts).
     if (!/--[a-z0-9]|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/.test(r.message ?? "")) return ["service"];
     return [`(unmapped: ${r.exceptionType}: ${(r.message ?? "").slice(0, 120)})`];
+}
+
+/** The extraArgs elements that give any of `flags` (the last occurrence of each, the one argparse keeps), as keys. */
+function elementsOf(extraArgs: readonly string[], flags: readonly string[]): string[] {
+    return flags
+        .map((flag) => extraArgs.map((a, i) => (a === flag || a.startsWith(`${flag}=`) ? i : -1)).reduce((a, b) => Math.max(a, b), -1))
+        .filter((i) => i >= 0)
+        .map((i) => `service.extraArgs[${i}]`);
+}
+
+/**
+ * Qwen3-30B-A3B's routed experts over all its parameters: 48 MoE layers x
+ * 128 experts x 3 x 2048 x 768 = 28.99 B of the 30.53 B its model card and
+ * safetensors index give.
+ */
+const MOE_EXPERT_SHARE = 28.99 / 30.53;
+
+/** The fit rule's floor for the KV cache and Mamba state (core/box/config-rules.ts STATIC_POOL_RESERVE_GIB): its premise, which this test does not judge. */
+const RESERVE_GIB = 2;
+
+/**
+ * Whether the server the release resolved (its ServerArgs, the oracle's
+ * `ok`) starts on the drawn box: the test's own reading of SGLang's start
+ * past where the oracle stops. Every rank needs a GPU of its own
+ * (tp x pp x dp, dp attention sharing them) among those CUDA gives the
+ * process (lab/gpu/cuda-visible.ts, the lab's reading of
+ * CUDA_VISIBLE_DEVICES); else torch's "invalid device ordinal", as the lab's
+ * simulator says. The static pool is --mem-fraction-static of a GPU as the
+ * release resolved it; the weights a GPU holds are the drawn model's over
+ * tp x pp, halved by online 8-bit quantization, less the resolved
+ * --cpu-offload-gb and the experts KTransformers keeps in CPU memory (its
+ * resolved kt_num_gpu_experts of 128 on the GPU); they must leave the
+ * reserve, else "Not enough memory".
+ */
+export function startFailure(service: Record<string, unknown>, r: OracleResult): { message: string; keys: string[] } | undefined {
+    const a = r.serverArgs;
+    if (r.status !== "ok" || !a) return undefined;
+    const box = boxOf(service);
+    const extraArgs = (service.extraArgs as string[]) ?? [];
+    const env = (service.environment as Record<string, string> | undefined) ?? {};
+    const num = (k: string, otherwise: number) => (typeof a[k] === "number" ? (a[k] as number) : otherwise);
+    const devices = cudaDevices(
+        [0, 1].map((index) => ({ index, uuid: `GPU-${index}` })),
+        env.CUDA_VISIBLE_DEVICES,
+    ).length;
+    const tp = num("tp_size", 1);
+    const pp = num("pp_size", 1);
+    const ranks = tp * pp * (a.enable_dp_attention === true ? 1 : num("dp_size", 1));
+    if (ranks > devices) {
+        return {
+            message: "RuntimeError: CUDA error: invalid device ordinal",
+            keys: ["service.tensorParallelSize", ...elementsOf(extraArgs, ["--pp-size", "--pipeline-parallel-size", "--dp-size", "--data-parallel-size"])],
+        };
+    }
+    const model = service.model as { weightsGB: number };
+    const online8bit = ["fp8", "w8a8_fp8", "w8a8_int8"].includes(String(a.quantization));
+    // KTransformers offloads experts: the MoE's, none of a dense model's.
+    const moe = (service.model as { architecture?: string }).architecture === MOE_ARCHITECTURE;
+    const kt = moe && a.kt_weight_path !== null && a.kt_weight_path !== undefined && typeof a.kt_num_gpu_experts === "number";
+    const onCpu = kt ? MOE_EXPERT_SHARE * Math.max(0, 1 - (a.kt_num_gpu_experts as number) / 128) : 0;
+    const weightsGiB = (model.weightsGB * 1e9 * (online8bit ? 0.5 : 1) * (1 - onCpu)) / (tp * pp) / 2 ** 30 - num("cpu_offload_gb", 0);
+    const poolGiB = (num("mem_fraction_static", 0) * box.memoryMiB) / 1024;
+    if (Math.max(0, weightsGiB) + RESERVE_GIB > poolGiB) {
+        return {
+            message: "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            keys: ["service.tensorParallelSize", "service.memFractionStatic", "service.model.weightsGB"],
+        };
+    }
+    return undefined;
+}
+
+/** The oracle's run of a command line the rules refused: on the drawn box's GPUs, with the service's environment. */
+function truthCase(service: Record<string, unknown>, argv: string[], entry: "sglang-serve" | "launch-server") {
+    const box = boxOf(service);
+    return {
+        argv,
+        entry,
+        env: { ...((service.environment as Record<string, string>) ?? {}), SGLANG_LAB_GPU_NAME: box.name, SGLANG_LAB_GPU_CAPABILITY: box.computeCapability },
+        gpuCount: 2,
+        gpuMemoryMiB: box.memoryMiB,
+    };
+}
+
+/**
+ * For the checks issue 37 is about, whose messages name no flag: every key
+ * the refusal must be filed under, the settings the check reads that the
+ * config sets (the test's own reading of the releases' source, below); a
+ * stack that names only some of them disagrees. Empty for other errors.
+ */
+export function everyKeyOf(r: OracleResult, extraArgs: readonly string[]): string[] {
+    const text = `${r.exceptionType ?? ""}: ${r.message ?? ""}`;
+    // 0.5.9-0.5.11 check_server_args: `if self.pp_size > 1: assert self.disable_overlap_schedule and self.speculative_algorithm is None`;
+    // 0.5.23 arg_groups/validation_hook.py: `if cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)`, which asserts
+    // disable_overlap_schedule and, with an algorithm, EAGLE on prefill nodes only (the algorithm, the disaggregation mode).
+    if (/Pipeline parallelism is not compatible with overlap schedule, speculative decoding/.test(text)) {
+        return [...elementsOf(extraArgs, ["--pp-size", "--pipeline-parallel-size", "--disable-overlap-schedule"]), "service.speculative.algorithm"];
+    }
+    if (/PP \+ speculative decoding|Pipeline parallelism currently only supports EAGLE/.test(text)) {
+        return [...elementsOf(extraArgs, ["--pp-size", "--pipeline-parallel-size"]), "service.speculative.algorithm"];
+    }
+    if (/Pipeline parallelism is not compatible with overlap schedule/.test(text)) return elementsOf(extraArgs, ["--pp-size", "--pipeline-parallel-size"]);
+    // attention_hook.py (0.5.23) and server_args.py (0.5.9-0.5.11): `prefill_backend, decode_backend = attention_backends_of(...)`
+    // (or the fields themselves), which read --attention-backend and the prefill and decode ones; the GPU's capability is no setting.
+    if (/TRTLLM MHA backend/.test(text)) return elementsOf(extraArgs, ["--attention-backend", "--prefill-attention-backend", "--decode-attention-backend"]);
+    return [];
 }
 
 export interface Disagreement {
@@ -387,6 +661,14 @@ export interface DifferentialResult {
      * what the preview judges next once the rules' problems are fixed.
      */
     rejectedBothExtraArgsFirst: number;
+    /** Of rejectedBoth: the release's code accepts, and the server it resolves cannot start on the box (startFailure: its GPUs, its memory). */
+    rejectedBothAtStart: number;
+    /**
+     * Of rejectedBoth: the rules refused the fit alone, and the release's code
+     * refuses something else first; the key was compared on the preview's
+     * next verdict, SGLang's own on the same command line once the fit is fixed.
+     */
+    rejectedBothFitFirst: number;
     disagreements: Disagreement[];
 }
 
@@ -408,25 +690,55 @@ export async function runDifferential(
     // What the stack refused is still run through SGLang: on the argv it would render without the rules.
     const entry = inDomain.find((j) => j.stack.entry)?.stack.entry ?? "sglang-serve";
     // Where the rules accept, one run answers both: it is the preview's verdict, and the release's judgement of the command line.
-    const cases = inDomain.map((j) =>
-        j.stack.verdict
-            ? verdictCase(j.stack.verdict.request, j.stack.verdict.standIns)
-            : { argv: unvalidatedArgv(j.service, folders), entry: j.stack.entry ?? entry, env: (j.service.environment as Record<string, string>) ?? {} },
-    );
-    const results = await runOracle(version, cases);
+    const cases = inDomain.map((j) => {
+        const asked = j.stack.verdict ?? j.stack.fitFirst;
+        return asked ? verdictCase(asked.request, asked.standIns) : truthCase(j.service, unvalidatedArgv(j.service, folders), j.stack.entry ?? entry);
+    });
+    const asked = await runOracle(version, cases);
+    // On a box other than the stubs' own (the A6000), the release's judgement comes from a run of its own with the box's
+    // hardware as this test describes it (BOXES), not the request's: a request that lost the GPU's memory or compute
+    // capability on the way is judged against the box it does not describe.
+    const onOtherBox = inDomain.flatMap((j, i) => {
+        const ran = j.stack.verdict ?? j.stack.fitFirst;
+        const box = boxOf(j.service);
+        if (!ran || box === BOXES.a6000) return [];
+        const c = verdictCase(ran.request, ran.standIns);
+        const { SGLANG_LAB_GPU_NAME: _n, SGLANG_LAB_GPU_CAPABILITY: _c, ...env } = c.env ?? {};
+        return [
+            {
+                i,
+                case: {
+                    ...c,
+                    env: { ...env, SGLANG_LAB_GPU_NAME: box.name, SGLANG_LAB_GPU_CAPABILITY: box.computeCapability },
+                    gpuCount: 2,
+                    gpuMemoryMiB: box.memoryMiB,
+                },
+            },
+        ];
+    });
+    const ownRuns =
+        onOtherBox.length > 0
+            ? await runOracle(
+                  version,
+                  onOtherBox.map((o) => o.case),
+              )
+            : [];
+    const truthOf = new Map(onOtherBox.map((o, n) => [o.i, ownRuns[n]!]));
+    /** The release's judgement of case i (its own run on another box), and the run the preview's verdict is (`asked`). */
+    const results = asked.map((r, i) => truthOf.get(i) ?? r);
     // Refused by the rules, and by SGLang's ServerArgs first for a setting of extraArgs: judged again without them.
     const extraArgsFirst = inDomain.flatMap((j, i) => {
         const r = results[i]!;
         const extraArgs = (j.service.extraArgs as string[]) ?? [];
         const judged = rulesJudgedExtraArgs(extraArgs);
-        if (j.stack.verdict || r.status !== "exception" || judged.length === extraArgs.length) return [];
+        if (j.stack.verdict || j.stack.fitFirst || r.status !== "exception" || judged.length === extraArgs.length) return [];
         if (keysOfSglangError(r, extraArgs).some((k) => j.stack.keys.includes(k))) return [];
         const service = { ...j.service, extraArgs: judged };
         return [
             {
                 i,
                 extraArgs: judged,
-                case: { argv: unvalidatedArgv(service, folders), entry: j.stack.entry ?? entry, env: (j.service.environment as Record<string, string>) ?? {} },
+                case: truthCase(service, unvalidatedArgv(service, folders), j.stack.entry ?? entry),
             },
         ];
     });
@@ -441,7 +753,10 @@ export async function runDifferential(
     inDomain.forEach((j, i) => {
         const v = j.stack.verdict;
         if (!v) return;
-        const failures = verdictFailures(verdictOf(results[i]!, v.request, v.standIns), v.request, v.extraArgs);
+        const verdict = verdictOf(asked[i]!, v.request, v.standIns);
+        const refusals = verdictFailures(verdict, v.request, v.extraArgs);
+        // As the preview: where the release accepts, the fit with what it resolved (core/box/resolved-fit.ts).
+        const failures = refusals.length > 0 ? refusals : verdictFit(verdict, v.request, v.expect, { configJson: v.request.model.configJson });
         j.stack.accepted = failures.length === 0;
         j.stack.keys = failures.map((f) => f.property);
     });
@@ -454,17 +769,40 @@ export async function runDifferential(
         acceptedBoth: 0,
         rejectedBoth: 0,
         rejectedBothExtraArgsFirst: 0,
+        rejectedBothAtStart: 0,
+        rejectedBothFitFirst: 0,
         disagreements: [],
     };
     inDomain.forEach((j, i) => {
         const r = results[i]!;
-        const sglangAccepts = r.status === "ok";
+        // Past the oracle: whether what the release resolved starts on the box.
+        const start = startFailure(j.service, r);
+        const sglangAccepts = r.status === "ok" && start === undefined;
         let agree = sglangAccepts === j.stack.accepted;
         const again = judgedWithout.get(i);
         if (agree && again) {
             agree = again.result.status !== "ok" && keysOfSglangError(again.result, again.extraArgs).some((k) => j.stack.keys.includes(k));
             if (agree) result.rejectedBothExtraArgsFirst++;
-        } else if (agree && !sglangAccepts) agree = keysOfSglangError(r, (j.service.extraArgs as string[]) ?? []).some((k) => j.stack.keys.includes(k));
+        } else if (agree && start) {
+            agree = start.keys.some((k) => j.stack.keys.includes(k));
+            if (agree) result.rejectedBothAtStart++;
+        } else if (agree && !sglangAccepts && j.stack.fitFirst) {
+            // The rules refused the fit; the release's code refuses something else first: the key of what the preview says
+            // next, once the fit is fixed (SGLang's verdict on this command line), or the fit's key, names what SGLang's error is about.
+            const next = verdictFailures(
+                verdictOf(asked[i]!, j.stack.fitFirst.request, j.stack.fitFirst.standIns),
+                j.stack.fitFirst.request,
+                j.stack.fitFirst.extraArgs,
+            );
+            const keys = [...j.stack.keys, ...next.map((f) => f.property)];
+            agree = keysOfSglangError(r, (j.service.extraArgs as string[]) ?? []).some((k) => keys.includes(k));
+            if (agree && !keysOfSglangError(r, (j.service.extraArgs as string[]) ?? []).some((k) => j.stack.keys.includes(k))) result.rejectedBothFitFirst++;
+        } else if (agree && !sglangAccepts) {
+            const extraArgs = (j.service.extraArgs as string[]) ?? [];
+            agree = keysOfSglangError(r, extraArgs).some((k) => j.stack.keys.includes(k));
+            // Where the preview's key is SGLang's verdict's, the checks whose messages name no flag: under every setting they read.
+            if (agree && j.stack.verdict) agree = everyKeyOf(r, extraArgs).every((k) => j.stack.keys.includes(k));
+        }
         if (agree) {
             result.agreed++;
             if (sglangAccepts) result.acceptedBoth++;

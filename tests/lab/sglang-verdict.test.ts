@@ -223,6 +223,117 @@ describe("SGLang's own verdict at preview (the declared release's code, run here
         );
     });
 
+    it("judges on the GPUs' compute capability read on the box: 0.5.23 accepts the Hopper-only trtllm_mha backend on an H100 (9.0) and refuses it on an A6000 (8.6) (issue 37)", async function () {
+        const s = service((raw) => {
+            raw.sglangVersion = "0.5.23";
+            raw.extraArgs = ["--attention-backend", "trtllm_mha"];
+        });
+        const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+        const props = (gpuName: string, memoryMiB: number, gpuCapability: string) =>
+            ({
+                unitName: "sglang-qwen.service",
+                unitText,
+                gpuIndices: [0, 1],
+                gpuName,
+                gpuCapability,
+                expectBox: boxExpectations(s, memoryMiB),
+            }) as unknown as ServiceProps;
+        const facts = { sglangVersion: "0.5.23", model: "present" as const, configJson: QWEN_CONFIG };
+        const quiet = { notices: false };
+        assert.deepEqual(await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "9.0"), facts, undefined, quiet), []);
+        const refused = await previewVerdict(props("NVIDIA RTX A6000", 49140, "8.6"), facts, undefined, quiet);
+        // The message names no flag: it is filed under the setting its check reads (attention_backends_of: --attention-backend).
+        assert.deepEqual(
+            refused.map((f) => f.property),
+            ["service.extraArgs[0]"],
+        );
+        assert.match(refused[0]!.reason, /ValueError: TRTLLM MHA backend for prefill requires Hopper \(SM90\), Blackwell \(SM100\), or SM120 GPUs/);
+        // A capability not known (a state from before, an unknown in preview) is not sent: the stubs' own default (8.6) judges.
+        const unknown = await previewVerdict(props("NVIDIA H100 80GB HBM3", 81559, "04da6b54-80e4-46f7-96ec-b56ff0331ba9"), facts, undefined, quiet);
+        assert.match(unknown[0]?.reason ?? "", /requires Hopper/);
+    });
+
+    it("files a refusal whose message names no flag under every setting the check reads, as the release's source has it: pipeline parallelism with speculative decoding (issue 37)", async function () {
+        const req = request(
+            service((raw) => {
+                raw.tensorParallelSize = 1;
+                raw.extraArgs = ["--pp-size", "2", "--enable-metrics", "--disable-overlap-schedule"];
+            }),
+        );
+        const verdict = await releaseVerdict(req, "[test]");
+        assert.equal(
+            verdict.error,
+            "AssertionError: Pipeline parallelism is not compatible with overlap schedule, speculative decoding (at `self.disable_overlap_schedule and self.speculative_algorithm is None`)",
+        );
+        // 0.5.11's check_server_args: `if self.pp_size > 1: assert self.disable_overlap_schedule and self.speculative_algorithm is None`.
+        assert.deepEqual(verdict.reads, ["disable_overlap_schedule", "pp_size", "speculative_algorithm"]);
+        assert.deepEqual(
+            verdictFailures(verdict, req, ["--pp-size", "2", "--enable-metrics", "--disable-overlap-schedule"]).map((f) => f.property),
+            ["service.extraArgs[3]", "service.extraArgs[0]", "service.speculative.algorithm"],
+        );
+    });
+
+    describe("the fit with the fraction the release resolves and what stays in CPU memory (issue 37)", () => {
+        const MOE_CONFIG = fs.readFileSync(path.join(fixtureModelPath("qwen3-30b-a3b"), "config.json"), "utf8");
+        /** Qwen3-30B-A3B (61 GB in BF16) alone on one 24 GB RTX 4090. */
+        const moeService = (version: string, edit: (raw: Record<string, unknown>) => void = () => undefined) =>
+            service((raw) => {
+                raw.sglangVersion = version;
+                raw.model = { path: "/models/Qwen3-30B-A3B", architecture: "Qwen3MoeForCausalLM", weightsGB: 61, servedName: "qwen3-30b-a3b" };
+                raw.tensorParallelSize = 1;
+                raw.environment = {};
+                delete raw.speculative;
+                delete raw.mambaSchedulerStrategy;
+                delete raw.memFractionStatic;
+                edit(raw);
+            });
+        const preview = (s: ServiceConfig) => {
+            const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });
+            const props = {
+                unitName: "sglang-qwen.service",
+                unitText,
+                gpuIndices: [0],
+                gpuName: "NVIDIA GeForce RTX 4090",
+                gpuCapability: "8.9",
+                expectBox: boxExpectations(s, 24564),
+            } as unknown as ServiceProps;
+            const facts = { sglangVersion: s.sglangVersion, model: "present" as const, configJson: MOE_CONFIG };
+            return previewVerdict(props, facts, undefined, { notices: false });
+        };
+
+        it("refuses 18 GB of weights on a 24 GB card at the fraction 0.5.23 picks itself (0.704), with the arithmetic; 0.5.11's pick (0.833) and a declared 0.85 hold them", async function () {
+            const weights18 = (raw: Record<string, unknown>) => ((raw.model as Record<string, unknown>).weightsGB = 18);
+            const [refused, ...more] = await preview(moeService("0.5.23", weights18));
+            assert.deepEqual(more, []);
+            assert.equal(refused!.property, "service.tensorParallelSize");
+            assert.match(
+                refused!.reason,
+                /^service\.model\.weightsGB 18 GB over tp 1 does not fit the static memory pool SGLang 0\.5\.23 makes: each GPU needs 18\.8 GiB .* but --mem-fraction-static 0\.704 \(SGLang 0\.5\.23's own pick for this GPU, memFractionStatic being unset\) of one 24\.0 GiB GPU is 16\.9 GiB: it cannot start/,
+            );
+            assert.deepEqual(await preview(moeService("0.5.11", weights18)), []);
+            assert.deepEqual(await preview(moeService("0.5.23", (raw) => (weights18(raw), (raw.memFractionStatic = 0.85)))), []);
+        });
+
+        it("accepts the 61 GB MoE on the 24 GB card with KTransformers keeping its experts on the CPU, as 0.5.23 starts it; all 128 on the GPU are refused with the arithmetic", async function () {
+            const kt = (gpuExperts: number) => (raw: Record<string, unknown>) =>
+                (raw.extraArgs = ["--kt-weight-path", "/models/Qwen3-30B-A3B-amx", "--kt-num-gpu-experts", String(gpuExperts), "--kt-cpuinfer", "16"]);
+            assert.deepEqual(await preview(moeService("0.5.23", kt(8))), []);
+            const [refused] = await preview(moeService("0.5.23", kt(128)));
+            assert.match(refused!.reason, /keeps 128 of each layer's 128 on the GPU, so 0\.0 GB of them stay in CPU memory/);
+            assert.match(refused!.reason, /--mem-fraction-static 0\.704/);
+        });
+
+        it("refuses --cpu-offload-gb 40 of the 61 GB MoE at 0.5.23's fraction, naming the offload, and accepts 45", async function () {
+            const offload = (gb: number) => (raw: Record<string, unknown>) => (raw.extraArgs = ["--cpu-offload-gb", String(gb)]);
+            const [refused] = await preview(moeService("0.5.23", offload(40)));
+            assert.match(
+                refused!.reason,
+                /each GPU needs 18\.8 GiB \(weights \(40 GiB per GPU offloaded to CPU memory \(--cpu-offload-gb\)\) plus the 2 GiB reserve/,
+            );
+            assert.deepEqual(await preview(moeService("0.5.23", offload(45))), []);
+        });
+    });
+
     it("waits, with the reason, when the box's config.json was not read", function () {
         const s = service();
         const unitText = renderUnit(s, { hasSecrets: false, hasSecretEnvironment: false, owner: { project: "p", stack: "s" } });

@@ -2,7 +2,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { acceptLengthFor, BASE_TOKENS_PER_SECOND, bucketOf, decodeTokensPerSecond, draftingOf, requestFigures } from "../../lab/sglang/speculation";
+import { acceptLengthFor, BASE_TOKENS_PER_SECOND, bucketOf, decodeTokensPerSecond, draftingOf, requestFigures, timingDraw } from "../../lab/sglang/speculation";
 
 // The lab's speculative decoding (lab/sglang/speculation.ts): what its
 // /generate, /server_info and decode line report, by bucket, algorithm,
@@ -70,5 +70,26 @@ describe("lab speculation model", () => {
         assert.ok(slower.e2eLatency > f.e2eLatency);
         assert.equal(requestFigures(null, "Write a poem", 4, 120, {}).e2eLatency, 0.001 + 120 / BASE_TOKENS_PER_SECOND);
         assert.equal(requestFigures(null, "Write a poem", 4, 120, {}).spec, undefined);
+    });
+    it("times a fresh server's first request of a bucket with its kernels' compilation, and jitters each request, only when the faults ask", () => {
+        const d = draftingOf(MTP)!;
+        const plain = requestFigures(d, "Write a poem", 4, 128, {});
+        assert.deepEqual(
+            timingDraw({}, true, () => 0.5),
+            { coldSeconds: 0, jitterFactor: 1 },
+            "off unless set",
+        );
+        const faults = { coldKernelSeconds: 2, latencyJitter: 0.1 };
+        assert.deepEqual(
+            timingDraw(faults, true, () => 0.5),
+            { coldSeconds: 1, jitterFactor: 1 },
+        );
+        assert.deepEqual(
+            timingDraw(faults, false, () => 0.75),
+            { coldSeconds: 0, jitterFactor: 1.05 },
+        );
+        const cold = requestFigures(d, "Write a poem", 4, 128, faults, { coldSeconds: 1, jitterFactor: 1.05 });
+        assert.equal(cold.e2eLatency, Math.round((plain.e2eLatency * 1.05 + 1) * 1000) / 1000);
+        assert.deepEqual(cold.spec, plain.spec, "the timing moves the latency, not the accept length");
     });
 });

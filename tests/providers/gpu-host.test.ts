@@ -45,14 +45,14 @@ describe("GpuHost provider against the fake box", function () {
     const created = async (edit: Partial<Inputs> = {}): Promise<Outputs> => (await create(inputs(edit))).outs;
 
     describe("create", () => {
-        it("reads the GPUs, the driver, the NVIDIA device majors and the Proxmox version in one command", async () => {
+        it("reads the GPUs (with their compute capability), the driver, the NVIDIA device majors and the Proxmox version in one command", async () => {
             const { id, outs } = await create(inputs());
             assert.equal(id, "127.0.0.1:22");
             assert.deepEqual(
-                outs.gpus.map((g) => [g.index, g.name, g.memoryMiB]),
+                outs.gpus.map((g) => [g.index, g.name, g.memoryMiB, g.computeCapability]),
                 [
-                    [0, "NVIDIA RTX A6000", 49140],
-                    [1, "NVIDIA RTX A6000", 49140],
+                    [0, "NVIDIA RTX A6000", 49140, "8.6"],
+                    [1, "NVIDIA RTX A6000", 49140, "8.6"],
                 ],
             );
             assert.equal(outs.driverVersion, "570.133.20");
@@ -64,11 +64,14 @@ describe("GpuHost provider against the fake box", function () {
 
         it("changes nothing on the host: only nvidia-smi and pveversion run", async () => {
             await created();
-            assert.deepEqual(box.calls(), ["nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits", "pveversion"]);
+            assert.deepEqual(box.calls(), [
+                "nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid,compute_cap --format=csv,noheader,nounits",
+                "pveversion",
+            ]);
         });
 
         it("fails naming the count, what nvidia-smi lists and the config key when a GPU is missing", async () => {
-            fs.writeFileSync(box.fake.file("gpu-facts"), "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-0000-4b6e-9d1a-000000000000\n");
+            fs.writeFileSync(box.fake.file("gpu-facts"), "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-0000-4b6e-9d1a-000000000000, 8.6\n");
             await assert.rejects(created(), (e: Error) => {
                 assert.match(e.message, /^GPU host 127\.0\.0\.1: expected 2 GPU\(s\) but nvidia-smi lists 1 \(0: NVIDIA RTX A6000\)/);
                 assert.match(e.message, /sglang-serve:host\.gpus\.count/);
@@ -79,7 +82,7 @@ describe("GpuHost provider against the fake box", function () {
         it("fails naming the GPU, both names and the key when the GPUs are another model", async () => {
             fs.writeFileSync(
                 box.fake.file("gpu-facts"),
-                "0, NVIDIA GeForce RTX 4090, 24564, 570.133.20, GPU-a\n1, NVIDIA GeForce RTX 4090, 24564, 570.133.20, GPU-b\n",
+                "0, NVIDIA GeForce RTX 4090, 24564, 570.133.20, GPU-a, 8.9\n1, NVIDIA GeForce RTX 4090, 24564, 570.133.20, GPU-b, 8.9\n",
             );
             await assert.rejects(created(), (e: Error) => {
                 assert.match(e.message, /GPU 0 is "NVIDIA GeForce RTX 4090", not "NVIDIA RTX A6000" \(sglang-serve:host\.gpus\.name\)/);
@@ -142,7 +145,7 @@ describe("GpuHost provider against the fake box", function () {
 
         it("does not fail when a GPU is gone: the live facts show it, for diff to report", async () => {
             const outs = await created();
-            fs.writeFileSync(box.fake.file("gpu-facts"), "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111\n");
+            fs.writeFileSync(box.fake.file("gpu-facts"), "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111, 8.6\n");
             const read = await provider.read!("127.0.0.1:22", outs);
             assert.deepEqual(
                 read.props!.gpus.map((g) => g.index),

@@ -238,7 +238,7 @@ const NVIDIA_SMI = `#!/bin/sh
 echo "nvidia-smi $*" >> "$FAKE_DIR/calls"
 [ -e "$FAKE_DIR/nvidia-smi-broken" ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9; }
 case "$1" in
-  --query-gpu=index,name,memory.total,driver_version,uuid) cat "$FAKE_DIR/gpu-facts" ;;
+  --query-gpu=index,name,memory.total,driver_version,uuid,compute_cap) cat "$FAKE_DIR/gpu-facts" ;;
   --query-gpu=index,uuid,memory.used) cat "$FAKE_DIR/gpus" ;;
   --query-compute-apps=pid,used_memory,gpu_uuid) cat "$FAKE_DIR/apps" ;;
   *) echo "fake nvidia-smi: unexpected $1" >&2; exit 2 ;;
@@ -250,10 +250,10 @@ echo pveversion "$@" >> "$FAKE_DIR/calls"
 cat "$FAKE_DIR/pveversion"
 `;
 
-/** Two RTX A6000s, as `nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits` prints them. */
+/** Two RTX A6000s, as `nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid,compute_cap --format=csv,noheader,nounits` prints them. */
 export const TWO_A6000 = [
-    "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-0000-4b6e-9d1a-000000000000",
-    "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111",
+    "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-0000-4b6e-9d1a-000000000000, 8.6",
+    "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-3f1c2a9e-1111-4b6e-9d1a-111111111111, 8.6",
     "",
 ].join("\n");
 

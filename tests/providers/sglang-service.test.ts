@@ -6,6 +6,7 @@ import { assertBoxServes } from "../../providers/sglang-server/facts";
 import { readinessCheckProvider } from "../../providers/readiness-check";
 import { SECRETS_AS_DECLARED } from "../../providers/sglang-server/secrets";
 import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
+import { SERVING_MEASURED_PASSES, SERVING_WARMUP_PASSES } from "../../core/serving/serving-figures";
 import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
@@ -443,7 +444,11 @@ describe("SglangService provider against the fake box", function () {
             box.server.requests.length = 0;
             const outs = await update(olds, news);
             const generated = box.server.requests.filter((r) => r.path === "/generate").length;
-            assert.equal(generated, SHIPPED_SERVING_PROMPTS.length, "the new config measured over the prompt set");
+            assert.equal(
+                generated,
+                SHIPPED_SERVING_PROMPTS.length * (SERVING_WARMUP_PASSES + SERVING_MEASURED_PASSES),
+                "the new config measured over the prompt set: a warm-up pass, then the measured passes",
+            );
             assert.equal(box.read("etc/sglang/qwen.service.previous"), olds.unitText);
             assert.equal(box.read("etc/sglang/qwen.env.previous"), declared().environmentFile);
             assert.equal(box.read(UNIT), news.unitText);

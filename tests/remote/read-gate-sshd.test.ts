@@ -39,8 +39,8 @@ esac
 `,
         "nvidia-smi": `#!/bin/sh
 ${log}
-echo "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-00000000-0000-0000-0000-000000000000"
-echo "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-11111111-1111-1111-1111-111111111111"
+echo "0, NVIDIA RTX A6000, 49140, 570.133.20, GPU-00000000-0000-0000-0000-000000000000, 8.6"
+echo "1, NVIDIA RTX A6000, 49140, 570.133.20, GPU-11111111-1111-1111-1111-111111111111, 8.6"
 `,
         pveversion: `#!/bin/sh
 ${log}
@@ -210,7 +210,7 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
             ["gpu-facts", "container-read vmid 129", "unit-read vmid 129, name qwen other", "server-info vmid 129, name qwen, timeout 5"],
         );
         const ran = loggedCalls();
-        assert.ok(ran.includes("nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid --format=csv,noheader,nounits"), ran.join("\n"));
+        assert.ok(ran.includes("nvidia-smi --query-gpu=index,name,memory.total,driver_version,uuid,compute_cap --format=csv,noheader,nounits"), ran.join("\n"));
         assert.ok(ran.includes("pct config 129 --current") && ran.includes("pct status 129"), ran.join("\n"));
         assert.ok(ran.includes(`systemctl show -p Id -p ActiveState -p UnitFileState ${UNITS.join(" ")}`), ran.join("\n"));
         assert.ok(
