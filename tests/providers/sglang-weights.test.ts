@@ -1,0 +1,134 @@
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import { createHash } from "node:crypto";
+import { HUB_CLIENT_RELEASE } from "../../core/weights/hub-venv";
+import { pinnedWeightsDigest } from "../../core/weights/manifest";
+import { servedConfigKeyOf } from "../../providers/sglang-server/served-config";
+import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
+import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
+import { CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
+
+// Weights as code at the provider seam (issue 33): a declared source is staged
+// and verified on the fake box (its systemd-run runs the staging's part from
+// the test's Hub, provider-box.ts SYSTEMD_RUN) before the rollout stops
+// anything, and the state records each revision and its manifest's digest.
+
+const ID = "127.0.0.1:129:sglang-qwen.service";
+const REPO = "sglang-lab/Tiny-Qwen3";
+const DRAFTER = "sglang-lab/Tiny-Qwen3-DFlash";
+const A = "a".repeat(40);
+const B = "b".repeat(40);
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/** A revision's files on the test's Hub. */
+const files = (tag: string) => ({ "config.json": JSON.stringify({ architectures: ["Qwen3ForCausalLM"], tag }), "model.safetensors": `weights ${tag}` });
+
+describe("SglangService provider: weights from a declared source, against the fake box", function () {
+    this.timeout(60_000);
+    let box: ProviderBox;
+    let provider: ReturnType<typeof sglangServiceProvider>;
+
+    beforeEach(async () => {
+        box = await ProviderBox.open();
+        provider = sglangServiceProvider(box.run);
+        box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
+        // The stack's huggingface_hub venv, staged by an earlier up.
+        box.write(`opt/sglang-serve/huggingface-hub-${HUB_CLIENT_RELEASE}/.sglang-serve-venv`, "{}\n");
+        hub({});
+    });
+    afterEach(async () => {
+        await box.close();
+    });
+
+    function hub(entries: Record<string, { files: Record<string, string>; corrupt?: Record<string, string> }>): void {
+        fs.writeFileSync(box.fake.file("hub.json"), JSON.stringify(entries));
+    }
+
+    /** The field's server serving `revision` of REPO (service.model.source instead of model.path). */
+    const fromSource = (revision: string): ServiceProps =>
+        serviceInputs(
+            box,
+            declaredService(box, (raw) => {
+                const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                raw.model = { ...model, source: { hf: REPO, revision } };
+            }),
+        );
+
+    const stagings = () => box.callsOf("systemd-run");
+    const starts = () => box.calls().filter((c) => c.startsWith("systemctl start")).length;
+
+    it("stages the declared revision before the first start, serves its folder, and records its manifest digest", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") } });
+        const news = fromSource(A);
+        assert.ok(news.unitText.includes(`/models/sglang-lab--Tiny-Qwen3/${A}`), "the unit serves the revision folder");
+        const { outs } = await provider.create(news);
+        const calls = box.calls();
+        const staged = calls.findIndex((c) => c.startsWith("systemd-run"));
+        const started = calls.findIndex((c) => c.startsWith("systemctl start"));
+        assert.ok(staged >= 0 && staged < started, "staged before the start");
+        assert.ok(fs.existsSync(box.root(`models/sglang-lab--Tiny-Qwen3/${A}/.sglang-serve-weights/manifest.json`)));
+        const digest = sha256(
+            [`${sha256(files("A")["config.json"])}  ${files("A")["config.json"].length}  config.json\n`, `${sha256("weights A")}  9  model.safetensors\n`].join(
+                "",
+            ),
+        );
+        assert.deepEqual((outs as ServiceOutputs).stagedWeights, [{ role: "model", hf: REPO, revision: A, manifestDigest: digest }]);
+    });
+
+    it("switches to another revision by staging it while the old server runs, and back to a kept one without fetching", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") } });
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        box.forget();
+        const second = (await provider.update!(ID, first, fromSource(B))).outs as ServiceOutputs;
+        assert.equal(stagings().length, 1, "B was fetched");
+        const stop = box.calls().findIndex((c) => c.startsWith("systemctl stop"));
+        assert.ok(box.calls().findIndex((c) => c.startsWith("systemd-run")) < stop, "B was staged before the stop");
+        assert.equal(second.stagedWeights?.[0]?.revision, B);
+        box.forget();
+        const back = (await provider.update!(ID, second, fromSource(A))).outs as ServiceOutputs;
+        assert.deepEqual(stagings(), [], "A is kept: nothing fetched");
+        assert.equal(starts(), 1, "only rolled out");
+        assert.equal(back.stagedWeights?.[0]?.revision, A);
+        assert.ok(box.said.some((l) => /is staged already in .*: nothing to fetch/.test(l)));
+    });
+
+    it("stages a DFLASH drafter from its source, and keys the served config by its revision and manifest, not its folder", async () => {
+        hub({ [`${DRAFTER}@${A}`]: { files: files("drafter A") } });
+        const news = serviceInputs(
+            box,
+            declaredService(box, (raw) => {
+                raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, draftModelSource: { hf: DRAFTER, revision: A } };
+            }),
+            // The fake server's accept length (1.83) under DFLASH's default floor: the gate is not what this test is about.
+            { readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+        );
+        assert.ok(news.unitText.includes(`/models/sglang-lab--Tiny-Qwen3-DFlash/${A}`), "the unit loads the drafter's revision folder");
+        const outs = (await provider.create(news)).outs as ServiceOutputs;
+        const [record] = outs.stagedWeights ?? [];
+        assert.equal(record?.role, "drafter");
+        assert.equal(record?.revision, A);
+        const key = servedConfigKeyOf(news, pinnedWeightsDigest({ revision: A, digest: record!.manifestDigest }));
+        assert.equal(outs.servingHistory?.[0]?.config, key);
+    });
+
+    it("fails before the stop on a file that does not match the Hub's hash, naming it and both hashes; the running server is untouched", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B"), corrupt: { "model.safetensors": "weights X" } } });
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        const pidBefore = JSON.parse(fs.readFileSync(box.fake.file("systemd.json"), "utf8")).units["sglang-qwen.service"].pid as number;
+        box.forget();
+        await assert.rejects(provider.update!(ID, first, fromSource(B)), (e: Error) => {
+            assert.match(e.message, /Nothing was stopped: the running server serves on/);
+            assert.ok(
+                e.message.includes(`model.safetensors: the Hub's sha256 (LFS) is ${sha256("weights B")}, the downloaded file's is ${sha256("weights X")}`),
+            );
+            return true;
+        });
+        assert.deepEqual(
+            box.calls().filter((c) => /^systemctl (stop|start|restart)/.test(c)),
+            [],
+        );
+        const pidAfter = JSON.parse(fs.readFileSync(box.fake.file("systemd.json"), "utf8")).units["sglang-qwen.service"].pid as number;
+        assert.equal(pidAfter, pidBefore, "MainPID unchanged");
+        assert.ok(!fs.existsSync(box.root(`models/sglang-lab--Tiny-Qwen3/${B}/.sglang-serve-weights/manifest.json`)), "no manifest for B");
+    });
+});
