@@ -5,7 +5,16 @@
  * them (per role, the revision and the manifest's digest). The staging itself
  * is remote/weights-staging.ts; this file only runs it for the props.
  */
+import { formatBytes } from "../../core/weights/disk";
 import { pinnedWeightsDigest } from "../../core/weights/manifest";
+import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
+import type { WeightsPlan } from "../../core/weights/staging";
+import { sourceKey } from "../../core/weights/weights-layout";
+import { readRevisionFiles } from "../../remote/weights-revision";
+import { pruneCandidates } from "../../remote/weights-staging";
+import type { ProviderRun } from "../provider-run";
+import { deploySecretsIfGiven } from "../deploy-secrets";
+import { declaredSecrets } from "./secrets";
 import { STAGED_MARKER } from "../../core/venv/venv-layout";
 import { parseEnvironmentFile } from "../../core/unit/systemd-unit";
 import type { RemoteHost } from "../../remote/remote-host";
@@ -26,9 +35,13 @@ export interface StagedSources {
     fetched: boolean;
 }
 
-/** HF_TOKEN's value in the deploy's secret environment (the props carry it at deploy), if declared. */
+/**
+ * HF_TOKEN's value in the deploy's secret environment: the props carry it at
+ * deploy; a preview takes it from the deploy run's environment when given
+ * (a pull request's preview has none: public repositories only).
+ */
 export function hubTokenOf(props: ServiceProps): string | undefined {
-    if (props.environmentFile === undefined) return undefined;
+    if (props.environmentFile === undefined) return deploySecretsIfGiven(declaredSecrets(props))?.environment[HF_TOKEN_ENV] || undefined;
     try {
         return parseEnvironmentFile(props.environmentFile)[HF_TOKEN_ENV] || undefined;
     } catch {
@@ -60,4 +73,92 @@ export async function stageDeclaredSources(remote: RemoteHost, props: ServicePro
         if (plan.role === "drafter") drafterDigest = pinnedWeightsDigest(staged.manifest);
     }
     return { records, fetched, ...(drafterDigest !== undefined ? { drafterDigest } : {}) };
+}
+
+/** A preview's refusal of a declared source, under its key. */
+export interface SourceFailure {
+    property: string;
+    reason: string;
+}
+
+/**
+ * What the preview says of each declared source before anything is
+ * downloaded (issue 33 item 5): a revision staged already costs nothing (the
+ * box read alone); else the files and bytes `up` fetches (the Hub's list,
+ * read from the machine running pulumi, less what the folder holds) and the
+ * disk left after, or the refusal with the arithmetic when it does not fit.
+ * Sources under one models root share its free disk: the second is judged
+ * with what the first leaves. `serving`: folders the running server loads,
+ * never counted as prunable.
+ */
+export async function previewSources(run: ProviderRun, news: ServiceProps, serving: readonly string[] = []): Promise<SourceFailure[]> {
+    const plans = news.weights ?? [];
+    if (plans.length === 0) return [];
+    const remote = run.remoteFor(news.connection, "server");
+    const owner = news.owner ?? news.unitName;
+    const failures: SourceFailure[] = [];
+    // What earlier sources of this preview take from each models root's free disk.
+    const taken = new Map<string, number>();
+    for (const plan of plans) {
+        const property = sourceKey(plan.role);
+        const tag = `[${news.unitName}]`;
+        let box: WeightsBoxFacts;
+        try {
+            const r = await remote.run(weightsBoxReadArgv(plan));
+            if (r.code !== 0) throw new Error(`exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 200)}`);
+            box = parseWeightsBoxRead(r.stdout);
+        } catch (e) {
+            failures.push({ property, reason: `${property}: the box's read of ${plan.dir} failed (${(e as Error).message})` });
+            continue;
+        }
+        // A revision staged already costs nothing: no request to the Hub.
+        const staged = previewWeights(plan, [], box);
+        if (staged.kind === "staged") {
+            say(`${tag} ${staged.line}`);
+            continue;
+        }
+        let hubFiles;
+        try {
+            hubFiles = (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token: hubTokenOf(news) })).files;
+        } catch (e) {
+            failures.push({
+                property,
+                reason: `${property}: the files of ${plan.hf}@${plan.revision} cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,
+            });
+            continue;
+        }
+        const shared = { ...box, freeBytes: box.freeBytes - (taken.get(plan.root) ?? 0) };
+        let seen = previewWeights(plan, hubFiles, shared);
+        if (seen.kind === "short") seen = previewWeights(plan, hubFiles, shared, await prunableNow(remote, plan, owner, serving));
+        switch (seen.kind) {
+            case "staged":
+                say(`${tag} ${seen.line}`);
+                break;
+            case "fetch":
+                taken.set(plan.root, (taken.get(plan.root) ?? 0) + seen.plan.fetchBytes);
+                say(`${tag} ${seen.line}`);
+                break;
+            case "short": {
+                const before = taken.get(plan.root) ?? 0;
+                const shares = before > 0 ? ` (free after the ${formatBytes(before)} that the other declared source fetches there first)` : "";
+                failures.push({ property, reason: `${property}: ${seen.message}${shares}` });
+                break;
+            }
+            default: {
+                const never: never = seen;
+                throw new Error(`unhandled weights preview ${JSON.stringify(never)}`);
+            }
+        }
+    }
+    return failures;
+}
+
+/** What the prune would free under a plan's root now, for the refusal; nothing when it cannot be listed (a read-only key). */
+async function prunableNow(remote: RemoteHost, plan: WeightsPlan, owner: string, serving: readonly string[]): Promise<Array<{ dir: string; bytes: number }>> {
+    try {
+        const { remove } = await pruneCandidates(remote, { root: plan.root, owner, serving: [...serving, plan.dir], keepPrevious: plan.keepPrevious });
+        return remove.map((c) => ({ dir: c.dir, bytes: c.bytes }));
+    } catch {
+        return [];
+    }
 }

@@ -1,5 +1,8 @@
 import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { createHash } from "node:crypto";
 import { HUB_CLIENT_RELEASE } from "../../core/weights/hub-venv";
 import { pinnedWeightsDigest } from "../../core/weights/manifest";
@@ -109,6 +112,122 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.equal(record?.revision, A);
         const key = servedConfigKeyOf(news, pinnedWeightsDigest({ revision: A, digest: record!.manifestDigest }));
         assert.equal(outs.servingHistory?.[0]?.config, key);
+    });
+
+    describe("check: the preview of a declared source", () => {
+        let hubServer: http.Server;
+        let endpoint: string;
+        const requests: string[] = [];
+        /** What the fake Hub lists per `<repo>@<revision>`: sizes as the Hub's metadata gives them (an LFS object's may be claimed larger than the file). */
+        let listed: Record<string, Array<{ path: string; size: number }>> = {};
+
+        beforeEach(async () => {
+            requests.length = 0;
+            listed = {};
+            hubServer = http.createServer((req, res) => {
+                requests.push(req.url ?? "");
+                const m = /^\/api\/models\/([^/]+)\/([^/]+)\/revision\/([0-9a-f]{40})\?blobs=true$/.exec(req.url ?? "");
+                const files = m ? listed[`${m[1]}/${m[2]}@${m[3]}`] : undefined;
+                if (!m || !files) {
+                    res.writeHead(404, { "x-error-code": "RevisionNotFound" }).end("{}");
+                    return;
+                }
+                const siblings = files.map((f) => ({ rfilename: f.path, size: f.size, blobId: "0".repeat(40), lfs: { sha256: "1".repeat(64), size: f.size } }));
+                res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ sha: m[3], siblings }));
+            });
+            await new Promise<void>((r) => hubServer.listen(0, "127.0.0.1", r));
+            endpoint = `http://127.0.0.1:${(hubServer.address() as AddressInfo).port}`;
+        });
+        afterEach(async () => {
+            await new Promise<void>((r) => hubServer.close(() => r()));
+        });
+
+        const mirrored = (revision: string): ServiceProps =>
+            serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                    raw.model = { ...model, source: { hf: REPO, revision, endpoint } };
+                }),
+            );
+        const check = async (olds: ServiceProps, news: ServiceProps) => provider.check!(olds, news);
+
+        it("says the files and bytes up will fetch and the disk left after, asking the Hub from here", async () => {
+            listed[`${REPO}@${B}`] = [
+                { path: "config.json", size: 1000 },
+                { path: "model.safetensors", size: 3_000_000 },
+            ];
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.equal(requests.length, 1);
+            const line = box.said.find((l) => l.includes("up stages the model"));
+            assert.ok(line, box.said.join("\n"));
+            assert.match(line!, new RegExp(`in /models/sglang-lab--Tiny-Qwen3/${B} before the stop: 2 files, .* free on /models after$`));
+        });
+
+        it("says a staged revision costs nothing, without asking the Hub", async () => {
+            hub({ [`${REPO}@${A}`]: { files: files("A") } });
+            const deployed = (await provider.create(mirrored(A))).outs as ServiceOutputs;
+            box.forget();
+            const { failures } = await check(deployed, mirrored(A));
+            assert.deepEqual(failures ?? [], []);
+            assert.deepEqual(requests, []);
+            assert.ok(box.said.some((l) => l.includes(`is staged in /models/sglang-lab--Tiny-Qwen3/${A}: up fetches nothing`)));
+        });
+
+        it("refuses a disk too small under the source's key, with the bytes needed and free", async () => {
+            listed[`${REPO}@${B}`] = [{ path: "model.safetensors", size: 2 ** 60 }];
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.equal(failures?.length, 1);
+            assert.equal(failures![0]!.property, "service.model.source");
+            assert.match(
+                failures![0]!.reason,
+                new RegExp(`not enough disk for model ${REPO}@bbbbbbbbbbbb in /models: it needs .* \\(${2 ** 60} bytes\\), .* \\(\\d+ bytes\\) are free`),
+            );
+        });
+
+        it("judges a model and a drafter under one models root against the disk together: the second gets what the first leaves", async () => {
+            const free = Number(
+                execFileSync("df", ["-B1", "--output=avail", box.root("models")], { encoding: "utf8" })
+                    .trim()
+                    .split("\n")
+                    .pop(),
+            );
+            const each = Math.floor(free * 0.6);
+            listed[`${REPO}@${B}`] = [{ path: "model.safetensors", size: each }];
+            listed[`${DRAFTER}@${B}`] = [{ path: "model.safetensors", size: each }];
+            const both = (revision: string) =>
+                serviceInputs(
+                    box,
+                    declaredService(box, (raw) => {
+                        const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                        raw.model = { ...model, source: { hf: REPO, revision, endpoint } };
+                        raw.speculative = {
+                            algorithm: "DFLASH",
+                            numSteps: 1,
+                            eagleTopk: 1,
+                            numDraftTokens: 16,
+                            draftModelSource: { hf: DRAFTER, revision, endpoint },
+                        };
+                    }),
+                );
+            const { failures } = await check(both(A), both(B));
+            assert.deepEqual(
+                (failures ?? []).map((f) => f.property),
+                ["service.speculative.draftModelSource"],
+            );
+            assert.match(failures![0]!.reason, /\(free after the .* that the other declared source fetches there first\)$/);
+            assert.ok(box.said.some((l) => l.includes("up stages the model")));
+        });
+
+        it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.equal(failures?.[0]?.property, "service.model.source");
+            assert.match(
+                failures![0]!.reason,
+                /cannot be read from http:\/\/127\.0\.0\.1:\d+ \(from the machine running pulumi\): GET .* answered 404 RevisionNotFound/,
+            );
+        });
     });
 
     it("fails before the stop on a file that does not match the Hub's hash, naming it and both hashes; the running server is untouched", async () => {
