@@ -151,4 +151,10 @@ export interface ServiceOutputs extends ServiceProps {
     boxOwner?: string;
     /** The declared sources the last rollout (or up) found staged and verified: per role, its revision and manifest digest. */
     stagedWeights?: StagedWeightsRecord[];
+    /**
+     * Set by a refresh when a staged revision folder no longer matches its
+     * manifest (sizes and mtimes; every sha256 under `npm run drift -- --verify`):
+     * one line per file, naming it. Drift; the next `up` refuses to serve over it.
+     */
+    weightsDrift?: string[];
 }

@@ -76,7 +76,8 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             olds.liveMatchesUnit === false ||
             secretsDiffer(olds.secretsHash, news) ||
             drafterChangedInPlace(olds) !== undefined ||
-            olds.acceptLengthDrift !== undefined;
+            olds.acceptLengthDrift !== undefined ||
+            (olds.weightsDrift?.length ?? 0) > 0;
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {

@@ -6,12 +6,12 @@
  * is remote/weights-staging.ts; this file only runs it for the props.
  */
 import { formatBytes } from "../../core/weights/disk";
-import { pinnedWeightsDigest } from "../../core/weights/manifest";
+import { manifestDriftLines, pinnedWeightsDigest, VERIFY_WEIGHTS_VARIABLE } from "../../core/weights/manifest";
 import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
 import type { WeightsPlan } from "../../core/weights/staging";
 import { sourceKey } from "../../core/weights/weights-layout";
 import { readRevisionFiles } from "../../remote/weights-revision";
-import { pruneCandidates } from "../../remote/weights-staging";
+import { checkStagedWeights, pruneCandidates } from "../../remote/weights-staging";
 import type { ProviderRun } from "../provider-run";
 import { deploySecretsIfGiven } from "../deploy-secrets";
 import { declaredSecrets } from "./secrets";
@@ -21,7 +21,7 @@ import type { RemoteHost } from "../../remote/remote-host";
 import { stageVenv } from "../../remote/venv-staging";
 import { stageWeights } from "../../remote/weights-staging";
 import { say } from "../say";
-import type { ServiceProps, StagedWeightsRecord } from "./props";
+import type { ServiceOutputs, ServiceProps, StagedWeightsRecord } from "./props";
 
 /** The deploy secret huggingface_hub reads (service.secretEnvironment), never config, state, unit or argv. */
 export const HF_TOKEN_ENV = "HF_TOKEN";
@@ -161,4 +161,37 @@ async function prunableNow(remote: RemoteHost, plan: WeightsPlan, owner: string,
     } catch {
         return [];
     }
+}
+
+/** Whether this run re-hashes staged files (`npm run drift -- --verify` sets VERIFY_WEIGHTS_VARIABLE for its refresh). */
+export function verifiesWeights(env: Readonly<Record<string, string | undefined>> = process.env): boolean {
+    return env[VERIFY_WEIGHTS_VARIABLE] === "1";
+}
+
+/**
+ * The staged revisions the record names, against their manifests on the box:
+ * one line per difference naming the file (a changed, missing or added file,
+ * a folder or manifest gone, another manifest than recorded); empty when
+ * every one matches. `rehash`: every file's sha256 again, else sizes and mtimes.
+ */
+export async function stagedWeightsDrift(remote: RemoteHost, recorded: Pick<ServiceOutputs, "weights" | "stagedWeights">, rehash: boolean): Promise<string[]> {
+    const lines: string[] = [];
+    for (const record of recorded.stagedWeights ?? []) {
+        const plan = (recorded.weights ?? []).find((p) => p.role === record.role && p.revision === record.revision);
+        if (!plan) continue;
+        try {
+            const now = await checkStagedWeights(remote, plan.dir, { rehash });
+            if (now.kind === "absent") {
+                lines.push(`${plan.dir}: the staged ${record.role} revision is gone (${now.why})`);
+                continue;
+            }
+            if (now.manifest.digest !== record.manifestDigest) {
+                lines.push(`${plan.dir}: its manifest's digest is ${now.manifest.digest}, the state records ${record.manifestDigest}`);
+            }
+            lines.push(...manifestDriftLines(plan.dir, now.drift));
+        } catch (e) {
+            lines.push(`${plan.dir}: its manifest cannot be checked (${(e as Error).message})`);
+        }
+    }
+    return lines;
 }

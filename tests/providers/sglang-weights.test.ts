@@ -114,6 +114,69 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.equal(outs.servingHistory?.[0]?.config, key);
     });
 
+    describe("refresh: the staged files against their manifest", () => {
+        const folder = `models/sglang-lab--Tiny-Qwen3/${A}`;
+        const deployedA = async (): Promise<ServiceOutputs> => {
+            hub({ [`${REPO}@${A}`]: { files: files("A") } });
+            const outs = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+            box.forget();
+            return outs;
+        };
+        const refreshed = async (outs: ServiceOutputs) => (await provider.read!(ID, outs)).props as ServiceOutputs;
+
+        it("finds nothing while the staged files are as verified", async () => {
+            const outs = await deployedA();
+            const now = await refreshed(outs);
+            assert.equal(now.weightsDrift, undefined);
+            assert.equal((await provider.diff!(ID, now, fromSource(A))).changes, false);
+        });
+
+        it("names a file changed in place as drift (by its size and mtime), and the next up refuses to serve over it before the stop", async () => {
+            const outs = await deployedA();
+            box.write(`${folder}/model.safetensors`, "weights A, then edited");
+            const now = await refreshed(outs);
+            assert.deepEqual(now.weightsDrift, [
+                `/${folder}/model.safetensors is ${"weights A, then edited".length} bytes, the manifest says 9: changed since it was verified`,
+            ]);
+            assert.equal((await provider.diff!(ID, now, fromSource(A))).changes, true);
+            box.forget();
+            await assert.rejects(provider.update!(ID, now, fromSource(A)), /files changed since they were verified[\s\S]*model\.safetensors is 22 bytes/);
+            assert.deepEqual(
+                box.calls().filter((c) => /^systemctl (stop|start)/.test(c)),
+                [],
+            );
+        });
+
+        it("re-hashes under npm run drift -- --verify: a byte changed with its size and mtime kept is named by its sha256", async () => {
+            const outs = await deployedA();
+            const file = box.root(`${folder}/model.safetensors`);
+            const { atime, mtime } = fs.statSync(file);
+            fs.writeFileSync(file, "weights Z");
+            fs.utimesSync(file, atime, mtime);
+            const saved = process.env.SGLANG_SERVE_VERIFY_WEIGHTS;
+            process.env.SGLANG_SERVE_VERIFY_WEIGHTS = "1";
+            try {
+                const now = await refreshed(outs);
+                assert.ok(
+                    now.weightsDrift?.includes(
+                        `/${folder}/model.safetensors has sha256 ${sha256("weights Z")}, the manifest says ${sha256("weights A")}: its bytes changed since it was verified`,
+                    ),
+                    JSON.stringify(now.weightsDrift),
+                );
+            } finally {
+                if (saved === undefined) delete process.env.SGLANG_SERVE_VERIFY_WEIGHTS;
+                else process.env.SGLANG_SERVE_VERIFY_WEIGHTS = saved;
+            }
+        });
+
+        it("names a staged revision folder that is gone", async () => {
+            const outs = await deployedA();
+            box.remove(folder);
+            const now = await refreshed(outs);
+            assert.match(now.weightsDrift?.[0] ?? "", new RegExp(`^/${folder}: the staged model revision is gone`));
+        });
+    });
+
     describe("check: the preview of a declared source", () => {
         let hubServer: http.Server;
         let endpoint: string;
