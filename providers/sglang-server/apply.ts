@@ -22,7 +22,7 @@ import { rollout } from "./rollout";
 import { pruneVenvs, stageVenv } from "../../remote/venv-staging";
 import { secretValuesOf } from "./secrets";
 import { judgeServer } from "./verdict";
-import { stageDeclaredSources } from "./weights";
+import { pruneDeclaredSources, stageDeclaredSources } from "./weights";
 import { previousPaths, unitPaths } from "../unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
@@ -80,6 +80,7 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
     const rolled = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest, sources.drafterDigest));
     const outputs = sources.records.length > 0 ? { ...rolled, stagedWeights: sources.records } : rolled;
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);
+    await pruneDeclaredSources(remote, inputs);
     return outputs;
 }
 

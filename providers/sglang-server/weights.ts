@@ -11,7 +11,7 @@ import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv, type WeightsBo
 import type { WeightsPlan } from "../../core/weights/staging";
 import { sourceKey } from "../../core/weights/weights-layout";
 import { readRevisionFiles } from "../../remote/weights-revision";
-import { checkStagedWeights, pruneCandidates } from "../../remote/weights-staging";
+import { checkStagedWeights, pruneCandidates, pruneWeights } from "../../remote/weights-staging";
 import type { ProviderRun } from "../provider-run";
 import { deploySecretsIfGiven } from "../deploy-secrets";
 import { declaredSecrets } from "./secrets";
@@ -194,4 +194,27 @@ export async function stagedWeightsDrift(remote: RemoteHost, recorded: Pick<Serv
         }
     }
     return lines;
+}
+
+/**
+ * After a good rollout: under each models root of the declared sources,
+ * removes the revisions this stack staged that nothing serves or names (a
+ * unit, its .previous) beyond service.weights.keepPrevious, saying each;
+ * never a folder the stack did not stage. A prune that fails is said, not
+ * fatal: the rollout succeeded.
+ */
+export async function pruneDeclaredSources(remote: RemoteHost, props: ServiceProps): Promise<string[]> {
+    const plans = props.weights ?? [];
+    const owner = props.owner ?? props.unitName;
+    const serving = plans.map((p) => p.dir);
+    const removed: string[] = [];
+    for (const root of [...new Set(plans.map((p) => p.root))]) {
+        const keepPrevious = Math.max(...plans.filter((p) => p.root === root).map((p) => p.keepPrevious));
+        try {
+            removed.push(...(await pruneWeights(remote, { root, owner, serving, keepPrevious, unitName: props.unitName, say })));
+        } catch (e) {
+            say(`[${props.unitName}] the staged weights under ${root} were not pruned: ${(e as Error).message}`);
+        }
+    }
+    return removed;
 }

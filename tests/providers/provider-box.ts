@@ -49,7 +49,8 @@ const BOX_PATHS = [
     "/run/lock/lxc",
     "/proc/devices",
     "/opt/sglang/",
-    "/models/",
+    // Also the models root alone (the prune lists `/models`).
+    "/models",
     // The weights' staging (issue 33): the hub venv, its state folders and token files, the box-side program.
     "/opt/sglang-serve/",
     "/run/sglang-serve/",
@@ -461,7 +462,10 @@ export class ProviderBox {
             return { ...failure.result, ...(failure.answer ? { stdout: failure.answer(command) } : {}) };
         }
         const rooted = command.replace(BOX_PATH, (_m, before: string, p: string) => `${before}${path.join(this.fake.dir, "root")}${p}`);
-        return this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
+        const result = await this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
+        // As in a chroot: a path the box prints (a glob of the models root, the prune's listing) is the box's, not this machine's.
+        const root = path.join(this.fake.dir, "root");
+        return { ...result, stdout: result.stdout.split(root).join("") };
     }
 
     /** The calls the fake tools recorded (`pct set 129 -cores 16`, `systemctl start ...`). */

@@ -114,6 +114,26 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.equal(outs.servingHistory?.[0]?.config, key);
     });
 
+    it("prunes after a good rollout: keeps the serving revision and the service.weights.keepPrevious newest, removes older ones, never a folder it did not stage", async () => {
+        const C = "c".repeat(40);
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") }, [`${REPO}@${C}`]: { files: files("C") } });
+        const byHand = `models/sglang-lab--Tiny-Qwen3/${"d".repeat(40)}/model.safetensors`;
+        box.write(byHand, "copied by hand");
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        const second = (await provider.update!(ID, first, fromSource(B))).outs as ServiceOutputs;
+        const folder = (rev: string) => box.root(`models/sglang-lab--Tiny-Qwen3/${rev}`);
+        assert.ok(fs.existsSync(folder(A)), "A is the one previous revision kept (keepPrevious 1)");
+        box.forget();
+        await provider.update!(ID, second, fromSource(C));
+        assert.ok(!fs.existsSync(folder(A)), "A is removed");
+        assert.ok(fs.existsSync(folder(B)) && fs.existsSync(folder(C)), "C serves, B is kept");
+        assert.ok(fs.existsSync(box.root(byHand)), "a folder the stack did not stage is left");
+        assert.ok(
+            box.said.some((l) => l.includes(`removed the staged weights /models/sglang-lab--Tiny-Qwen3/${A}`) && l.includes("older than the 1 kept")),
+            box.said.join("\n"),
+        );
+    });
+
     describe("refresh: the staged files against their manifest", () => {
         const folder = `models/sglang-lab--Tiny-Qwen3/${A}`;
         const deployedA = async (): Promise<ServiceOutputs> => {
