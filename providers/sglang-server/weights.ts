@@ -108,7 +108,10 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
             if (r.code !== 0) throw new Error(`exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 200)}`);
             box = parseWeightsBoxRead(r.stdout);
         } catch (e) {
-            failures.push({ property, reason: `${property}: the box's read of ${plan.dir} failed (${(e as Error).message})` });
+            // Not a refusal: a read-only key whose line does not pin this folder may not read it; `up` checks the disk again before it fetches.
+            say(
+                `${tag} what up fetches for the ${plan.role} ${plan.hf}@${plan.revision.slice(0, 12)} is not known here: the box's read of ${plan.dir} failed (${(e as Error).message})`,
+            );
             continue;
         }
         // A revision staged already costs nothing: no request to the Hub.

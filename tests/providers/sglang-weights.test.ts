@@ -303,6 +303,16 @@ describe("SglangService provider: weights from a declared source, against the fa
             assert.ok(box.said.some((l) => l.includes("up stages the model")));
         });
 
+        it("does not refuse a source whose folder the box will not read (a read-only key), and says so", async () => {
+            box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.ok(
+                box.said.some((l) => /is not known here: the box's read of .* failed \(exited 1: sglang-serve-read-gate: refused\)/.test(l)),
+                box.said.join("\n"),
+            );
+        });
+
         it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
             const { failures } = await check(mirrored(A), mirrored(B));
             assert.equal(failures?.[0]?.property, "service.model.source");
