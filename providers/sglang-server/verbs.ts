@@ -19,7 +19,7 @@ import { applyService, removeService } from "./apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./refresh";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./secrets";
 import { judgeServer } from "./verdict";
-import { previewSources } from "./weights";
+import { previewSources, stagedDrafterDigest } from "./weights";
 import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./props";
 
 /** Fields whose change means the server process must restart. */
@@ -57,7 +57,9 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
         // Every preview shows the record beside what it previews, change or not.
         if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
         // What a restart is held to: this config's own figures when it served before (a revert), else the last good ones.
-        const held = heldFiguresOf(news, drafter && !("error" in drafter) ? drafter.folderDigest : undefined, olds);
+        // A drafter from a source is keyed by its revision and manifest, as the rollout keys it.
+        const pinned = await stagedDrafterDigest(run, news);
+        const held = heldFiguresOf(news, pinned ?? (drafter && !("error" in drafter) ? drafter.folderDigest : undefined), olds);
         let restart = restartReason(olds, news, held);
         if (stagesRelease(news, facts)) {
             say(`[${news.unitName}] SGLang ${news.venv.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv)}`);

@@ -221,3 +221,21 @@ export async function pruneDeclaredSources(remote: RemoteHost, props: ServicePro
     }
     return removed;
 }
+
+/**
+ * The drafter's key in the serving-quality record when it comes from a
+ * source and its revision is staged already (its manifest's
+ * pinnedWeightsDigest, as the rollout keys it): so the preview says what a
+ * return to it is held to. Undefined without a drafter source, or when its
+ * folder is not staged or cannot be read here.
+ */
+export async function stagedDrafterDigest(run: ProviderRun, props: ServiceProps): Promise<string | undefined> {
+    const plan = (props.weights ?? []).find((p) => p.role === "drafter");
+    if (!plan) return undefined;
+    try {
+        const staged = await checkStagedWeights(run.remoteFor(props.connection, "server"), plan.dir, { rehash: false });
+        return staged.kind === "staged" && staged.drift.length === 0 ? pinnedWeightsDigest(staged.manifest) : undefined;
+    } catch {
+        return undefined;
+    }
+}

@@ -23,6 +23,12 @@ const A = "a".repeat(40);
 const B = "b".repeat(40);
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
+/**
+ * A drafter revision's files: no config.json, so SGLang's own verdict waits for it (a notice) and no release code runs here,
+ * with the box's expectations given (withBox), which make the drafter part of the served config's key.
+ */
+const drafterFiles = (tag: string) => ({ "model.safetensors": `drafter weights ${tag}` });
+
 /** A revision's files on the test's Hub. */
 const files = (tag: string) => ({ "config.json": JSON.stringify({ architectures: ["Qwen3ForCausalLM"], tag }), "model.safetensors": `weights ${tag}` });
 
@@ -96,14 +102,14 @@ describe("SglangService provider: weights from a declared source, against the fa
     });
 
     it("stages a DFLASH drafter from its source, and keys the served config by its revision and manifest, not its folder", async () => {
-        hub({ [`${DRAFTER}@${A}`]: { files: files("drafter A") } });
+        hub({ [`${DRAFTER}@${A}`]: { files: drafterFiles("A") } });
         const news = serviceInputs(
             box,
             declaredService(box, (raw) => {
                 raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, draftModelSource: { hf: DRAFTER, revision: A } };
             }),
             // The fake server's accept length (1.83) under DFLASH's default floor: the gate is not what this test is about.
-            { readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+            { withBox: true, readiness: readinessSettings({ acceptLengthFloor: 1 }) },
         );
         assert.ok(news.unitText.includes(`/models/sglang-lab--Tiny-Qwen3-DFlash/${A}`), "the unit loads the drafter's revision folder");
         const outs = (await provider.create(news)).outs as ServiceOutputs;
@@ -112,6 +118,7 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.equal(record?.revision, A);
         const key = servedConfigKeyOf(news, pinnedWeightsDigest({ revision: A, digest: record!.manifestDigest }));
         assert.equal(outs.servingHistory?.[0]?.config, key);
+        assert.notEqual(servedConfigKeyOf(news, outs.drafterDigest), key, "not the folder's digest");
     });
 
     it("prunes after a good rollout: keeps the serving revision and the service.weights.keepPrevious newest, removes older ones, never a folder it did not stage", async () => {
@@ -321,6 +328,22 @@ describe("SglangService provider: weights from a declared source, against the fa
                 /cannot be read from http:\/\/127\.0\.0\.1:\d+ \(from the machine running pulumi\): GET .* answered 404 RevisionNotFound/,
             );
         });
+    });
+
+    it("says at preview that a return to a drafter revision served before is held to its own earlier figures", async () => {
+        hub({ [`${DRAFTER}@${A}`]: { files: drafterFiles("A") }, [`${DRAFTER}@${B}`]: { files: drafterFiles("B") } });
+        const drafterAt = (revision: string) =>
+            serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, draftModelSource: { hf: DRAFTER, revision } };
+                }),
+                { withBox: true, readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+            );
+        const first = (await provider.create(drafterAt(A))).outs as ServiceOutputs;
+        const second = (await provider.update!(ID, first, drafterAt(B))).outs as ServiceOutputs;
+        const { inputs } = await provider.check!(second, drafterAt(A));
+        assert.match(inputs!.restart!, /held to its own earlier avg accept length .* \(a return to an earlier config\)/);
     });
 
     it("fails before the stop on a file that does not match the Hub's hash, naming it and both hashes; the running server is untouched", async () => {
