@@ -1,7 +1,8 @@
 /**
- * `npm run drift -- --stack <name> [--json]`: does the box still match what
- * the stack deployed? Runs `refresh --preview-only` on the stack through the
- * Automation API (`Stack.previewRefresh({ onEvent })`) and builds
+ * `npm run drift -- --stack <name> [--json] [--verify]`: does the box still
+ * match what the stack deployed? `--verify` also re-hashes every file of the
+ * staged weights against its manifest (each refresh compares sizes and
+ * mtimes). Runs `refresh --preview-only` on the stack through the Automation API (`Stack.previewRefresh({ onEvent })`) and builds
  * the report from the engine's events (core/drift/drift-report.ts). Nothing is
  * written to the stack's state.
  *
@@ -21,6 +22,7 @@ import * as path from "node:path";
 import { parseArgs as parseNodeArgs } from "node:util";
 import { CommandError, EngineEvent, LocalWorkspace, PulumiCommand, Stack, StackNotFoundError } from "@pulumi/pulumi/automation";
 import { DriftReport, driftReport, engineErrors, formatDriftTable } from "../core/drift/drift-report";
+import { VERIFY_WEIGHTS_VARIABLE } from "../core/weights/manifest";
 
 /** The engine's exit code under `--expect-no-changes` when the refresh found changes. */
 export const EXIT_DRIFT = 7;
@@ -126,12 +128,14 @@ export async function runDrift(opts: DriftOptions): Promise<DriftResult> {
 // CLI
 // ---------------------------------------------------------------------------
 
-const USAGE = "usage: npm run drift -- --stack <name> [--json]\n";
+const USAGE = "usage: npm run drift -- --stack <name> [--json] [--verify]\n";
 
 interface CliArgs {
     stack?: string;
     json: boolean;
     help: boolean;
+    /** Re-hash every staged weights file against its manifest (issue 33), not only sizes and mtimes. */
+    verify: boolean;
     /** Why the arguments are not usable (an unknown flag, a stray argument, a flag without its value). */
     error?: string;
 }
@@ -143,14 +147,15 @@ export function parseArgs(argv: readonly string[]): CliArgs {
             options: {
                 stack: { type: "string", short: "s" },
                 json: { type: "boolean", default: false },
+                verify: { type: "boolean", default: false },
                 help: { type: "boolean", short: "h", default: false },
             },
             strict: true,
             allowPositionals: false,
         });
-        return { stack: values.stack, json: values.json, help: values.help };
+        return { stack: values.stack, json: values.json, help: values.help, verify: values.verify };
     } catch (err) {
-        return { json: false, help: false, error: err instanceof Error ? err.message : String(err) };
+        return { json: false, help: false, verify: false, error: err instanceof Error ? err.message : String(err) };
     }
 }
 
@@ -167,7 +172,8 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     // A cold engine build's progress (`engine: ...`) reaches stderr from
     // scripts/engine.sh, run by pulumi.sh before this script starts.
-    const result = await runDrift({ stack: args.stack });
+    // The providers' refresh re-hashes the staged weights when the engine's environment says so.
+    const result = await runDrift({ stack: args.stack, ...(args.verify ? { env: { [VERIFY_WEIGHTS_VARIABLE]: "1" } } : {}) });
     if (args.json) {
         const doc = result.error === undefined ? result.report : { ...result.report, error: result.error };
         process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);

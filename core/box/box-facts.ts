@@ -386,6 +386,8 @@ export interface BoxExpectations {
     drafterDigest?: string;
     /** The venv the rollout stages when it is missing (service.venv, not adopted): `python` is its interpreter. */
     stagedVenv?: string;
+    /** service.model.source: modelPath is the revision folder the rollout stages before the stop, so its absence is not a contradiction (issue 33). */
+    modelFromSource?: boolean;
 }
 
 /** What the declared service expects of the box. */
@@ -418,6 +420,7 @@ export function boxExpectations(service: ServiceConfig, gpuMemoryMiB?: number): 
         ...(parallelLayout(service).dpAttention ? {} : { attentionTpSize: service.tensorParallelSize }),
         ...(draftModelDigest !== undefined ? { drafterDigest: draftModelDigest } : {}),
         ...(service.venv && service.venv.adopt[service.sglangVersion] === undefined ? { stagedVenv: releaseVenvDir(service.venv, service.sglangVersion) } : {}),
+        ...(service.model.source !== undefined ? { modelFromSource: true } : {}),
         ...(context && !overridden
             ? { contextLength: { value: context.value, index: context.given.index, shown: shownExtraFlag(context.given), allowLonger } }
             : {}),
@@ -500,6 +503,8 @@ export function boxContradictions(expect: BoxExpectations, facts: BoxFacts): Box
             reason: `service.sglangVersion is ${expect.sglangVersion} but ${expect.python} has SGLang ${facts.sglangVersion} installed: declare sglangVersion: ${facts.sglangVersion}, or point service.python at a venv with ${expect.sglangVersion}.`,
         });
     }
+    // A declared source's revision folder is there once the rollout staged it (before the stop): until then nothing in it can be judged.
+    if (facts.model === "missing" && expect.modelFromSource === true) return found;
     if (facts.model !== "present") {
         const what =
             facts.model === "missing"

@@ -15,6 +15,8 @@ import { formatOwner } from "../unit/ownership";
 import { renderUnit, serverEnvironment, type UnitOwner } from "../unit/systemd-unit";
 import { serverConfigFilePath, unitName } from "../unit/unit-paths";
 import { venvPlanOf, type VenvPlan } from "../venv/venv-layout";
+import { hubVenvPlan } from "../weights/hub-venv";
+import { weightsPlansOf, type WeightsPlan } from "../weights/staging";
 
 /** What a server's plan takes from the box it runs on. */
 export interface PlanBox {
@@ -64,6 +66,10 @@ export interface ServicePlan {
     expectBox: BoxExpectations;
     /** service.venv: the release's venv the rollout stages when it is missing (core/venv/venv-layout.ts). */
     venv: VenvPlan | undefined;
+    /** service.model.source and service.speculative.draftModelSource: the revisions the rollout stages and verifies before the stop (core/weights/staging.ts); absent without a source. */
+    weights: WeightsPlan[] | undefined;
+    /** The stack's huggingface_hub venv the staging runs in (core/weights/hub-venv.ts); with `weights` only. */
+    hubVenv: VenvPlan | undefined;
 }
 
 /** What the ReadinessCheck is given of the plan (its other inputs: where it runs, the service's revision). */
@@ -98,6 +104,7 @@ export function planServer(server: ServiceConfig, box: PlanBox, readiness: Readi
     const endpoint = `http://${server.endpointHost}:${server.port}`;
     const name = unitName(server.name);
     const speculativeAlgorithm = server.speculative?.algorithm;
+    const weights = weightsPlansOf(server);
     return {
         argv,
         service: {
@@ -123,6 +130,8 @@ export function planServer(server: ServiceConfig, box: PlanBox, readiness: Readi
             takeOverFrom: server.takeOverFrom,
             expectBox: boxExpectations(server, box.gpuMemoryMiB),
             venv: venvPlanOf(server, argv),
+            weights: weights.length > 0 ? weights : undefined,
+            hubVenv: weights.length > 0 ? hubVenvPlan(server) : undefined,
         },
         check: {
             unitName: name,

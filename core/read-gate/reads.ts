@@ -6,6 +6,7 @@
 // vmid, python and model, within the values the key's line pins). The gate
 // holds no copy of any read, so the two cannot drift (issue 22, Deliver 7).
 import { boxFactsCommand } from "../box/box-facts";
+import { manifestCheckArgv } from "../weights/manifest";
 import { containerReadScript, gpuFactsScript } from "../box/host-reads";
 import { serverInfoReadArgv } from "../sglang/server-info-read";
 import { remoteArgv } from "../shell";
@@ -181,6 +182,10 @@ export function gateReads(): GateReads {
             stagedVenv: true,
             argv: templateOf("box-facts of a staged venv", 0, (v) => boxFactsCommand(v.python, v.model, true)),
         },
+        // A staged revision folder against its manifest (issue 33 item 8): the refresh's sizes and mtimes, and drift --verify's
+        // sha256s; only in a folder the key's line pins (--model: the served revision folder, which service.model.path holds).
+        { shape: "manifest-check", where: "server", argv: templateOf("manifest-check", 0, (v) => manifestCheckArgv(v.model, false)) },
+        { shape: "manifest-check", where: "server", argv: templateOf("manifest-check --verify", 0, (v) => manifestCheckArgv(v.model, true)) },
     );
     return {
         maxUnits: GATE_MAX_UNITS,

@@ -48,6 +48,13 @@ export function pinnedWeightsDigest(m: Pick<Manifest, "revision" | "digest">): s
 
 export class ManifestError extends Error {}
 
+/**
+ * Set (to 1) by `npm run drift -- --verify` for the refresh it runs: the
+ * providers then re-hash every staged file against its manifest's sha256
+ * instead of comparing sizes and mtimes (the cheap check of every refresh).
+ */
+export const VERIFY_WEIGHTS_VARIABLE = "SGLANG_SERVE_VERIFY_WEIGHTS";
+
 /** A manifest's text, checked: its shape, and a digest that agrees with its files (a manifest edited by hand, or cut short, is refused). */
 export function parseManifest(text: string): Manifest {
     let doc: unknown;

@@ -10,7 +10,7 @@ import { redact } from "../../core/secrets/redact";
 import { unitOwner } from "../../core/unit/systemd-unit";
 import { journalPosition } from "../../remote/readiness-wait";
 import type { RemoteHost } from "../../remote/remote-host";
-import { assertBoxServes, boxCannotServe, boxFactsOf, stagesRelease } from "./facts";
+import { assertBoxServes, boxCannotServe, boxFactsOf, readFoldersAgain, stagesRelease } from "./facts";
 import type { ProviderRun } from "../provider-run";
 import { outOfGateway } from "./gateway-drain";
 import { ResourceInitFailed } from "../resource-provider";
@@ -22,6 +22,7 @@ import { rollout } from "./rollout";
 import { pruneVenvs, stageVenv } from "../../remote/venv-staging";
 import { secretValuesOf } from "./secrets";
 import { judgeServer } from "./verdict";
+import { pruneDeclaredSources, stageDeclaredSources } from "./weights";
 import { previousPaths, unitPaths } from "../unit-view";
 
 /** `recorded`: the state's record before this update (absent for a create). */
@@ -48,8 +49,13 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         say(`[${inputs.unitName}] already runs the declared config; not restarted`);
         // A wait that ended serving: the ReadinessCheck of this revision only confirms it (no second wait, no second report).
         // Nothing rolled out: the record check carried in (the last good figures, the drafter the server loaded) stays.
-        return outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined);
+        const kept = recorded?.stagedWeights ? { stagedWeights: recorded.stagedWeights } : {};
+        return { ...outputsFrom(inputs, { ...now, enabled: true }, revision, waits ? { revision, run: run.id } : undefined), ...kept };
     }
+    // The declared sources of weights (issue 33), staged and verified while the running server serves: a mismatch fails here, nothing stopped.
+    // First, so the judgement below reads the folders the new server will load (the preview judged them from the Hub's config.json).
+    const sources = await stageDeclaredSources(remote, inputs);
+    if (sources.fetched && inputs.expectBox) await readFoldersAgain(run, remote, inputs.expectBox);
     // The box's facts (this run's: the refresh read them), the pinned drafter, then SGLang's own verdict
     // (kept from the preview when it ran there; a first deploy judges here), before anything stops.
     const { facts, drafter, box, refused } = await judgeServer(run, inputs, inputs.expectBox ? await boxFactsOf(run, remote, inputs.expectBox) : undefined, {
@@ -69,9 +75,12 @@ export async function applyService(run: ProviderRun, id: string, inputs: Service
         await assertBoxServes(run, remote, inputs.unitName, inputs.expectBox, { fresh: true });
     }
     // Behind a gateway: out of it, drained, rolled out, back in (providers/sglang-server/gateway-drain.ts).
-    const drafterDigest = drafter && !("error" in drafter) ? drafter.folderDigest : undefined;
-    const outputs = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest));
+    // A drafter from a source is keyed by its revision and manifest (pinnedWeightsDigest), not its folder's names, sizes and times.
+    const drafterDigest = sources.drafterDigest ?? (drafter && !("error" in drafter) ? drafter.folderDigest : undefined);
+    const rolled = await outOfGateway(run, inputs, () => rollout(run, id, inputs, live, recorded, drafterDigest, sources.drafterDigest));
+    const outputs = sources.records.length > 0 ? { ...rolled, stagedWeights: sources.records } : rolled;
     if (inputs.venv) await pruneVenvs(remote, inputs.venv, inputs.unitName, owner, say);
+    await pruneDeclaredSources(remote, inputs);
     return outputs;
 }
 

@@ -43,6 +43,15 @@ export async function drafterFactsOf(run: ProviderRun, remote: RemoteHost, expec
     return boxFactsOf(run, remote, { ...expect, modelPath: path });
 }
 
+/** Reads the model's and the drafter's folders again, for the rest of this run: the rollout just staged them (issue 33). */
+export async function readFoldersAgain(run: ProviderRun, remote: RemoteHost, expect: BoxExpectations): Promise<void> {
+    const drafter = drafterPath(expect);
+    await Promise.all([
+        boxFactsOf(run, remote, expect, { fresh: true }),
+        ...(drafter !== undefined ? [boxFactsOf(run, remote, { ...expect, modelPath: drafter }, { fresh: true })] : []),
+    ]);
+}
+
 /**
  * The drafter folder's digest now (core/box/box-facts.ts folderDigest), as
  * this run read it. Undefined without a drafter, or when the folder cannot

@@ -12,6 +12,16 @@ import type { VerifiedConfig } from "../../core/serving/serving-history";
 import type { GatewayMembership } from "../../core/gateway/gateway";
 import type { VenvPlan } from "../../core/venv/venv-layout";
 import type { BoxFactsRead } from "../../core/box/box-facts";
+import type { WeightsPlan } from "../../core/weights/staging";
+import type { WeightsRole } from "../../core/weights/weights-layout";
+
+/** What the state records of a set of weights the rollout staged: its revision and the digest of its manifest (the files verified against the Hub's hashes). */
+export interface StagedWeightsRecord {
+    role: WeightsRole;
+    hf: string;
+    revision: string;
+    manifestDigest: string;
+}
 
 export interface ServiceProps {
     providerVersion: string;
@@ -56,6 +66,10 @@ export interface ServiceProps {
     expectBox?: BoxExpectations;
     /** service.venv: the declared release's venv, staged by the rollout when missing, and the old ones it prunes (core/venv/venv-layout.ts). */
     venv?: VenvPlan;
+    /** The declared sources of weights, staged and verified by the rollout before the stop (core/weights/staging.ts); absent without a source. */
+    weights?: WeightsPlan[];
+    /** The huggingface_hub venv the staging runs in, staged by the rollout when missing (core/weights/hub-venv.ts). */
+    hubVenv?: VenvPlan;
     /** The gateway the server is behind (sglang-serve:gateway): a rollout takes it out, drains it, and puts it back (providers/sglang-server/gateway-drain.ts). */
     gateway?: GatewayMembership;
     /** What the box said at the last refresh (the inputs a refresh reads back carry it to check). */
@@ -137,4 +151,12 @@ export interface ServiceOutputs extends ServiceProps {
     liveMatchesUnit: boolean;
     /** The owner the unit on the box records (`<project>/<stack>`), if any. */
     boxOwner?: string;
+    /** The declared sources the last rollout (or up) found staged and verified: per role, its revision and manifest digest. */
+    stagedWeights?: StagedWeightsRecord[];
+    /**
+     * Set by a refresh when a staged revision folder no longer matches its
+     * manifest (sizes and mtimes; every sha256 under `npm run drift -- --verify`):
+     * one line per file, naming it. Drift; the next `up` refuses to serve over it.
+     */
+    weightsDrift?: string[];
 }

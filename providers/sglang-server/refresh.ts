@@ -9,6 +9,7 @@ import { UnitOwner, unitOwner, unitTextOfServer } from "../../core/unit/systemd-
 import { containerNotRunning, type RemoteHost } from "../../remote/remote-host";
 import { drafterPath } from "../../core/box/box-facts";
 import { boxFactsOf, drafterDigestOf } from "./facts";
+import { stagedWeightsDrift, verifiesWeights } from "./weights";
 import { changedNames } from "../diff-inputs";
 import type { ProviderRun } from "../provider-run";
 import { verifyServing } from "../serving";
@@ -136,7 +137,9 @@ export function differences(inputs: ServiceProps, live: LiveService): string[] {
 export function rolloutReasons(inputs: ServiceProps, live: LiveService, recorded?: Partial<ServiceOutputs>): string[] {
     const drafter = recorded ? drafterChangedInPlace(recorded) : undefined;
     const accept = recorded?.acceptLengthDrift;
-    return [...differences(inputs, live), ...(drafter ? [drafter] : []), ...(accept ? [accept] : [])];
+    // Staged files changed since they were verified: the rollout's staging refuses to serve over them, naming them (before the stop).
+    const weights = recorded?.weightsDrift?.length ? [`staged weights changed: ${recorded.weightsDrift.join("; ")}`] : [];
+    return [...differences(inputs, live), ...(drafter ? [drafter] : []), ...(accept ? [accept] : []), ...weights];
 }
 
 /** The drafter folder changed since the running server loaded it (the two digests the record holds differ). */
@@ -190,12 +193,14 @@ export async function refreshService(
     if (!live.unit) return { id: "" };
     // The model's facts, and what the drafter folder holds now beside the digest the running server loaded (kept from the record):
     // read once in this run, for check and the rollout too.
-    const [boxFacts, drafterNow] = await Promise.all([
+    // The staged revisions against their manifests (issue 33): sizes and mtimes, or every sha256 under `npm run drift -- --verify`.
+    const [boxFacts, drafterNow, weightsDrift] = await Promise.all([
         props.expectBox ? boxFactsOf(run, remote, props.expectBox) : undefined,
         drafterDigestOf(run, remote, props.expectBox),
+        stagedWeightsDrift(remote, props, verifiesWeights()),
     ]);
-    // The running server's accept length against the record: read afresh at every refresh.
-    const { acceptLengthDrift: _earlier, ...recorded } = props;
+    // The running server's accept length against the record, and the staged files: read afresh at every refresh.
+    const { acceptLengthDrift: _earlier, weightsDrift: _before, ...recorded } = props;
     const limit = props.readiness.acceptLengthDropLimit ?? DEFAULT_ACCEPT_LENGTH_DROP_LIMIT;
     const acceptDrift = acceptLengthDrift(live.acceptLength, props.servingFigures, limit);
     const outs = {
@@ -203,6 +208,7 @@ export async function refreshService(
         ...(boxFacts ? { boxFacts } : {}),
         ...(drafterNow !== undefined ? { drafterDigestOnBox: drafterNow } : {}),
         ...(acceptDrift !== undefined ? { acceptLengthDrift: acceptDrift } : {}),
+        ...(weightsDrift.length > 0 ? { weightsDrift } : {}),
     };
     return { id, props: outs, inputs: { ...inputsOf(outs), owner: outs.boxOwner } };
 }

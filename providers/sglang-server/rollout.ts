@@ -39,6 +39,8 @@ const GPU_FREE_THRESHOLD_MIB = 1024;
  * new config first in the history of verified configs with what it measured.
  * `drafterDigest`: the drafter folder's digest as read before the rollout
  * (what the new config will load), for the figures it is held to.
+ * `pinnedDrafter`: a drafter staged from a source, keyed by its revision and
+ * manifest (core/weights/manifest.ts pinnedWeightsDigest) instead of the folder.
  */
 export async function rollout(
     run: ProviderRun,
@@ -47,6 +49,7 @@ export async function rollout(
     live: LiveService,
     recorded?: ServiceOutputs,
     drafterDigest?: string,
+    pinnedDrafter?: string,
 ): Promise<ServiceOutputs> {
     const remote = run.remoteFor(inputs.connection, "server");
     const unit = inputs.unitName;
@@ -99,7 +102,11 @@ export async function rollout(
         } = inputs;
         // The earlier configs' figures stay theirs: a later return to one is held to them.
         const history = measured
-            ? withVerified(record.servingHistory, { config: servedConfigKeyOf(inputs, drafter), verifiedAt: new Date().toISOString(), figures: measured })
+            ? withVerified(record.servingHistory, {
+                  config: servedConfigKeyOf(inputs, pinnedDrafter ?? drafter),
+                  verifiedAt: new Date().toISOString(),
+                  figures: measured,
+              })
             : record.servingHistory;
         return {
             ...outputsFrom(declared, after, revision, { revision, run: run.id }),

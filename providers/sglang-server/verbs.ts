@@ -19,6 +19,7 @@ import { applyService, removeService } from "./apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./refresh";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./secrets";
 import { judgeServer } from "./verdict";
+import { previewSources, stagedDrafterDigest } from "./weights";
 import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./props";
 
 /** Fields whose change means the server process must restart. */
@@ -41,13 +42,24 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             refusedBefore: failures.length > 0,
         });
         failures.push(...box, ...refused);
+        // The declared sources: what up fetches and the disk left after, or the refusal (nothing downloaded); once the server exists (a first deploy may create its box).
+        if (olds.unitName !== undefined)
+            failures.push(
+                ...(await previewSources(
+                    run,
+                    news,
+                    (olds.weights ?? []).map((w) => w.dir),
+                )),
+            );
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));
         // Every preview shows the record beside what it previews, change or not.
         if (olds.servingFigures) say(`[${news.unitName}] last good serving figures: ${describeFigures(olds.servingFigures)}`);
         // What a restart is held to: this config's own figures when it served before (a revert), else the last good ones.
-        const held = heldFiguresOf(news, drafter && !("error" in drafter) ? drafter.folderDigest : undefined, olds);
+        // A drafter from a source is keyed by its revision and manifest, as the rollout keys it.
+        const pinned = await stagedDrafterDigest(run, news);
+        const held = heldFiguresOf(news, pinned ?? (drafter && !("error" in drafter) ? drafter.folderDigest : undefined), olds);
         let restart = restartReason(olds, news, held);
         if (stagesRelease(news, facts)) {
             say(`[${news.unitName}] SGLang ${news.venv.release} is not on the box: \`up\` stages it first, ${stagingPlan(news.venv)}`);
@@ -66,7 +78,8 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             olds.liveMatchesUnit === false ||
             secretsDiffer(olds.secretsHash, news) ||
             drafterChangedInPlace(olds) !== undefined ||
-            olds.acceptLengthDrift !== undefined;
+            olds.acceptLengthDrift !== undefined ||
+            (olds.weightsDrift?.length ?? 0) > 0;
         return { changes: changed.length > 0 || drift, replaces: [] };
     },
     async create(inputs) {

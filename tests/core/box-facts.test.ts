@@ -221,6 +221,15 @@ describe("box facts: the box contradicting the declared server", () => {
         );
     });
 
+    it("does not refuse a declared source's revision folder that the rollout has not staged yet, but refuses one with no config.json", () => {
+        const expect = { ...fieldExpectations(), modelFromSource: true };
+        assert.deepEqual(boxContradictions(expect, { sglangVersion: "0.5.11", model: "missing" }), []);
+        assert.deepEqual(
+            boxContradictions(expect, { sglangVersion: "0.5.11", model: "no-config" }).map((c) => c.property),
+            ["service.model.path"],
+        );
+    });
+
     it("judges SGLang's hybrid-model rules with the box's architecture when the config leaves it out", () => {
         const expect = { ...fieldExpectations() };
         delete expect.architecture;

@@ -478,8 +478,9 @@ if (args[0] === "version") {
         }
     });
 
-    it("reads --stack, -s, --stack= and --json, and names what it cannot use", () => {
-        assert.deepEqual(parseArgs(["--stack", "kpro5", "--json"]), { stack: "kpro5", json: true, help: false });
+    it("reads --stack, -s, --stack=, --json and --verify, and names what it cannot use", () => {
+        assert.deepEqual(parseArgs(["--stack", "kpro5", "--json"]), { stack: "kpro5", json: true, help: false, verify: false });
+        assert.equal(parseArgs(["--stack", "kpro5", "--verify"]).verify, true);
         assert.equal(parseArgs(["-s", "ct129"]).stack, "ct129");
         assert.equal(parseArgs(["--stack=ct129"]).stack, "ct129");
         assert.match(parseArgs(["--yes"]).error ?? "", /--yes/);

@@ -42,7 +42,20 @@ const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; pri
     .split("\n") as [string, string];
 
 /** The box's paths that live in its directory; everything else is this machine's. */
-const BOX_PATHS = ["/etc/pve/", "/etc/systemd/system", "/etc/sglang", "/run/lock/lxc", "/proc/devices", "/opt/sglang/", "/models/"];
+const BOX_PATHS = [
+    "/etc/pve/",
+    "/etc/systemd/system",
+    "/etc/sglang",
+    "/run/lock/lxc",
+    "/proc/devices",
+    "/opt/sglang/",
+    // Also the models root alone (the prune lists `/models`).
+    "/models",
+    // The weights' staging (issue 33): the hub venv, its state folders and token files, the box-side program.
+    "/opt/sglang-serve/",
+    "/run/sglang-serve/",
+    "/var/lib/sglang-serve/",
+];
 const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/.]/g, "\\$&")).join("|")})`, "g");
 
 // pct as pve-container answers the calls the providers make. The config is
@@ -228,9 +241,63 @@ elif verb == "daemon-reload":
     pass
 elif verb == "is-system-running":
     print("running")
+elif verb == "is-active":
+    # A transient unit (the weights' staging) has ended by the time it is asked about: the fake systemd-run runs it to its end.
+    u = state["units"].get(args[1])
+    print(u["active"] if u else "inactive")
+    sys.exit(0 if u and u["active"] == "active" else 3)
 else:
     sys.stderr.write("fake systemctl: %s not faked\\n" % verb)
     sys.exit(2)
+`;
+
+// systemd-run for the weights' staging alone (core/weights/staging.ts stageWeightsArgv):
+// it runs the box-side program's part to its end at once, from the Hub the test
+// declares in $FAKE_DIR/hub.json ({"<repo>@<revision>": {"files": {path: text},
+// "corrupt": {path: text served instead}}}): the files, the marker, the
+// manifest (written last, only when every file matched), the log, the result
+// and the exit status, as weights/sglang-serve-weights.py writes them.
+const SYSTEMD_RUN = `#!${PYTHON} -S
+import hashlib, json, os, sys, time
+D = os.environ["FAKE_DIR"]
+with open(os.path.join(D, "calls"), "a") as f:
+    f.write("systemd-run " + " ".join(sys.argv[1:]) + "\\n")
+args = sys.argv[1:]
+unit = next(a.split("=", 1)[1] for a in args if a.startswith("--unit="))
+if "-weights-" not in unit:
+    sys.stderr.write("fake systemd-run: only the weights' staging is faked, not %s\\n" % unit)
+    sys.exit(2)
+def opt(name):
+    return args[args.index(name) + 1]
+repo, rev, d, state, owner = opt("--repo"), opt("--revision"), opt("--dir"), opt("--state"), opt("--owner")
+entry = json.load(open(os.path.join(D, "hub.json")))[repo + "@" + rev]
+def write(p, text):
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "w") as f:
+        f.write(text)
+ours = os.path.join(d, ".sglang-serve-weights")
+write(os.path.join(ours, "staged-by.json"), json.dumps({"repo": repo, "revision": rev, "stagedBy": owner, "startedAt": time.time()}))
+mismatches, listed = [], []
+for p, text in sorted(entry["files"].items()):
+    got = entry.get("corrupt", {}).get(p, text)
+    write(os.path.join(d, p), got)
+    expected, actual = hashlib.sha256(text.encode()).hexdigest(), hashlib.sha256(got.encode()).hexdigest()
+    if expected != actual:
+        mismatches.append({"path": p, "algorithm": "sha256", "expected": expected, "actual": actual})
+        os.remove(os.path.join(d, p))
+        continue
+    st = os.stat(os.path.join(d, p))
+    listed.append({"path": p, "size": st.st_size, "sha256": actual, "mtimeNs": str(st.st_mtime_ns)})
+write(os.path.join(state, "log"), "sglang-serve: fetched %d files from the mirror\\n" % len(entry["files"]))
+if mismatches:
+    code, result = 66, {"exitStatus": 66, "mismatches": mismatches}
+else:
+    digest = hashlib.sha256("".join("%s  %d  %s\\n" % (f["sha256"], f["size"], f["path"]) for f in listed).encode()).hexdigest()
+    manifest = {"format": 1, "repo": repo, "revision": rev, "stagedBy": owner, "stagedAt": int(time.time()), "files": listed, "digest": digest}
+    write(os.path.join(ours, "manifest.json"), json.dumps(manifest))
+    code, result = 0, {"exitStatus": 0, "staged": True, "digest": digest}
+write(os.path.join(state, "result.json"), json.dumps(result))
+write(os.path.join(state, "exit"), "%d\\n" % code)
 `;
 
 // nvidia-smi: the GpuHost's facts query, and fake-box.ts's memory queries.
@@ -312,7 +379,7 @@ export class ProviderBox {
         this.run = this.newRun();
         for (const dir of ["etc/pve/lxc", "etc/systemd/system", "run/lock/lxc", "proc"]) fs.mkdirSync(this.root(dir), { recursive: true });
         fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
-        const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
+        const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "systemd-run": SYSTEMD_RUN, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
         this.fake.env.FAKE_SERVER_PID = String(process.pid);
         // The box's python3 (the /server_info read) is this machine's, found without a version manager's shim.
@@ -395,7 +462,10 @@ export class ProviderBox {
             return { ...failure.result, ...(failure.answer ? { stdout: failure.answer(command) } : {}) };
         }
         const rooted = command.replace(BOX_PATH, (_m, before: string, p: string) => `${before}${path.join(this.fake.dir, "root")}${p}`);
-        return this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
+        const result = await this.fake.run(["sh", "-c", rooted], opts.stdin === undefined ? {} : { stdin: opts.stdin });
+        // As in a chroot: a path the box prints (a glob of the models root, the prune's listing) is the box's, not this machine's.
+        const root = path.join(this.fake.dir, "root");
+        return { ...result, stdout: result.stdout.split(root).join("") };
     }
 
     /** The calls the fake tools recorded (`pct set 129 -cores 16`, `systemctl start ...`). */

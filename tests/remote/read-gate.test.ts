@@ -11,6 +11,7 @@ import { checkSpeculativeActive } from "../../core/serving/chat-check";
 import { sha256 } from "../../core/digest";
 import { containerReadScript } from "../../core/box/host-reads";
 import { GATE_MAX_UNITS } from "../../core/read-gate/reads";
+import { manifestCheckArgv } from "../../core/weights/manifest";
 import { remoteCommand, shCommand } from "../../core/shell";
 import { parseServerInfoReadOutput, SERVER_INFO_MAX_BODY_BYTES, SERVER_INFO_SCRIPT, serverInfoReadArgv } from "../../core/sglang/server-info-read";
 import { normalizeServerInfo } from "../../core/sglang/args";
@@ -692,6 +693,24 @@ describe("read-only gate: readServerInfoOnBox, the provider's side of the /serve
                 return true;
             },
         );
+    });
+});
+
+describe("read-only gate: the staged weights' manifest check", () => {
+    const command = (dir: string, rehash: boolean) => remoteCommand("pct-exec", 129, manifestCheckArgv(dir, rehash));
+
+    it("allows the manifest check, cheap and re-hashing, of a revision folder the key's line pins", () => {
+        const revision = "/models/org--model/0123456789abcdef0123456789abcdef01234567";
+        const verdicts = checkBatch([command(revision, false), command(revision, true)], ["--vmid", "129", ...PINS, "--model", revision]);
+        assert.deepEqual(
+            verdicts.map((v) => (v.allowed ? `${v.shape} ${v.detail}`.trim() : v.reason)),
+            [`manifest-check vmid 129, model ${revision}`, `manifest-check vmid 129, model ${revision}`],
+        );
+    });
+
+    it("refuses it for a folder the line does not pin", () => {
+        const [reason] = refused([command("/etc", true)], PCT);
+        assert.match(reason!, /^manifest-check: model \/etc is not the one this key's line pins/);
     });
 });
 

@@ -1,0 +1,369 @@
+import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { createHash } from "node:crypto";
+import { HUB_CLIENT_RELEASE } from "../../core/weights/hub-venv";
+import { pinnedWeightsDigest } from "../../core/weights/manifest";
+import { servedConfigKeyOf } from "../../providers/sglang-server/served-config";
+import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
+import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
+import { CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
+
+// Weights as code at the provider seam (issue 33): a declared source is staged
+// and verified on the fake box (its systemd-run runs the staging's part from
+// the test's Hub, provider-box.ts SYSTEMD_RUN) before the rollout stops
+// anything, and the state records each revision and its manifest's digest.
+
+const ID = "127.0.0.1:129:sglang-qwen.service";
+const REPO = "sglang-lab/Tiny-Qwen3";
+const DRAFTER = "sglang-lab/Tiny-Qwen3-DFlash";
+const A = "a".repeat(40);
+const B = "b".repeat(40);
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * A drafter revision's files: no config.json, so SGLang's own verdict waits for it (a notice) and no release code runs here,
+ * with the box's expectations given (withBox), which make the drafter part of the served config's key.
+ */
+const drafterFiles = (tag: string) => ({ "model.safetensors": `drafter weights ${tag}` });
+
+/** A revision's files on the test's Hub. */
+const files = (tag: string) => ({ "config.json": JSON.stringify({ architectures: ["Qwen3ForCausalLM"], tag }), "model.safetensors": `weights ${tag}` });
+
+describe("SglangService provider: weights from a declared source, against the fake box", function () {
+    this.timeout(60_000);
+    let box: ProviderBox;
+    let provider: ReturnType<typeof sglangServiceProvider>;
+
+    beforeEach(async () => {
+        box = await ProviderBox.open();
+        provider = sglangServiceProvider(box.run);
+        box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
+        // The stack's huggingface_hub venv, staged by an earlier up.
+        box.write(`opt/sglang-serve/huggingface-hub-${HUB_CLIENT_RELEASE}/.sglang-serve-venv`, "{}\n");
+        hub({});
+    });
+    afterEach(async () => {
+        await box.close();
+    });
+
+    function hub(entries: Record<string, { files: Record<string, string>; corrupt?: Record<string, string> }>): void {
+        fs.writeFileSync(box.fake.file("hub.json"), JSON.stringify(entries));
+    }
+
+    /** The field's server serving `revision` of REPO (service.model.source instead of model.path). */
+    const fromSource = (revision: string): ServiceProps =>
+        serviceInputs(
+            box,
+            declaredService(box, (raw) => {
+                const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                raw.model = { ...model, source: { hf: REPO, revision } };
+            }),
+        );
+
+    const stagings = () => box.callsOf("systemd-run");
+    const starts = () => box.calls().filter((c) => c.startsWith("systemctl start")).length;
+
+    it("stages the declared revision before the first start, serves its folder, and records its manifest digest", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") } });
+        const news = fromSource(A);
+        assert.ok(news.unitText.includes(`/models/sglang-lab--Tiny-Qwen3/${A}`), "the unit serves the revision folder");
+        const { outs } = await provider.create(news);
+        const calls = box.calls();
+        const staged = calls.findIndex((c) => c.startsWith("systemd-run"));
+        const started = calls.findIndex((c) => c.startsWith("systemctl start"));
+        assert.ok(staged >= 0 && staged < started, "staged before the start");
+        assert.ok(fs.existsSync(box.root(`models/sglang-lab--Tiny-Qwen3/${A}/.sglang-serve-weights/manifest.json`)));
+        const digest = sha256(
+            [`${sha256(files("A")["config.json"])}  ${files("A")["config.json"].length}  config.json\n`, `${sha256("weights A")}  9  model.safetensors\n`].join(
+                "",
+            ),
+        );
+        assert.deepEqual((outs as ServiceOutputs).stagedWeights, [{ role: "model", hf: REPO, revision: A, manifestDigest: digest }]);
+    });
+
+    it("switches to another revision by staging it while the old server runs, and back to a kept one without fetching", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") } });
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        box.forget();
+        const second = (await provider.update!(ID, first, fromSource(B))).outs as ServiceOutputs;
+        assert.equal(stagings().length, 1, "B was fetched");
+        const stop = box.calls().findIndex((c) => c.startsWith("systemctl stop"));
+        assert.ok(box.calls().findIndex((c) => c.startsWith("systemd-run")) < stop, "B was staged before the stop");
+        assert.equal(second.stagedWeights?.[0]?.revision, B);
+        box.forget();
+        const back = (await provider.update!(ID, second, fromSource(A))).outs as ServiceOutputs;
+        assert.deepEqual(stagings(), [], "A is kept: nothing fetched");
+        assert.equal(starts(), 1, "only rolled out");
+        assert.equal(back.stagedWeights?.[0]?.revision, A);
+        assert.ok(box.said.some((l) => /is staged already in .*: nothing to fetch/.test(l)));
+    });
+
+    it("stages a DFLASH drafter from its source, and keys the served config by its revision and manifest, not its folder", async () => {
+        hub({ [`${DRAFTER}@${A}`]: { files: drafterFiles("A") } });
+        const news = serviceInputs(
+            box,
+            declaredService(box, (raw) => {
+                raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, draftModelSource: { hf: DRAFTER, revision: A } };
+            }),
+            // The fake server's accept length (1.83) under DFLASH's default floor: the gate is not what this test is about.
+            { withBox: true, readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+        );
+        assert.ok(news.unitText.includes(`/models/sglang-lab--Tiny-Qwen3-DFlash/${A}`), "the unit loads the drafter's revision folder");
+        const outs = (await provider.create(news)).outs as ServiceOutputs;
+        const [record] = outs.stagedWeights ?? [];
+        assert.equal(record?.role, "drafter");
+        assert.equal(record?.revision, A);
+        const key = servedConfigKeyOf(news, pinnedWeightsDigest({ revision: A, digest: record!.manifestDigest }));
+        assert.equal(outs.servingHistory?.[0]?.config, key);
+        assert.notEqual(servedConfigKeyOf(news, outs.drafterDigest), key, "not the folder's digest");
+    });
+
+    it("prunes after a good rollout: keeps the serving revision and the service.weights.keepPrevious newest, removes older ones, never a folder it did not stage", async () => {
+        const C = "c".repeat(40);
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") }, [`${REPO}@${C}`]: { files: files("C") } });
+        const byHand = `models/sglang-lab--Tiny-Qwen3/${"d".repeat(40)}/model.safetensors`;
+        box.write(byHand, "copied by hand");
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        const second = (await provider.update!(ID, first, fromSource(B))).outs as ServiceOutputs;
+        const folder = (rev: string) => box.root(`models/sglang-lab--Tiny-Qwen3/${rev}`);
+        assert.ok(fs.existsSync(folder(A)), "A is the one previous revision kept (keepPrevious 1)");
+        box.forget();
+        await provider.update!(ID, second, fromSource(C));
+        assert.ok(!fs.existsSync(folder(A)), "A is removed");
+        assert.ok(fs.existsSync(folder(B)) && fs.existsSync(folder(C)), "C serves, B is kept");
+        assert.ok(fs.existsSync(box.root(byHand)), "a folder the stack did not stage is left");
+        assert.ok(
+            box.said.some((l) => l.includes(`removed the staged weights /models/sglang-lab--Tiny-Qwen3/${A}`) && l.includes("older than the 1 kept")),
+            box.said.join("\n"),
+        );
+    });
+
+    describe("refresh: the staged files against their manifest", () => {
+        const folder = `models/sglang-lab--Tiny-Qwen3/${A}`;
+        const deployedA = async (): Promise<ServiceOutputs> => {
+            hub({ [`${REPO}@${A}`]: { files: files("A") } });
+            const outs = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+            box.forget();
+            return outs;
+        };
+        const refreshed = async (outs: ServiceOutputs) => (await provider.read!(ID, outs)).props as ServiceOutputs;
+
+        it("finds nothing while the staged files are as verified", async () => {
+            const outs = await deployedA();
+            const now = await refreshed(outs);
+            assert.equal(now.weightsDrift, undefined);
+            assert.equal((await provider.diff!(ID, now, fromSource(A))).changes, false);
+        });
+
+        it("names a file changed in place as drift (by its size and mtime), and the next up refuses to serve over it before the stop", async () => {
+            const outs = await deployedA();
+            box.write(`${folder}/model.safetensors`, "weights A, then edited");
+            const now = await refreshed(outs);
+            assert.deepEqual(now.weightsDrift, [
+                `/${folder}/model.safetensors is ${"weights A, then edited".length} bytes, the manifest says 9: changed since it was verified`,
+            ]);
+            assert.equal((await provider.diff!(ID, now, fromSource(A))).changes, true);
+            box.forget();
+            await assert.rejects(provider.update!(ID, now, fromSource(A)), /files changed since they were verified[\s\S]*model\.safetensors is 22 bytes/);
+            assert.deepEqual(
+                box.calls().filter((c) => /^systemctl (stop|start)/.test(c)),
+                [],
+            );
+        });
+
+        it("re-hashes under npm run drift -- --verify: a byte changed with its size and mtime kept is named by its sha256", async () => {
+            const outs = await deployedA();
+            const file = box.root(`${folder}/model.safetensors`);
+            const { atime, mtime } = fs.statSync(file);
+            fs.writeFileSync(file, "weights Z");
+            fs.utimesSync(file, atime, mtime);
+            const saved = process.env.SGLANG_SERVE_VERIFY_WEIGHTS;
+            process.env.SGLANG_SERVE_VERIFY_WEIGHTS = "1";
+            try {
+                const now = await refreshed(outs);
+                assert.ok(
+                    now.weightsDrift?.includes(
+                        `/${folder}/model.safetensors has sha256 ${sha256("weights Z")}, the manifest says ${sha256("weights A")}: its bytes changed since it was verified`,
+                    ),
+                    JSON.stringify(now.weightsDrift),
+                );
+            } finally {
+                if (saved === undefined) delete process.env.SGLANG_SERVE_VERIFY_WEIGHTS;
+                else process.env.SGLANG_SERVE_VERIFY_WEIGHTS = saved;
+            }
+        });
+
+        it("names a staged revision folder that is gone", async () => {
+            const outs = await deployedA();
+            box.remove(folder);
+            const now = await refreshed(outs);
+            assert.match(now.weightsDrift?.[0] ?? "", new RegExp(`^/${folder}: the staged model revision is gone`));
+        });
+    });
+
+    describe("check: the preview of a declared source", () => {
+        let hubServer: http.Server;
+        let endpoint: string;
+        const requests: string[] = [];
+        /** What the fake Hub lists per `<repo>@<revision>`: sizes as the Hub's metadata gives them (an LFS object's may be claimed larger than the file). */
+        let listed: Record<string, Array<{ path: string; size: number }>> = {};
+
+        beforeEach(async () => {
+            requests.length = 0;
+            listed = {};
+            hubServer = http.createServer((req, res) => {
+                requests.push(req.url ?? "");
+                const m = /^\/api\/models\/([^/]+)\/([^/]+)\/revision\/([0-9a-f]{40})\?blobs=true$/.exec(req.url ?? "");
+                const files = m ? listed[`${m[1]}/${m[2]}@${m[3]}`] : undefined;
+                if (!m || !files) {
+                    res.writeHead(404, { "x-error-code": "RevisionNotFound" }).end("{}");
+                    return;
+                }
+                const siblings = files.map((f) => ({ rfilename: f.path, size: f.size, blobId: "0".repeat(40), lfs: { sha256: "1".repeat(64), size: f.size } }));
+                res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ sha: m[3], siblings }));
+            });
+            await new Promise<void>((r) => hubServer.listen(0, "127.0.0.1", r));
+            endpoint = `http://127.0.0.1:${(hubServer.address() as AddressInfo).port}`;
+        });
+        afterEach(async () => {
+            await new Promise<void>((r) => hubServer.close(() => r()));
+        });
+
+        const mirrored = (revision: string): ServiceProps =>
+            serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                    raw.model = { ...model, source: { hf: REPO, revision, endpoint } };
+                }),
+            );
+        const check = async (olds: ServiceProps, news: ServiceProps) => provider.check!(olds, news);
+
+        it("says the files and bytes up will fetch and the disk left after, asking the Hub from here", async () => {
+            listed[`${REPO}@${B}`] = [
+                { path: "config.json", size: 1000 },
+                { path: "model.safetensors", size: 3_000_000 },
+            ];
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.equal(requests.length, 1);
+            const line = box.said.find((l) => l.includes("up stages the model"));
+            assert.ok(line, box.said.join("\n"));
+            assert.match(line!, new RegExp(`in /models/sglang-lab--Tiny-Qwen3/${B} before the stop: 2 files, .* free on /models after$`));
+        });
+
+        it("says a staged revision costs nothing, without asking the Hub", async () => {
+            hub({ [`${REPO}@${A}`]: { files: files("A") } });
+            const deployed = (await provider.create(mirrored(A))).outs as ServiceOutputs;
+            box.forget();
+            const { failures } = await check(deployed, mirrored(A));
+            assert.deepEqual(failures ?? [], []);
+            assert.deepEqual(requests, []);
+            assert.ok(box.said.some((l) => l.includes(`is staged in /models/sglang-lab--Tiny-Qwen3/${A}: up fetches nothing`)));
+        });
+
+        it("refuses a disk too small under the source's key, with the bytes needed and free", async () => {
+            listed[`${REPO}@${B}`] = [{ path: "model.safetensors", size: 2 ** 60 }];
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.equal(failures?.length, 1);
+            assert.equal(failures![0]!.property, "service.model.source");
+            assert.match(
+                failures![0]!.reason,
+                new RegExp(`not enough disk for model ${REPO}@bbbbbbbbbbbb in /models: it needs .* \\(${2 ** 60} bytes\\), .* \\(\\d+ bytes\\) are free`),
+            );
+        });
+
+        it("judges a model and a drafter under one models root against the disk together: the second gets what the first leaves", async () => {
+            const free = Number(
+                execFileSync("df", ["-B1", "--output=avail", box.root("models")], { encoding: "utf8" })
+                    .trim()
+                    .split("\n")
+                    .pop(),
+            );
+            const each = Math.floor(free * 0.6);
+            listed[`${REPO}@${B}`] = [{ path: "model.safetensors", size: each }];
+            listed[`${DRAFTER}@${B}`] = [{ path: "model.safetensors", size: each }];
+            const both = (revision: string) =>
+                serviceInputs(
+                    box,
+                    declaredService(box, (raw) => {
+                        const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                        raw.model = { ...model, source: { hf: REPO, revision, endpoint } };
+                        raw.speculative = {
+                            algorithm: "DFLASH",
+                            numSteps: 1,
+                            eagleTopk: 1,
+                            numDraftTokens: 16,
+                            draftModelSource: { hf: DRAFTER, revision, endpoint },
+                        };
+                    }),
+                );
+            const { failures } = await check(both(A), both(B));
+            assert.deepEqual(
+                (failures ?? []).map((f) => f.property),
+                ["service.speculative.draftModelSource"],
+            );
+            assert.match(failures![0]!.reason, /\(free after the .* that the other declared source fetches there first\)$/);
+            assert.ok(box.said.some((l) => l.includes("up stages the model")));
+        });
+
+        it("does not refuse a source whose folder the box will not read (a read-only key), and says so", async () => {
+            box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.ok(
+                box.said.some((l) => /is not known here: the box's read of .* failed \(exited 1: sglang-serve-read-gate: refused\)/.test(l)),
+                box.said.join("\n"),
+            );
+        });
+
+        it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.equal(failures?.[0]?.property, "service.model.source");
+            assert.match(
+                failures![0]!.reason,
+                /cannot be read from http:\/\/127\.0\.0\.1:\d+ \(from the machine running pulumi\): GET .* answered 404 RevisionNotFound/,
+            );
+        });
+    });
+
+    it("says at preview that a return to a drafter revision served before is held to its own earlier figures", async () => {
+        hub({ [`${DRAFTER}@${A}`]: { files: drafterFiles("A") }, [`${DRAFTER}@${B}`]: { files: drafterFiles("B") } });
+        const drafterAt = (revision: string) =>
+            serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, numDraftTokens: 16, draftModelSource: { hf: DRAFTER, revision } };
+                }),
+                { withBox: true, readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+            );
+        const first = (await provider.create(drafterAt(A))).outs as ServiceOutputs;
+        const second = (await provider.update!(ID, first, drafterAt(B))).outs as ServiceOutputs;
+        const { inputs } = await provider.check!(second, drafterAt(A));
+        assert.match(inputs!.restart!, /held to its own earlier avg accept length .* \(a return to an earlier config\)/);
+    });
+
+    it("fails before the stop on a file that does not match the Hub's hash, naming it and both hashes; the running server is untouched", async () => {
+        hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B"), corrupt: { "model.safetensors": "weights X" } } });
+        const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
+        const pidBefore = JSON.parse(fs.readFileSync(box.fake.file("systemd.json"), "utf8")).units["sglang-qwen.service"].pid as number;
+        box.forget();
+        await assert.rejects(provider.update!(ID, first, fromSource(B)), (e: Error) => {
+            assert.match(e.message, /Nothing was stopped: the running server serves on/);
+            assert.ok(
+                e.message.includes(`model.safetensors: the Hub's sha256 (LFS) is ${sha256("weights B")}, the downloaded file's is ${sha256("weights X")}`),
+            );
+            return true;
+        });
+        assert.deepEqual(
+            box.calls().filter((c) => /^systemctl (stop|start|restart)/.test(c)),
+            [],
+        );
+        const pidAfter = JSON.parse(fs.readFileSync(box.fake.file("systemd.json"), "utf8")).units["sglang-qwen.service"].pid as number;
+        assert.equal(pidAfter, pidBefore, "MainPID unchanged");
+        assert.ok(!fs.existsSync(box.root(`models/sglang-lab--Tiny-Qwen3/${B}/.sglang-serve-weights/manifest.json`)), "no manifest for B");
+    });
+});
