@@ -359,4 +359,38 @@ describe("weights as code on the lab's box: staged, verified and checked against
             await ok("container", `rm -f /etc/systemd/system/${UNIT}.previous`);
         }
     });
+    it("the Hub client runs with none of the deploy run's secrets, and its token only from the 0600 file (issue 34)", async () => {
+        // A probe in front of the client: the staging unit runs it as the venv's python, and it writes down the environment it was given.
+        const probe = "/opt/sglang-serve-hub-probe";
+        const seen = "/tmp/sglang-serve-hub-probe.env";
+        await ok(
+            "container",
+            `rm -f ${seen} && printf '#!/bin/sh\\ntr "\\\\000" "\\\\n" < /proc/$$/environ > ${seen}\\nexec ${hubPython} "$@"\\n' > ${probe} && chmod 755 ${probe}`,
+        );
+        await ok("container", `rm -rf ${ROOT}/sglang-lab--Tiny-Qwen3-DFlash`);
+        const planted = {
+            SSH_AUTH_SOCK: "/tmp/ssh-planted/agent.1",
+            AWS_SECRET_ACCESS_KEY: "planted-aws-secret",
+            PULUMI_CONFIG_PASSPHRASE: "planted-passphrase",
+        };
+        const token = "hf_planted0123456789abcdefghijklmnopq";
+        const before = { ...process.env };
+        Object.assign(process.env, planted);
+        try {
+            const { drafter } = plans(0, 1);
+            const staged = await stageWeights(remote, drafter, options([], { python: probe, token }));
+            assert.equal(staged.manifest.digest, expectedDigest(LAB_DRAFTER, 1));
+        } finally {
+            for (const name of Object.keys(planted)) {
+                if (before[name] === undefined) delete process.env[name];
+                else process.env[name] = before[name];
+            }
+            await ok("container", `rm -f ${probe}`);
+        }
+        const environ = await ok("container", `cat ${seen}`);
+        assert.ok(environ.length > 0, "the probe ran");
+        for (const [name, value] of Object.entries({ ...planted, HF_TOKEN: token })) {
+            assert.ok(!environ.includes(name) && !environ.includes(value), `the Hub client's environment holds ${name}: ${environ}`);
+        }
+    });
 });
