@@ -8,6 +8,8 @@ import * as http from "http";
 import * as os from "os";
 import * as path from "path";
 import { ExecResult, LabInfo, labDown, labExec, labUp } from "../../lab/control";
+import { RemoteHost } from "../../remote/remote-host";
+import { SshPool } from "../../remote/ssh-pool";
 
 /**
  * A parallel mocha worker's own second octet (MOCHA_WORKER_ID counts from 0):
@@ -41,6 +43,22 @@ export function lab(): Promise<LabInfo> {
 }
 
 /** Stops the lab if this file started one (tests/root-hooks.ts, after each file's tests). */
+/** The stack's own RemoteHost for the lab's container 129: SSH to the lab's host (its pinned key), then `pct exec`. */
+export function labContainerRemote(info: LabInfo, pool: SshPool): RemoteHost {
+    return new RemoteHost({
+        pool,
+        topology: "pct-exec",
+        vmid: info.vmid,
+        target: {
+            address: info.host.address,
+            port: info.host.sshPort,
+            user: "root",
+            hostKey: info.host.hostKey,
+            privateKey: fs.readFileSync(info.clientKeyPath, "utf8"),
+        },
+    });
+}
+
 export async function stopTestLab(): Promise<void> {
     const [dir, running] = [labDir, started];
     labDir = undefined;

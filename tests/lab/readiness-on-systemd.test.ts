@@ -2,12 +2,11 @@
 // systemd 252 and journald of container 129, through the lab's Proxmox host
 // (pct exec): what the stack reads from a real box, poll by poll.
 import assert from "node:assert/strict";
-import * as fs from "fs";
 import { journalPosition, waitUntilReady } from "../../remote/readiness-wait";
 import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 import { LabInfo, setFaults, clearFaults } from "../../lab/control";
-import { installUnit, LAB_WAIT_MS, lab, ok, testLabDir } from "./lab-fixture";
+import { installUnit, LAB_WAIT_MS, lab, labContainerRemote, ok, testLabDir } from "./lab-fixture";
 
 const PY = "/opt/sglang/venv/bin/python3";
 const MODEL = "/models/Qwen3.6-27B";
@@ -22,18 +21,7 @@ describe("the readiness wait against the container's real systemd and journald",
         this.timeout(120_000);
         info = await lab();
         pool = new SshPool({ log: () => undefined });
-        remote = new RemoteHost({
-            pool,
-            topology: "pct-exec",
-            vmid: info.vmid,
-            target: {
-                address: info.host.address,
-                port: info.host.sshPort,
-                user: "root",
-                hostKey: info.host.hostKey,
-                privateKey: fs.readFileSync(info.clientKeyPath, "utf8"),
-            },
-        });
+        remote = labContainerRemote(info, pool);
     });
     after(async () => {
         clearFaults(testLabDir());

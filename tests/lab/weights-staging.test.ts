@@ -28,7 +28,7 @@ import { SshPool } from "../../remote/ssh-pool";
 import { checkStagedWeights, pruneWeights, stageWeights, WeightsStagingFailed, WeightsStageOptions } from "../../remote/weights-staging";
 import { resolveRevision, readRevisionFiles } from "../../remote/weights-revision";
 import { fieldConfig } from "../core/fixtures";
-import { lab, ok, LAB_WAIT_MS } from "./lab-fixture";
+import { lab, labContainerRemote, ok, LAB_WAIT_MS } from "./lab-fixture";
 
 const workerOctet = 1 + Number(process.env.MOCHA_WORKER_ID ?? 0);
 const MIRROR_ADDRESS = `127.${workerOctet}.141.1`;
@@ -60,18 +60,7 @@ describe("weights as code on the lab's box: staged, verified and checked against
         commits = writeMirrorRepos(path.join(dir, "mirror"));
         [mirror, info] = await Promise.all([startMirror(mirrorOptions()), lab()]);
         pool = new SshPool({ log: () => undefined });
-        remote = new RemoteHost({
-            pool,
-            topology: "pct-exec",
-            vmid: info.vmid,
-            target: {
-                address: info.host.address,
-                port: info.host.sshPort,
-                user: "root",
-                hostKey: info.host.hostKey,
-                privateKey: fs.readFileSync(info.clientKeyPath, "utf8"),
-            },
-        });
+        remote = labContainerRemote(info, pool);
         // The stack's huggingface_hub venv, staged as the stack stages venvs (pip in a transient unit, checked, marked). The lab has no
         // package index: the venv sees the container's system site, whose .pth names the deps site of the SGLang venvs, where
         // huggingface_hub 1.33.0 and its dependencies are installed, so pip finds the requirement satisfied (--no-index; --no-deps
