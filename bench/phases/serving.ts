@@ -38,6 +38,7 @@ import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
 import { judgeServing } from "../../core/serving/serving-quality";
 import type { Report } from "../lib/figures";
 import { log } from "../lib/log";
+import { summarize } from "../lib/stats";
 
 /** Up to this many seconds of kernel compilation for a fresh server's first request of a bucket. */
 export const COLD_KERNEL_SECONDS = 2;
@@ -140,10 +141,10 @@ export async function servingSpread(runs: number): Promise<ServingSpread> {
     };
 }
 
+/** The figures' summary (bench/lib/stats.ts) and their range as a share of the median. */
 const spread = (v: readonly number[]) => {
-    const sorted = [...v].sort((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)]!;
-    return { min: sorted[0]!, max: sorted[sorted.length - 1]!, median, range: (sorted[sorted.length - 1]! - sorted[0]!) / median };
+    const s = summarize([...v]);
+    return { ...s, range: (s.max - s.min) / s.median };
 };
 
 export async function phaseServing(report: Report, runs: number): Promise<void> {
