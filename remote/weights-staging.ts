@@ -119,8 +119,7 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
         return { manifest: staged.manifest, fetched: false, seconds: 0 };
     }
 
-    const running = await remote.run(["systemctl", "is-active", unit]);
-    const attach = ["active", "activating"].includes(running.stdout.trim());
+    const attach = await followOrClear(remote, plan, o, unit, (m) => o.say(`${tag} ${m}`));
     const tokenFile = o.token ? tokenFileOf(plan, o.unitName) : undefined;
     try {
         if (attach) {
@@ -190,6 +189,27 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
             `each verified against the Hub's hashes; manifest ${done.manifest.digest.slice(0, 16)}`,
     );
     return { manifest: done.manifest, fetched: true, seconds };
+}
+
+/**
+ * Whether a staging left running for this server and role is the one to
+ * follow: only one that stages plan.dir and has not written its exit status.
+ * Any other (another revision, declared before this run; or one that wrote
+ * its exit status and is ending) is stopped, so that its state folder is not
+ * read as this staging's: complete files are kept either way.
+ */
+async function followOrClear(remote: RemoteRunner, plan: WeightsPlan, o: WeightsStageOptions, unit: string, say: (m: string) => void): Promise<boolean> {
+    const look = parseWeightsPoll((await remote.run(weightsPollArgv(plan, o.unitName))).stdout);
+    if (!["active", "activating"].includes(look.unitState)) return false;
+    if (look.target === plan.dir && look.exitStatus === undefined) return true;
+    if (look.exitStatus === undefined) say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
+    const stopped = await remote.run(["systemctl", "stop", unit]);
+    if (stopped.code !== 0) {
+        throw new WeightsStagingFailed(
+            `[${o.unitName}] staging the ${describePlan(plan)} in ${plan.dir} failed: systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)}). The running server serves on.`,
+        );
+    }
+    return false;
 }
 
 /** The refusal for each exit status of the program. */

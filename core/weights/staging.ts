@@ -73,9 +73,10 @@ export function stageWeightsArgv(plan: WeightsPlan, o: { unitName: string; owner
     return [
         "sh",
         "-c",
-        'rm -rf -- "$1" && mkdir -p -m 0700 -- "$1" && shift && exec "$@"',
+        'rm -rf -- "$1" && mkdir -p -m 0700 -- "$1" && printf "%s\\n" "$2" > "$1/target" && shift 2 && exec "$@"',
         "sh",
         state,
+        plan.dir,
         "systemd-run",
         `--unit=${weightsUnitName(o.unitName, plan.role)}`,
         "--collect",
@@ -119,12 +120,12 @@ const SEP = "---sglang-serve-weights---";
 
 /**
  * `sh -c WEIGHTS_POLL_SCRIPT sh <state folder> <unit>`: the progress
- * snapshot, the log, the exit status, the result, the unit's state, between
- * separators. The unit's state is read first: the program writes its exit
+ * snapshot, the log, the exit status, the result, the folder the staging
+ * stages (written before it starts), the unit's state, between separators. The unit's state is read first: the program writes its exit
  * status before its unit ends (as STAGE_POLL_SCRIPT, core/venv/venv-layout.ts).
  */
 export const WEIGHTS_POLL_SCRIPT = `state=$(systemctl is-active "$2" 2>/dev/null || true)
-for f in progress.json log exit result.json; do cat "$1/$f" 2>/dev/null; echo; echo ${SEP}; done
+for f in progress.json log exit result.json target; do cat "$1/$f" 2>/dev/null; echo; echo ${SEP}; done
 echo "$state"
 `;
 
@@ -154,12 +155,14 @@ export interface WeightsPoll {
     lines: string[];
     exitStatus?: number;
     result?: WeightsResult;
+    /** The folder the staging in the state folder stages. */
+    target?: string;
     unitState: string;
 }
 
 export function parseWeightsPoll(stdout: string): WeightsPoll {
     const parts = stdout.split(`\n${SEP}\n`);
-    const [progress = "", log = "", exit = "", result = "", state = ""] = parts;
+    const [progress = "", log = "", exit = "", result = "", target = "", state = ""] = parts;
     let parsed: WeightsResult | undefined;
     try {
         const r: unknown = JSON.parse(result);
@@ -176,6 +179,7 @@ export function parseWeightsPoll(stdout: string): WeightsPoll {
             .filter((l) => l.length > 0),
         ...(/^\d+$/.test(exit.trim()) ? { exitStatus: Number(exit.trim()) } : {}),
         ...(parsed ? { result: parsed } : {}),
+        ...(target.trim() ? { target: target.trim() } : {}),
         unitState: state.trim(),
     };
 }

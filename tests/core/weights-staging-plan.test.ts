@@ -226,12 +226,13 @@ describe("weights as code: the staging's unit and poll (core/weights/staging.ts)
             programPath: weightsProgramPath("ab".repeat(32)),
             tokenFile: weightsTokenFile("sglang-qwen.service", "model"),
         });
-        assert.deepEqual(argv.slice(0, 6), [
+        assert.deepEqual(argv.slice(0, 7), [
             "sh",
             "-c",
-            'rm -rf -- "$1" && mkdir -p -m 0700 -- "$1" && shift && exec "$@"',
+            'rm -rf -- "$1" && mkdir -p -m 0700 -- "$1" && printf "%s\\n" "$2" > "$1/target" && shift 2 && exec "$@"',
             "sh",
             "/run/sglang-serve/sglang-qwen-weights-model",
+            model!.dir,
             "systemd-run",
         ]);
         assert.ok(argv.includes("--unit=sglang-qwen-weights-model.service"));
@@ -261,17 +262,18 @@ describe("weights as code: the staging's unit and poll (core/weights/staging.ts)
         ]);
     });
 
-    it("reads a poll: the progress snapshot, the log's lines, the exit status and result once written, the unit's state", () => {
+    it("reads a poll: the progress snapshot, the log's lines, the exit status and result once written, the folder staged, the unit's state", () => {
         const sep = "---sglang-serve-weights---";
         const running = parseWeightsPoll(
-            `{"phase": "downloading", "files": 9, "filesDone": 2, "bytes": 100, "bytesDone": 40, "at": 5.5}\n${sep}\nline one\nline two\n\n${sep}\n\n${sep}\n\n${sep}\nactive\n`,
+            `{"phase": "downloading", "files": 9, "filesDone": 2, "bytes": 100, "bytesDone": 40, "at": 5.5}\n${sep}\nline one\nline two\n\n${sep}\n\n${sep}\n\n${sep}\n/models/m/abc\n${sep}\nactive\n`,
         );
         assert.deepEqual(running, {
             progress: { phase: "downloading", files: 9, filesDone: 2, bytes: 100, bytesDone: 40, at: 5.5 },
             lines: ["line one", "line two"],
+            target: "/models/m/abc",
             unitState: "active",
         });
-        const ended = parseWeightsPoll(`\n${sep}\n\n${sep}\n66\n\n${sep}\n{"exitStatus": 66, "error": "mismatch"}\n${sep}\ninactive\n`);
+        const ended = parseWeightsPoll(`\n${sep}\n\n${sep}\n66\n\n${sep}\n{"exitStatus": 66, "error": "mismatch"}\n${sep}\n\n${sep}\ninactive\n`);
         assert.deepEqual(ended, { lines: [], exitStatus: 66, result: { exitStatus: 66, error: "mismatch" }, unitState: "inactive" });
     });
 });

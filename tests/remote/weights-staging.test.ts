@@ -29,9 +29,15 @@ function manifest(): Manifest {
 }
 
 const ok = (stdout = ""): ExecResult => ({ code: 0, stdout, stderr: "" });
-const poll = (o: { progress?: object; log?: string[]; exit?: number; result?: object; state: string }): ExecResult =>
+const poll = (o: { progress?: object; log?: string[]; exit?: number; result?: object; target?: string; state: string }): ExecResult =>
     ok(
-        [o.progress ? JSON.stringify(o.progress) : "", (o.log ?? []).join("\n"), o.exit ?? "", o.result ? JSON.stringify(o.result) : ""]
+        [
+            o.progress ? JSON.stringify(o.progress) : "",
+            (o.log ?? []).join("\n"),
+            o.exit ?? "",
+            o.result ? JSON.stringify(o.result) : "",
+            o.target ?? PLAN.dir,
+        ]
             .map((p) => `${p}\n${SEP}\n`)
             .join("") + `${o.state}\n`,
     );
@@ -44,13 +50,17 @@ const snap = (at: number, filesDone: number, bytesDone: number, phase = "downloa
     at,
 });
 
-/** A box that answers the staging's commands from a script: whether the folder is staged, the unit's state, the polls in turn. */
+/**
+ * A box that answers the staging's commands from a script: whether the
+ * folder is staged, the look at the unit before anything starts (`running`;
+ * default: none), the polls in turn.
+ */
 class WeightsBox implements RemoteRunner {
     readonly calls: Array<{ argv: string[]; stdin?: string }> = [];
     staged = false;
     constructor(
         private readonly polls: ExecResult[],
-        private readonly unitActive = false,
+        private readonly running: ExecResult = poll({ state: "inactive" }),
     ) {}
     describe(): string {
         return "weights box";
@@ -62,8 +72,10 @@ class WeightsBox implements RemoteRunner {
             const m = manifest();
             return ok(`${JSON.stringify(m)}\n\n---sglang-serve-manifest---\n5 1796528797.0960169630 model.safetensors\0`);
         }
-        if (argv[0] === "systemctl") return ok(this.unitActive ? "active\n" : "inactive\n");
+        if (argv[0] === "systemctl") return ok();
         if (argv[2] === WEIGHTS_POLL_SCRIPT) {
+            // What is left running from before is looked at before the stack's own staging starts; only the first look follows one.
+            if (!this.started() && this.calls.filter((c) => c.argv[2] === WEIGHTS_POLL_SCRIPT).length === 1) return this.running;
             const next = this.polls.shift() ?? poll({ state: "inactive" });
             // The program wrote its manifest before its exit status 0.
             if (next.stdout.includes(`${SEP}\n0\n${SEP}`)) this.staged = true;
@@ -188,16 +200,40 @@ describe("staging weights on the box (remote/weights-staging.ts)", () => {
     });
 
     it("follows a staging already running for the server (left by a run whose session dropped) instead of starting another", async () => {
-        const box = new WeightsBox([poll({ exit: 0, result: { exitStatus: 0 }, state: "inactive" })], true);
+        const box = new WeightsBox([poll({ exit: 0, result: { exitStatus: 0 }, state: "inactive" })], poll({ state: "active" }));
         const { said, error } = await staged(box);
         assert.equal(error, undefined);
         assert.equal(box.started(), false);
+        assert.equal(box.calls.some((c) => c.argv[0] === "systemctl"), false);
         assert.match(
             said[0]!,
             /a staging of the drafter org\/drafter@0123456789ab is running already \(sglang-qwen-weights-drafter\.service, left by an earlier run\): following it/,
         );
         // The token file the earlier run wrote goes once the staging ended.
         assert.ok(box.calls.some((c) => c.argv.join(" ") === "rm -f -- /run/sglang-serve/sglang-qwen-weights-drafter.env"));
+    });
+
+    it("stops a staging left running for another folder (a revision declared before this run) and starts its own, never reading the other's state as its own", async () => {
+        const other = "/models/org--drafter/ffffffffffffffffffffffffffffffffffffffff";
+        const box = new WeightsBox([poll({ exit: 0, result: { exitStatus: 0 }, state: "inactive" })], poll({ target: other, state: "active" }));
+        const { said, error } = await staged(box);
+        assert.equal(error, undefined);
+        const stop = box.calls.findIndex((c) => c.argv.join(" ") === "systemctl stop sglang-qwen-weights-drafter.service");
+        assert.ok(stop >= 0 && stop < box.calls.findIndex((c) => c.argv.includes("systemd-run")), box.calls.map((c) => c.argv[0]).join(" "));
+        assert.match(said.join("\n"), new RegExp(`a staging of ${other} is running \\(sglang-qwen-weights-drafter\\.service\\), not of ${PLAN.dir}: stopping it`));
+    });
+
+    it("does not follow a staging of the same folder that wrote its exit status and is ending: its result is not this run's; it starts its own", async () => {
+        // The first look finds the earlier staging's exit 67 (disk short) while its unit still ends; this run's own staging succeeds.
+        const box = new WeightsBox(
+            [poll({ exit: 0, result: { exitStatus: 0 }, state: "inactive" })],
+            poll({ exit: 67, result: { exitStatus: 67, needBytes: 10, freeBytes: 1 }, state: "active" }),
+        );
+        const { error, result } = await staged(box);
+        assert.equal(error, undefined);
+        assert.equal(result!.fetched, true);
+        assert.ok(box.calls.some((c) => c.argv.join(" ") === "systemctl stop sglang-qwen-weights-drafter.service"));
+        assert.equal(box.started(), true);
     });
 
     it("does nothing for a revision already staged whose files agree with its manifest", async () => {
