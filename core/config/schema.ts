@@ -136,12 +136,40 @@ export const WeightsSourceSchema = z.strictObject({
         .optional(),
 });
 
+/**
+ * Where pip installs a venv's packages from, as a venv section declares it:
+ * service.venv's (and gateway.venv's) sources, and service.weights.pip's,
+ * declared once here so both are held to the same rules (core/venv/pip-sources.ts).
+ */
+const PIP_SOURCE_FIELDS = {
+    /** The venv sees the box's system site-packages (`python3 -m venv --system-site-packages`), e.g. a torch the box's image installed. */
+    systemSitePackages: fromBooleanString(z.boolean()).default(false),
+    /** pip's --index-url; unset: the box's pip configuration (PyPI by default). https:// only (http on a loopback host), no credentials (core/venv/pip-sources.ts). */
+    indexUrl: pipIndexUrl().optional(),
+    /** pip's --extra-index-url, e.g. the PyTorch index for a CUDA build of torch. */
+    extraIndexUrls: z.array(pipIndexUrl()).default([]),
+    /** pip's --find-links: wheelhouse folders on the box (or URLs of them). */
+    findLinks: z.array(pipFindLinks()).default([]),
+    /** Further pip install options, e.g. --no-deps where the dependencies come from the system site-packages; never a source or an install target (core/venv/pip-sources.ts). */
+    pipArgs: z.array(pipArg()).default([]),
+};
+
+/**
+ * Where pip installs the stack's huggingface_hub venv from (core/weights/hub-venv.ts),
+ * when it is not service.venv's sources: a box without service.venv (service.python)
+ * and without PyPI declares its index or wheelhouse here. Declared, it replaces
+ * service.venv's sources for the hub venv as a whole (no field is merged).
+ */
+export const WeightsPipSchema = z.strictObject(PIP_SOURCE_FIELDS);
+
 /** Where the stack stages the weights of declared sources on the box, and how many old revisions it keeps. */
 export const WeightsSchema = z.strictObject({
     /** Revision folders go to `<root>/<org>--<name>/<revision>`. */
     root: absolutePath().default(DEFAULT_MODELS_ROOT),
     /** Revisions this stack staged, beyond the serving ones and any a unit (or its .previous) names, kept after a good rollout (newest first), per repository. */
     keepPrevious: fromNumericString(z.int().min(0).max(20)).default(1),
+    /** Where pip installs the huggingface_hub venv from; left out: service.venv's sources when it is declared, else the box's pip configuration (PyPI by default). */
+    pip: WeightsPipSchema.optional(),
     /** The download and verification's budget. */
     downloadTimeoutSeconds: fromNumericString(
         z
@@ -208,14 +236,7 @@ export const VenvSchema = z.strictObject({
     adopt: z.record(z.string().regex(VERSION, { error: "must be a release as major.minor.patch (e.g. 0.5.11)" }), absolutePath()).default({}),
     /** The interpreter that makes a venv (`<basePython> -m venv`); Debian's needs the python3-venv package. */
     basePython: absolutePath().default("/usr/bin/python3"),
-    /** The venv sees the box's system site-packages (`python3 -m venv --system-site-packages`), e.g. a torch the box's image installed. */
-    systemSitePackages: fromBooleanString(z.boolean()).default(false),
-    /** pip's --index-url; unset: the box's pip configuration (PyPI by default). https:// only (http on a loopback host), no credentials (core/venv/pip-sources.ts). */
-    indexUrl: pipIndexUrl().optional(),
-    /** pip's --extra-index-url, e.g. the PyTorch index for a CUDA build of torch. */
-    extraIndexUrls: z.array(pipIndexUrl()).default([]),
-    /** pip's --find-links: wheelhouse folders on the box (or URLs of them). */
-    findLinks: z.array(pipFindLinks()).default([]),
+    ...PIP_SOURCE_FIELDS,
     /** Requirements installed with the release, `name==version` (e.g. torch==2.9.1, flashinfer-python==0.5.3): the heavy dependencies pinned. */
     pins: z
         .array(
@@ -224,8 +245,6 @@ export const VenvSchema = z.strictObject({
             }),
         )
         .default([]),
-    /** Further pip install options, e.g. --no-deps where the dependencies come from the system site-packages; never a source or an install target (core/venv/pip-sources.ts). */
-    pipArgs: z.array(pipArg()).default([]),
     /** Venvs this stack installed, beyond the serving one and any a unit on the box still runs, kept after a successful rollout (newest first). */
     keepPrevious: fromNumericString(z.int().min(0).max(20)).default(1),
     /** The install's budget (pip downloads and unpacks the release and its pins). */
@@ -501,6 +520,7 @@ export type SpeculativeConfig = z.output<typeof SpeculativeSchema>;
 export type VenvConfig = z.output<typeof VenvSchema>;
 export type WeightsSourceConfig = z.output<typeof WeightsSourceSchema>;
 export type WeightsConfig = z.output<typeof WeightsSchema>;
+export type WeightsPipConfig = z.output<typeof WeightsPipSchema>;
 /** The stack's readiness section, in seconds (the state machine's own timings are ReadinessTimings, core/readiness/readiness.ts). */
 export type ReadinessConfig = z.output<typeof ReadinessSchema>;
 export type Topology = HostConfig["topology"];

@@ -5,6 +5,7 @@ import { VenvSchema } from "../../core/config/schema";
 import { installCheckArgv } from "../../core/venv/venv-layout";
 import { HUB_CLIENT_RELEASE, hubVenvPlan } from "../../core/weights/hub-venv";
 import { validateStackConfig } from "../../core/config/config";
+import { formatConfigIssues } from "../../core/config/issues";
 import { diskVerdict, fetchPlan, formatBytes } from "../../core/weights/disk";
 import { INITIAL_PROGRESS, ProgressSnapshot, progressLine, progressStep, ProgressState } from "../../core/weights/progress";
 import { parsePruneList, selectPrune, StagedFolder } from "../../core/weights/prune";
@@ -292,6 +293,79 @@ describe("weights as code: the stack's huggingface_hub venv (core/weights/hub-ve
         assert.deepEqual(plan.pipOptions, ["--index-url=https://pypi.example/simple"]);
         assert.deepEqual(installCheckArgv(plan), [plan.python, "-I", "-c", `import importlib.metadata as md; print(md.version("huggingface-hub"))`]);
         assert.equal(hubVenvPlan({}).dir, "/opt/sglang-serve/huggingface-hub-1.33.0");
+    });
+
+    /** The field config (service.python, no venv section) serving a drafter from a source, with service.weights as given. */
+    function withWeights(weights: Record<string, unknown>, venv?: Record<string, unknown>) {
+        return withField((raw) => {
+            const s = raw.service as unknown as Record<string, Record<string, unknown>>;
+            s.speculative = {
+                algorithm: "DFLASH",
+                numSteps: 1,
+                eagleTopk: 1,
+                numDraftTokens: 16,
+                draftModelSource: { hf: "org/d", revision: B, endpoint: "http://127.0.0.1:8090/" },
+            };
+            s.weights = weights;
+            if (venv) {
+                delete s.python;
+                s.venv = venv;
+            }
+        });
+    }
+    const hubPlanOf = (raw: unknown) => {
+        const r = validateStackConfig(raw);
+        assert.ok(r.ok, r.ok ? "" : JSON.stringify(r.issues));
+        return hubVenvPlan(r.config.servers[0]!);
+    };
+
+    it("installs from service.weights.pip without a venv section: a box without PyPI names its wheelhouse (or index) there, under /opt/sglang-serve", () => {
+        const plan = hubPlanOf(withWeights({ pip: { systemSitePackages: true, findLinks: ["/srv/wheels"], pipArgs: ["--no-index", "--no-deps"] } }));
+        assert.equal(plan.dir, "/opt/sglang-serve/huggingface-hub-1.33.0");
+        assert.equal(plan.systemSitePackages, true);
+        assert.deepEqual(plan.pipOptions, ["--find-links=/srv/wheels", "--no-index", "--no-deps"]);
+        assert.deepEqual(plan.requirements, ["huggingface-hub==1.33.0"]);
+        assert.deepEqual(hubPlanOf(withWeights({ pip: { indexUrl: "https://pypi.example/simple" } })).pipOptions, ["--index-url=https://pypi.example/simple"]);
+    });
+
+    it("without service.weights.pip takes service.venv's sources, and without either the box's pip configuration", () => {
+        const venv = { root: "/opt/sglang", indexUrl: "https://pypi.example/simple", findLinks: ["/srv/wheels"], systemSitePackages: true };
+        const fromVenv = hubPlanOf(withWeights({}, venv));
+        assert.equal(fromVenv.dir, "/opt/sglang/huggingface-hub-1.33.0");
+        assert.deepEqual(fromVenv.pipOptions, ["--index-url=https://pypi.example/simple", "--find-links=/srv/wheels"]);
+        assert.equal(fromVenv.systemSitePackages, true);
+        const bare = hubPlanOf(withWeights({}));
+        assert.deepEqual(bare.pipOptions, []);
+        assert.equal(bare.systemSitePackages, false);
+    });
+
+    it("service.weights.pip replaces service.venv's sources as a whole (its index is not merged in), in service.venv's root", () => {
+        const plan = hubPlanOf(
+            withWeights(
+                { pip: { findLinks: ["/srv/hub-wheels"] } },
+                { root: "/opt/sglang", indexUrl: "https://pypi.example/simple", systemSitePackages: true, pipArgs: ["--no-deps"] },
+            ),
+        );
+        assert.equal(plan.dir, "/opt/sglang/huggingface-hub-1.33.0");
+        assert.deepEqual(plan.pipOptions, ["--find-links=/srv/hub-wheels"]);
+        assert.equal(plan.systemSitePackages, false);
+    });
+
+    it("holds service.weights.pip to the rules of service.venv's sources, each refusal naming its field", () => {
+        for (const [pip, key, reason] of [
+            [{ indexUrl: "http://pypi.example/simple" }, "service.weights.pip.indexUrl", /is plain http:\/\/ to pypi\.example, which is not a loopback host/],
+            [{ findLinks: ["/srv/wheels", "/srv/wheel house"] }, "service.weights.pip.findLinks[1]", /must be an absolute path .*or an https:\/\/ URL/],
+            [{ pipArgs: ["--index-url=https://pypi.example/simple"] }, "service.weights.pip.pipArgs[0]", /is --index-url, which pipArgs may not carry/],
+            [{ extraIndexUrls: ["https://deploy:Pw0rdXyz@pypi.example/simple"] }, "service.weights.pip.extraIndexUrls[0]", /must be a URL without credentials/],
+            [{ index: "https://pypi.example/simple" }, "service.weights.pip", /index/],
+        ] as const) {
+            const r = validateStackConfig(withWeights({ pip }));
+            assert.ok(!r.ok, `${key} was taken`);
+            const text = formatConfigIssues(r.issues, "kpro5");
+            assert.match(text, new RegExp(`${key.replace(/[.[\]]/g, "\\$&")}[ :.]`), text);
+            assert.match(text, reason, text);
+            assert.doesNotMatch(text, /Pw0rdXyz/);
+        }
     });
 });
 

@@ -84,6 +84,27 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.deepEqual((outs as ServiceOutputs).stagedWeights, [{ role: "model", hf: REPO, revision: A, manifestDigest: digest }]);
     });
 
+    it("stages a missing huggingface_hub venv from service.weights.pip's sources (no service.venv: not PyPI) before anything starts; its failure stops the up there", async () => {
+        fs.rmSync(box.root(`opt/sglang-serve/huggingface-hub-${HUB_CLIENT_RELEASE}`), { recursive: true, force: true });
+        const news = serviceInputs(
+            box,
+            declaredService(box, (raw) => {
+                const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                raw.model = { ...model, source: { hf: REPO, revision: A } };
+                raw.weights = { pip: { systemSitePackages: true, findLinks: ["/srv/wheels"], pipArgs: ["--no-index", "--no-deps"] } };
+            }),
+        );
+        // The fake box's systemd-run runs the weights' staging only: the venv's staging unit fails there, after its argv was recorded.
+        await assert.rejects(provider.create(news));
+        // Its argv, script lines and all, as the fake systemd-run recorded it.
+        const recorded = fs.readFileSync(box.fake.file("calls"), "utf8");
+        const venvStaging = recorded.slice(recorded.indexOf("systemd-run --unit=sglang-qwen-stage.service"));
+        assert.ok(venvStaging.length > 0, recorded);
+        assert.match(venvStaging, new RegExp(`/opt/sglang-serve/huggingface-hub-${HUB_CLIENT_RELEASE.replace(/\./g, "\\.")} /usr/bin/python3 1 `));
+        assert.match(venvStaging, / --find-links=\/srv\/wheels --no-index --no-deps huggingface-hub==1\.33\.0\n/);
+        assert.equal(starts(), 0, "nothing started");
+    });
+
     it("switches to another revision by staging it while the old server runs, and back to a kept one without fetching", async () => {
         hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") } });
         const first = (await provider.create(fromSource(A))).outs as ServiceOutputs;
