@@ -6,9 +6,9 @@ import { writeStackFile } from "./stack-file";
 
 const repo = path.resolve(__dirname, "..");
 
-/** What the project needs to run, copied (or linked) into a deployment's own folder. */
+/** What the project needs to run, copied (or linked) into a deployment's own folder (weights/: the box-side program the staging sends, read beside remote/). */
 export const PROJECT_FILES = ["Pulumi.yaml", "package.json", "tsconfig.json", "index.ts", "ts-hook.cjs"];
-export const PROJECT_DIRS = ["components", "core", "providers", "remote", "sglang-release"];
+export const PROJECT_DIRS = ["components", "core", "providers", "remote", "sglang-release", "weights"];
 
 /**
  * A temporary folder that is the project as the engine sees it: the top-level

@@ -4,14 +4,15 @@
 //
 //   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
-//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade profile readiness crash rolling fleet stacks serving
+//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade weights profile readiness crash rolling fleet stacks serving
 //   npm run bench -- --only serving --serving-runs 20   the gate's throughput figure over fresh starts (no lab; about a second a run)
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3 --rolling-runs 3
 //   npm run bench -- --fleet 1,4,16 --stacks 1,4,16 --fleet-runs 3
 //   npm run bench -- --ref HEAD            the project as committed (default: the work tree as it is)
 //
 // Labs: 127.0.120.5 / 127.0.120.29 (the stack), 127.0.121.5 / 127.0.121.29
-// (the fleet), 127.0.122.x and 127.0.123.x (the gateway's two boxes), in
+// (the fleet), 127.0.122.x and 127.0.123.x (the gateway's two boxes), the
+// weights phase's Hugging Face mirror on 127.0.120.1, in
 // temporary directories, always taken down at the end.
 // bench/README.md says what each figure measures and how.
 import * as fs from "fs";
@@ -37,6 +38,7 @@ import { phaseRolling } from "../bench/phases/rolling";
 import { phaseCrash, phaseReadiness } from "../bench/phases/rollouts";
 import { phaseUp } from "../bench/phases/up";
 import { phaseUpgrade } from "../bench/phases/upgrade";
+import { phaseWeights } from "../bench/phases/weights";
 import { phaseVerdict } from "../bench/phases/verdict";
 import { phaseServing } from "../bench/phases/serving";
 
@@ -50,6 +52,7 @@ const PHASES = [
     "up",
     "downtime",
     "upgrade",
+    "weights",
     "profile",
     "readiness",
     "crash",
@@ -209,6 +212,8 @@ async function main(): Promise<void> {
             if (phases.has("downtime")) await phaseDowntime(report, d, config, labDir, info, RUNS);
             // Each run installs a release with pip: a few of them say what it costs.
             if (phases.has("upgrade")) await phaseUpgrade(report, d, config, labDir, info, Math.min(RUNS, 3));
+            // Each run is two rollouts (to B and back to A): three say what staging costs.
+            if (phases.has("weights")) await phaseWeights(report, d, config, labDir, info, Math.min(RUNS, 3));
             if (phases.has("profile")) await phaseProfile(report, tree, d, floors["transpile-only"], info);
             if (phases.has("readiness")) await phaseReadiness(report, d, config, labDir, info, { rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS });
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);
