@@ -65,12 +65,12 @@ const INSTALL_STAYS_IN_THE_VENV =
 
 /** pip options pipArgs may not carry (in any form), with what replaces each. */
 const REFUSED_PIP_OPTIONS: ReadonlyArray<{ long: string; short?: string; fix: string }> = [
-    { long: "--index-url", short: "-i", fix: "set the index in venv.indexUrl" },
-    { long: "--extra-index-url", fix: "list the index in venv.extraIndexUrls" },
-    { long: "--find-links", short: "-f", fix: "list the wheelhouse in venv.findLinks" },
+    { long: "--index-url", short: "-i", fix: "set the index in indexUrl, beside pipArgs" },
+    { long: "--extra-index-url", fix: "list the index in extraIndexUrls, beside pipArgs" },
+    { long: "--find-links", short: "-f", fix: "list the wheelhouse in findLinks, beside pipArgs" },
     {
         long: "--trusted-host",
-        fix: "serve the index over https:// in venv.indexUrl (pip trusts plain http on a loopback host without it); --trusted-host lets anyone on the path swap the packages",
+        fix: "serve the index over https:// in indexUrl, beside pipArgs (pip trusts plain http on a loopback host without it); --trusted-host lets anyone on the path swap the packages",
     },
     { long: "--target", short: "-t", fix: INSTALL_STAYS_IN_THE_VENV },
     { long: "--root", fix: INSTALL_STAYS_IN_THE_VENV },

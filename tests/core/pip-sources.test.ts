@@ -66,20 +66,20 @@ describe("pip sources are safe by default (core/venv/pip-sources.ts, issue 34 fi
     });
 
     for (const [arg, fix] of [
-        ["--trusted-host=pypi.example", /is --trusted-host, which pipArgs may not carry: serve the index over https:\/\/ in venv\.indexUrl/],
-        ["--trusted-host", /is --trusted-host, which pipArgs may not carry: serve the index over https:\/\/ in venv\.indexUrl/],
+        ["--trusted-host=pypi.example", /is --trusted-host, which pipArgs may not carry: serve the index over https:\/\/ in indexUrl, beside pipArgs/],
+        ["--trusted-host", /is --trusted-host, which pipArgs may not carry: serve the index over https:\/\/ in indexUrl, beside pipArgs/],
         [
             "--extra-index-url=http://user:Pw0rdXyz@pypi.example/simple",
-            /is --extra-index-url, which pipArgs may not carry: list the index in venv\.extraIndexUrls/,
+            /is --extra-index-url, which pipArgs may not carry: list the index in extraIndexUrls, beside pipArgs/,
         ],
-        ["--index-url=https://pypi.example/simple", /is --index-url, which pipArgs may not carry: set the index in venv\.indexUrl/],
-        ["--find-links=/srv/wheels", /is --find-links, which pipArgs may not carry: list the wheelhouse in venv\.findLinks/],
+        ["--index-url=https://pypi.example/simple", /is --index-url, which pipArgs may not carry: set the index in indexUrl, beside pipArgs/],
+        ["--find-links=/srv/wheels", /is --find-links, which pipArgs may not carry: list the wheelhouse in findLinks, beside pipArgs/],
         ["--target=/usr/lib/python3/dist-packages", /is --target, which pipArgs may not carry: the stack installs only into the venv it stages \(venv\.root/],
         ["--root=/", /is --root, which pipArgs may not carry: the stack installs only into the venv/],
         ["--prefix=/usr", /is --prefix, which pipArgs may not carry: the stack installs only into the venv/],
-        ["-i", /is pip's -i \(--index-url\), which pipArgs may not carry: set the index in venv\.indexUrl/],
+        ["-i", /is pip's -i \(--index-url\), which pipArgs may not carry: set the index in indexUrl, beside pipArgs/],
         ["-ihttps://pypi.example/simple", /is pip's -i \(--index-url\), which pipArgs may not carry/],
-        ["-f", /is pip's -f \(--find-links\), which pipArgs may not carry: list the wheelhouse in venv\.findLinks/],
+        ["-f", /is pip's -f \(--find-links\), which pipArgs may not carry: list the wheelhouse in findLinks, beside pipArgs/],
         ["-t", /is pip's -t \(--target\), which pipArgs may not carry: the stack installs only into the venv/],
         ["--extra-index=https://pypi.example/simple", /is --extra-index \(an abbreviation pip may read as --extra-index-url\), which pipArgs may not carry/],
         ["--trusted=pypi.example", /is --trusted \(an abbreviation pip may read as --trusted-host\), which pipArgs may not carry/],
@@ -95,7 +95,7 @@ describe("pip sources are safe by default (core/venv/pip-sources.ts, issue 34 fi
 
     it("refuses an index option given as two elements (--index-url, then the URL) at the option", () => {
         const text = refusal(withVenv({ pipArgs: ["--index-url", "https://pypi.example/simple"] }));
-        assert.match(text, /service\.venv\.pipArgs\[0\] is --index-url, which pipArgs may not carry: set the index in venv\.indexUrl/);
+        assert.match(text, /service\.venv\.pipArgs\[0\] is --index-url, which pipArgs may not carry: set the index in indexUrl, beside pipArgs/);
     });
 
     it("keeps the pip options that neither add a source nor move the install (--no-index, --pre, --root-user-action, a proxy)", () => {
