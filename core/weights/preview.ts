@@ -78,3 +78,17 @@ export function previewWeights(plan: WeightsPlan, hubFiles: readonly HubFile[], 
             `${formatBytes(verdict.leftBytes)} free on ${plan.root} after`,
     };
 }
+
+/**
+ * The preview's line for a source whose folder the box's read could not see
+ * (a first deploy whose container is not there yet, a read-only key whose
+ * line does not pin the folder): what up fetches by the Hub's list alone, the
+ * disk left unknown, and why. `up` checks the disk before it fetches.
+ */
+export function previewWithoutBox(plan: WeightsPlan, hubFiles: readonly HubFile[], why: string): string {
+    const fetch = fetchPlan(filterFiles(hubFiles, plan), []);
+    return (
+        `up stages the ${describePlan(plan)} in ${plan.dir} before the stop: ${fetch.fetchFiles} files, ${formatBytes(fetch.fetchBytes)} at most ` +
+        `(less what the folder already holds); the disk left after is not known here: ${why}`
+    );
+}

@@ -7,10 +7,12 @@
  */
 import { formatBytes } from "../../core/weights/disk";
 import { manifestDriftLines, pinnedWeightsDigest, VERIFY_WEIGHTS_VARIABLE } from "../../core/weights/manifest";
-import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
+import { parseWeightsBoxRead, previewWeights, previewWithoutBox, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
 import type { WeightsPlan } from "../../core/weights/staging";
 import { sourceKey } from "../../core/weights/weights-layout";
-import { readRevisionFiles } from "../../remote/weights-revision";
+import { readRevisionFiles, resolveUnpinned } from "../../remote/weights-revision";
+import { isCommitId, revisionKind } from "../../core/weights/hf-source";
+import { type RevisionQuery, revisionQueryKey, unpinnedRevisionMessage } from "../../core/weights/revision-pins";
 import { checkStagedWeights, pruneCandidates, pruneWeights } from "../../remote/weights-staging";
 import type { ProviderRun } from "../provider-run";
 import { deploySecretsIfGiven } from "../deploy-secrets";
@@ -67,6 +69,8 @@ export async function stageDeclaredSources(remote: RemoteHost, props: ServicePro
     const records: StagedWeightsRecord[] = [];
     let drafterDigest: string | undefined;
     for (const plan of plans) {
+        // The check refuses it first (unpinnedSources); never staged under a name that moves.
+        if (!isCommitId(plan.revision)) throw new Error(`${sourceKey(plan.role)}.revision is "${plan.revision}", not a full commit id: nothing was staged`);
         const staged = await stageWeights(remote, plan, { unitName: props.unitName, owner, python: hub.python, token: hubTokenOf(props), say });
         fetched ||= staged.fetched;
         records.push({ role: plan.role, hf: plan.hf, revision: plan.revision, manifestDigest: staged.manifest.digest });
@@ -82,14 +86,39 @@ export interface SourceFailure {
 }
 
 /**
+ * The declared sources whose revision is not a full commit id, refused under
+ * the revision's key with the commit it names now as the line to pin
+ * (core/weights/revision-pins.ts): asked of the Hub (or the source's
+ * mirror) from the machine running pulumi, with HF_TOKEN from the deploy's
+ * secrets when the run gives it. A Hub that cannot be reached still refuses
+ * the revision, saying why it could not be resolved. The program's load
+ * leaves these to the check (components/stack-config.ts), which can wait for
+ * the answer.
+ */
+export async function unpinnedSources(news: ServiceProps): Promise<SourceFailure[]> {
+    const queries: RevisionQuery[] = (news.weights ?? [])
+        .filter((p) => !isCommitId(p.revision))
+        .map((p) => ({ key: `${sourceKey(p.role)}.revision`, hf: p.hf, revision: p.revision, endpoint: p.endpoint }));
+    if (queries.length === 0) return [];
+    // An upper-case commit needs no answer: its lower-case spelling is the line to pin.
+    const resolved = await resolveUnpinned(
+        queries.filter((q) => revisionKind(q.revision) !== "upper-case commit"),
+        { token: hubTokenOf(news) },
+    );
+    return queries.map((q) => ({ property: q.key, reason: unpinnedRevisionMessage(q, resolved.get(revisionQueryKey(q))) }));
+}
+
+/**
  * What the preview says of each declared source before anything is
  * downloaded (issue 33 item 5): a revision staged already costs nothing (the
  * box read alone); else the files and bytes `up` fetches (the Hub's list,
  * read from the machine running pulumi, less what the folder holds) and the
  * disk left after, or the refusal with the arithmetic when it does not fit.
  * Sources under one models root share its free disk: the second is judged
- * with what the first leaves. `serving`: folders the running server loads,
- * never counted as prunable.
+ * with what the first leaves. A box that cannot be read (a first deploy's
+ * container not there yet, a read-only key) leaves the disk unknown: the
+ * files and bytes are said from the Hub's list alone. `serving`: folders the
+ * running server loads, never counted as prunable.
  */
 export async function previewSources(run: ProviderRun, news: ServiceProps, serving: readonly string[] = []): Promise<SourceFailure[]> {
     const plans = news.weights ?? [];
@@ -100,23 +129,24 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
     // What earlier sources of this preview take from each models root's free disk.
     const taken = new Map<string, number>();
     for (const plan of plans) {
+        // Refused by unpinnedSources: there is nothing pinned to count.
+        if (!isCommitId(plan.revision)) continue;
         const property = sourceKey(plan.role);
         const tag = `[${news.unitName}]`;
-        let box: WeightsBoxFacts;
+        let box: WeightsBoxFacts | undefined;
+        let unread: string | undefined;
         try {
             const r = await remote.run(weightsBoxReadArgv(plan));
             if (r.code !== 0) throw new Error(`exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 200)}`);
             box = parseWeightsBoxRead(r.stdout);
         } catch (e) {
-            // Not a refusal: a read-only key whose line does not pin this folder may not read it; `up` checks the disk again before it fetches.
-            say(
-                `${tag} what up fetches for the ${plan.role} ${plan.hf}@${plan.revision.slice(0, 12)} is not known here: the box's read of ${plan.dir} failed (${(e as Error).message})`,
-            );
-            continue;
+            // Not a refusal: a first deploy's box may not be there yet, and a read-only key whose line does not pin this folder
+            // may not read it; `up` checks the disk again before it fetches.
+            unread = `the box's read of ${plan.dir} failed (${(e as Error).message})`;
         }
         // A revision staged already costs nothing: no request to the Hub.
-        const staged = previewWeights(plan, [], box);
-        if (staged.kind === "staged") {
+        const staged = box ? previewWeights(plan, [], box) : undefined;
+        if (staged?.kind === "staged") {
             say(`${tag} ${staged.line}`);
             continue;
         }
@@ -128,6 +158,10 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
                 property,
                 reason: `${property}: the files of ${plan.hf}@${plan.revision} cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,
             });
+            continue;
+        }
+        if (!box) {
+            say(`${tag} ${previewWithoutBox(plan, hubFiles, unread ?? "the box was not read")}`);
             continue;
         }
         const shared = { ...box, freeBytes: box.freeBytes - (taken.get(plan.root) ?? 0) };
