@@ -154,6 +154,13 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
         try {
             hubFiles = (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token: hubTokenOf(news) })).files;
         } catch (e) {
+            if (!box) {
+                // Nothing known of the box either (a pull request's preview: the read-only key, no token): said, not refused; `up` asks both again.
+                say(
+                    `${tag} what up fetches for the ${plan.role} ${plan.hf}@${plan.revision.slice(0, 12)} is not known here: ${unread}, and its files cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,
+                );
+                continue;
+            }
             failures.push({
                 property,
                 reason: `${property}: the files of ${plan.hf}@${plan.revision} cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,

@@ -340,6 +340,20 @@ describe("SglangService provider: weights from a declared source, against the fa
             );
         });
 
+        it("does not refuse a source when neither the box nor the Hub can be read from here (a pull request's preview of a private repository), and says both", async () => {
+            box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.ok(
+                box.said.some((l) =>
+                    /is not known here: the box's read of .* failed \(exited 1: sglang-serve-read-gate: refused\), and its files cannot be read from http:\/\/127\.0\.0\.1:\d+ \(from the machine running pulumi\): GET .* answered 404 RevisionNotFound/.test(
+                        l,
+                    ),
+                ),
+                box.said.join("\n"),
+            );
+        });
+
         it("says on a first deploy (no state yet) what up will fetch: the files, the bytes and the disk left after", async () => {
             listed[`${REPO}@${A}`] = [
                 { path: "config.json", size: 1000 },
