@@ -7,7 +7,9 @@
  * run here on a stand-in folder with this machine's python, the one the
  * verdict runs the release's code with). The box's facts and SGLang's own
  * verdict then judge it as they judge a folder copied by hand. A revision
- * already staged is judged from the box's copy, and nothing is asked here.
+ * already staged is judged from the box's copy, and nothing is asked here; a
+ * drafter folder the box will not read (the read-only key) is judged by the
+ * Hub's copy, which a pinned commit makes the same bytes.
  */
 import { execFile } from "child_process";
 import * as fs from "fs";
@@ -91,7 +93,11 @@ export interface SourceFacts {
  * and says why.
  */
 export async function withSourceConfig(run: ProviderRun, props: ServiceProps, role: WeightsRole, read: BoxFactsRead | undefined): Promise<SourceFacts> {
-    if (read === undefined || "error" in read || read.model !== "missing") return { read };
+    if (read === undefined) return { read };
+    // The drafter's folder the box will not read (the read-only key's gate pins only the folders deployed) is judged by the Hub's
+    // config.json too: a commit's config.json is the one a staged copy holds. The model's read also says the box's python and release.
+    const unread = "error" in read;
+    if (unread ? role !== "drafter" : read.model !== "missing") return { read };
     const plan = (props.weights ?? []).find((p) => p.role === role);
     // An unpinned revision is refused at check (weights.ts unpinnedSources): nothing to judge.
     if (!plan || !isCommitId(plan.revision)) return { read };
@@ -101,8 +107,7 @@ export async function withSourceConfig(run: ProviderRun, props: ServiceProps, ro
         say(`[${props.unitName}] ${fromHub} could not be read (from the machine running pulumi): ${config.error}`);
         return { read };
     }
-    say(
-        `[${props.unitName}] the ${describePlan(plan)} is not on the box yet: ${fromHub} (read from the machine running pulumi) is judged before anything is downloaded`,
-    );
-    return { read: { ...read, ...config }, fromHub };
+    const where = unread ? `cannot be read on the box here (${read.error})` : "is not on the box yet";
+    say(`[${props.unitName}] the ${describePlan(plan)} ${where}: ${fromHub} (read from the machine running pulumi) is judged before anything is downloaded`);
+    return { read: unread ? { sglangVersion: null, ...config } : { ...read, ...config }, fromHub };
 }

@@ -427,6 +427,18 @@ describe("SglangService provider: weights from a declared source, against the fa
             assert.ok(requests.includes(`/${DRAFTER}/resolve/${B}/config.json`), requests.join("\n"));
             assert.deepEqual(stagings(), [], "nothing downloaded");
 
+            // A drafter folder the box will not read (the read-only key's gate pins only the deployed folders): judged by the Hub's copy too.
+            box.forget();
+            box.failOn(new RegExp(`box-facts: [\\s\\S]*sglang-lab--Tiny-Qwen3-DFlash/${B}`), { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            // A run of its own: the earlier check's read of the folder is kept for the rest of its run.
+            const unread = await sglangServiceProvider(box.newRun()).check!(refreshed, drafterAt(B));
+            assert.ok((unread.failures ?? []).length > 0, box.said.join("\n"));
+            for (const f of unread.failures ?? []) assert.match(f.reason, /window_size=16, block_size=32.*\(judged with the drafter .*'s config\.json from /);
+            assert.ok(
+                box.said.some((l) => l.includes(`@bbbbbbbbbbbb cannot be read on the box here (`)),
+                box.said.join("\n"),
+            );
+
             // The same drafter with the block size the window holds: accepted.
             const accepted = await check(refreshed, drafterAt(C));
             assert.deepEqual(accepted.failures ?? [], []);
