@@ -451,6 +451,36 @@ describe("SglangService provider: weights from a declared source, against the fa
             );
         });
 
+        it("judges a model revision not on the box yet by its config.json from the Hub: an architecture the config contradicts fails the preview naming the revision", async () => {
+            configs[`${REPO}@${B}`] = JSON.stringify({ architectures: ["Qwen3ForCausalLM"], num_attention_heads: 6, num_key_value_heads: 2 });
+            listed[`${REPO}@${B}`] = [{ path: "config.json", size: 100 }];
+            const news = serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                    raw.model = { ...model, source: { hf: REPO, revision: B, endpoint } };
+                }),
+                { withBox: true },
+            );
+            // What a refresh read of the box: its release, and the declared revision's folder not there yet.
+            const olds = { ...news, boxFacts: { sglangVersion: news.expectBox!.sglangVersion, model: "missing" } } as ServiceOutputs;
+            const { failures } = await check(olds, news);
+            // The field's NEXTN drafts with the checkpoint's MTP layers, which this config.json has none of: refused too.
+            assert.deepEqual(
+                (failures ?? []).map((f) => f.property),
+                ["service.model.architecture", "service.speculative.algorithm"],
+            );
+            assert.match(failures![1]!.reason, /has none \(no mtp_num_hidden_layers or num_nextn_predict_layers\).* \(judged with the model /);
+            assert.match(
+                failures![0]!.reason,
+                new RegExp(
+                    `^service\\.model\\.architecture is Qwen3_5ForConditionalGeneration but /models/sglang-lab--Tiny-Qwen3/${B}/config\\.json says Qwen3ForCausalLM: .* ` +
+                        `\\(judged with the model ${REPO}@bbbbbbbbbbbb's config\\.json from http://127\\.0\\.0\\.1:\\d+\\)$`,
+                ),
+            );
+            assert.deepEqual(stagings(), [], "nothing downloaded");
+        });
+
         it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
             const { failures } = await check(mirrored(A), mirrored(B));
             assert.equal(failures?.[0]?.property, "service.model.source");
