@@ -90,10 +90,12 @@ export async function judgeServer(
     // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
     const asks = preview ? !at.refusedBefore && box.length === 0 && !pinned : true;
     if (asks) refused.push(...(await previewVerdict(props, facts, drafter, { notices: preview })));
-    // What the box does not hold yet was judged by the Hub's config.json: the refusal says which revision's.
-    const judgedWith = (r: { property: string; reason: string }) =>
-        fromHub.length > 0 ? { ...r, reason: `${r.reason} (judged with ${fromHub.join(" and ")})` } : r;
-    return { facts, drafter, box: box.map(judgedWith), refused: refused.map(judgedWith) };
+    // What the box does not hold yet was judged by the Hub's config.json: a refusal that comes of it says which revision's
+    // (not one the box's own read gives alone: its python, its release).
+    if (fromHub.length === 0) return { facts, drafter, box, refused };
+    const judgedWith = <T extends { reason: string }>(r: T): T => ({ ...r, reason: `${r.reason} (judged with ${fromHub.join(" and ")})` });
+    const boxAlone = new Set(boxFailures(expect, read).map((f) => f.reason));
+    return { facts, drafter, box: box.map((f) => (boxAlone.has(f.reason) ? f : judgedWith(f))), refused: refused.map(judgedWith) };
 }
 
 /** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */
