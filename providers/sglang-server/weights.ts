@@ -61,6 +61,9 @@ export function hubTokenOf(props: ServiceProps): string | undefined {
 export async function stageDeclaredSources(remote: RemoteHost, props: ServiceProps): Promise<StagedSources> {
     const plans = props.weights ?? [];
     if (plans.length === 0 || props.hubVenv === undefined) return { records: [], fetched: false };
+    // The check refuses it first (unpinnedSources); never staged under a name that moves.
+    const unpinned = plans.find((p) => !isCommitId(p.revision));
+    if (unpinned) throw new Error(`${sourceKey(unpinned.role)}.revision is "${unpinned.revision}", not a full commit id: nothing was staged`);
     const owner = props.owner ?? props.unitName;
     const hub = props.hubVenv;
     let fetched = false;
@@ -69,8 +72,6 @@ export async function stageDeclaredSources(remote: RemoteHost, props: ServicePro
     const records: StagedWeightsRecord[] = [];
     let drafterDigest: string | undefined;
     for (const plan of plans) {
-        // The check refuses it first (unpinnedSources); never staged under a name that moves.
-        if (!isCommitId(plan.revision)) throw new Error(`${sourceKey(plan.role)}.revision is "${plan.revision}", not a full commit id: nothing was staged`);
         const staged = await stageWeights(remote, plan, { unitName: props.unitName, owner, python: hub.python, token: hubTokenOf(props), say });
         fetched ||= staged.fetched;
         records.push({ role: plan.role, hf: plan.hf, revision: plan.revision, manifestDigest: staged.manifest.digest });

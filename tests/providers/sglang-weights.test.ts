@@ -123,6 +123,12 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.notEqual(servedConfigKeyOf(news, outs.drafterDigest), key, "not the folder's digest");
     });
 
+    it("never stages a revision that is not a full commit, should one get past the check: up fails before anything is fetched or started", async () => {
+        await assert.rejects(provider.create(fromSource("main")), /service\.model\.source\.revision is "main", not a full commit id: nothing was staged/);
+        assert.deepEqual(stagings(), []);
+        assert.equal(starts(), 0);
+    });
+
     it("prunes after a good rollout: keeps the serving revision and the service.weights.keepPrevious newest, removes older ones, never a folder it did not stage", async () => {
         const C = "c".repeat(40);
         hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") }, [`${REPO}@${C}`]: { files: files("C") } });
