@@ -92,3 +92,13 @@ export function previewWithoutBox(plan: WeightsPlan, hubFiles: readonly HubFile[
         `(less what the folder already holds); the disk left after is not known here: ${why}`
     );
 }
+
+/**
+ * The weights' size a revision folder will hold, by the Hub's list: its
+ * top-level .safetensors files after the patterns, as the box's facts read
+ * a folder without an index (core/box/box-facts.ts); undefined when it has none.
+ */
+export function weightsBytesOf(hubFiles: readonly HubFile[], plan: Pick<WeightsPlan, "allowPatterns" | "ignorePatterns">): number | undefined {
+    const weights = filterFiles(hubFiles, plan).filter((f) => !f.path.includes("/") && f.path.endsWith(".safetensors"));
+    return weights.length > 0 ? weights.reduce((sum, f) => sum + f.size, 0) : undefined;
+}

@@ -25,10 +25,14 @@ import { python } from "../../sglang-release/oracle";
 import type { ProviderRun } from "../provider-run";
 import { say } from "../say";
 import type { ServiceProps } from "./props";
-import { hubTokenOf } from "./weights";
+import { hubFilesOf, hubTokenOf } from "./weights";
+import { weightsBytesOf } from "../../core/weights/preview";
 
 /** What a folder's config.json gives the box's facts (the rest is the box's: its python, its release, the folder's digest). */
-type ConfigFacts = Pick<BoxFacts, "model" | "architecture" | "layerTypes" | "mtpLayers" | "contextLength" | "attentionHeads" | "kvHeads" | "configJson">;
+type ConfigFacts = Pick<
+    BoxFacts,
+    "model" | "architecture" | "layerTypes" | "mtpLayers" | "contextLength" | "attentionHeads" | "kvHeads" | "configJson" | "weightsBytes"
+>;
 
 /** config.json's facts as the box's own read would give them for a folder holding it: BOX_FACTS_SCRIPT run here on a stand-in folder. */
 export async function configFactsOf(configJson: string): Promise<ConfigFacts> {
@@ -60,14 +64,20 @@ export async function configFactsOf(configJson: string): Promise<ConfigFacts> {
     }
 }
 
-/** A source revision's config.json facts, read from the Hub once per engine run (the same endpoint, repository and commit). */
+/** A source revision's config.json facts and its weights' size, read from the Hub once per engine run (the same endpoint, repository and commit). */
 function hubConfigFacts(run: ProviderRun, plan: WeightsPlan, token: string | undefined): Promise<ConfigFacts | { error: string }> {
     const key = ["hub-config", plan.endpoint, plan.hf, plan.revision].join("\0");
     return run.reads.once(
         key,
         async () => {
             try {
-                return await configFactsOf(await readConfigJson(plan.endpoint, plan.hf, plan.revision, CONFIG_JSON_MAX_BYTES, { token }));
+                // The weights' size by the Hub's list, for the memory checks (the list is the preview's count's too); without it, the config alone.
+                const [text, files] = await Promise.all([
+                    readConfigJson(plan.endpoint, plan.hf, plan.revision, CONFIG_JSON_MAX_BYTES, { token }),
+                    hubFilesOf(run, plan, token).catch(() => undefined),
+                ]);
+                const weightsBytes = files ? weightsBytesOf(files, plan) : undefined;
+                return { ...(await configFactsOf(text)), ...(weightsBytes !== undefined ? { weightsBytes } : {}) };
             } catch (e) {
                 return { error: (e as Error).message };
             }

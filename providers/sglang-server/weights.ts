@@ -9,6 +9,7 @@ import { formatBytes } from "../../core/weights/disk";
 import { manifestDriftLines, pinnedWeightsDigest, VERIFY_WEIGHTS_VARIABLE } from "../../core/weights/manifest";
 import { parseWeightsBoxRead, previewWeights, previewWithoutBox, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
 import type { WeightsPlan } from "../../core/weights/staging";
+import type { HubFile } from "../../core/weights/hub-files";
 import { sourceKey } from "../../core/weights/weights-layout";
 import { readRevisionFiles, resolveUnpinned } from "../../remote/weights-revision";
 import { isCommitId, revisionKind } from "../../core/weights/hf-source";
@@ -78,6 +79,14 @@ export async function stageDeclaredSources(remote: RemoteHost, props: ServicePro
         if (plan.role === "drafter") drafterDigest = pinnedWeightsDigest(staged.manifest);
     }
     return { records, fetched, ...(drafterDigest !== undefined ? { drafterDigest } : {}) };
+}
+
+/** A commit's files as the Hub lists them, read from the machine running pulumi once per engine run (the preview's count, the box facts' weights size). */
+export function hubFilesOf(run: ProviderRun, plan: WeightsPlan, token: string | undefined): Promise<HubFile[]> {
+    return run.reads.once(
+        ["hub-files", plan.endpoint, plan.hf, plan.revision].join("\0"),
+        async () => (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token })).files,
+    );
 }
 
 /** A preview's refusal of a declared source, under its key. */
@@ -153,7 +162,7 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
         }
         let hubFiles;
         try {
-            hubFiles = (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token: hubTokenOf(news) })).files;
+            hubFiles = await hubFilesOf(run, plan, hubTokenOf(news));
         } catch (e) {
             if (!box) {
                 // Nothing known of the box either (a pull request's preview: the read-only key, no token): said, not refused; `up` asks both again.

@@ -459,7 +459,11 @@ describe("SglangService provider: weights from a declared source, against the fa
 
         it("judges a model revision not on the box yet by its config.json from the Hub: an architecture the config contradicts fails the preview naming the revision", async () => {
             configs[`${REPO}@${B}`] = JSON.stringify({ architectures: ["Qwen3ForCausalLM"], num_attention_heads: 6, num_key_value_heads: 2 });
-            listed[`${REPO}@${B}`] = [{ path: "config.json", size: 100 }];
+            // 10 GB of weights by the Hub's list, where the field declares 52.
+            listed[`${REPO}@${B}`] = [
+                { path: "config.json", size: 100 },
+                { path: "model.safetensors", size: 10_000_000_000 },
+            ];
             const news = serviceInputs(
                 box,
                 declaredService(box, (raw) => {
@@ -474,9 +478,15 @@ describe("SglangService provider: weights from a declared source, against the fa
             // The field's NEXTN drafts with the checkpoint's MTP layers, which this config.json has none of: refused too.
             assert.deepEqual(
                 (failures ?? []).map((f) => f.property),
-                ["service.model.architecture", "service.speculative.algorithm"],
+                ["service.model.architecture", "service.model.weightsGB", "service.speculative.algorithm"],
             );
-            assert.match(failures![1]!.reason, /has none \(no mtp_num_hidden_layers or num_nextn_predict_layers\).* \(judged with the model /);
+            assert.match(
+                failures![1]!.reason,
+                new RegExp(
+                    `^service\\.model\\.weightsGB is 52 but the weights in /models/sglang-lab--Tiny-Qwen3/${B} are 10\\.0 GB: .* \\(judged with the model `,
+                ),
+            );
+            assert.match(failures![2]!.reason, /has none \(no mtp_num_hidden_layers or num_nextn_predict_layers\).* \(judged with the model /);
             assert.match(
                 failures![0]!.reason,
                 new RegExp(
