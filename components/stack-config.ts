@@ -16,7 +16,9 @@ export function readRawStackConfig(config: pulumi.Config): Record<string, unknow
  */
 export function loadStackConfig(config = new pulumi.Config()): StackConfig {
     // The providers run where the program runs, with its environment: SSH_AUTH_SOCK there is the agent they use.
-    const result = validateStackConfig(readRawStackConfig(config), { sshAgentAvailable: Boolean(process.env.SSH_AUTH_SOCK) });
+    // A source's revision that is not a full commit is refused by the SglangService's check, which can ask the Hub
+    // what it names now (this load cannot wait for an answer): the refusal gives the commit to pin.
+    const result = validateStackConfig(readRawStackConfig(config), { sshAgentAvailable: Boolean(process.env.SSH_AUTH_SOCK), revisionsAtCheck: true });
     if (!result.ok) {
         throw new pulumi.RunError(formatConfigIssues(result.issues, pulumi.getStack()));
     }

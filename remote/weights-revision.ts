@@ -5,8 +5,11 @@
  * tag: the commit to pin, core/weights/revision-pins.ts), and a commit's
  * files with their sizes and hashes (`?blobs=true`, what
  * model_info(files_metadata=True) reads: the preview's count of what `up`
- * fetches, core/weights/disk.ts). The token, when given, goes in the
- * Authorization header only, and never into a message.
+ * fetches, core/weights/disk.ts), and a commit's config.json (`GET
+ * /{repo}/resolve/{commit}/config.json`, a few KB: what the preview's box
+ * facts and SGLang's own verdict judge before anything is downloaded,
+ * providers/sglang-server/source-config.ts). The token, when given, goes in
+ * the Authorization header only, and never into a message.
  */
 import { hubEndpoint } from "../core/weights/hf-source";
 import { HubRevision, parseHubRevision } from "../core/weights/hub-files";
@@ -28,27 +31,34 @@ function revisionUrl(endpoint: string, hf: string, revision: string, blobs: bool
     return `${hubEndpoint({ endpoint })}/api/models/${encodeURIComponent(org!)}/${encodeURIComponent(name!)}/revision/${encodeURIComponent(revision)}${blobs ? "?blobs=true" : ""}`;
 }
 
-/** The Hub's revision info, parsed; throws HubReadError naming the URL (never the token) and the Hub's own error. */
-async function readRevisionInfo(endpoint: string, hf: string, revision: string, blobs: boolean, o: HubReadOptions): Promise<HubRevision | { sha: string }> {
-    const url = revisionUrl(endpoint, hf, revision, blobs);
-    const doFetch = o.fetch ?? fetch;
-    let response: Response;
+/** The request's headers: the token in Authorization only. */
+function hubHeaders(accept: string, o: HubReadOptions): Record<string, string> {
+    return { accept, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) };
+}
+
+/** GET `url`: the response, or HubReadError naming the URL (never the token) and why. */
+async function hubGet(url: string, accept: string, o: HubReadOptions): Promise<Response> {
     try {
-        response = await doFetch(url, {
-            headers: { accept: "application/json", ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
-            signal: AbortSignal.timeout(o.timeoutMs ?? 15_000),
-            redirect: "follow",
-        });
+        return await (o.fetch ?? fetch)(url, { headers: hubHeaders(accept, o), signal: AbortSignal.timeout(o.timeoutMs ?? 15_000), redirect: "follow" });
     } catch (e) {
         const cause = (e as { cause?: { code?: string } }).cause?.code;
         throw new HubReadError(`GET ${url} failed: ${(e as Error).message}${cause ? ` (${cause})` : ""}`);
     }
+}
+
+/** A response that is not 2xx as HubReadError: the status, the Hub's error code and message. */
+function hubAnswerError(url: string, response: Response, text: string): HubReadError {
+    const hubError = response.headers.get("x-error-code") ?? "";
+    const message = response.headers.get("x-error-message") ?? text.slice(0, 200).replace(/\s+/g, " ");
+    return new HubReadError(`GET ${url} answered ${response.status}${hubError ? ` ${hubError}` : ""}${message ? `: ${message}` : ""}`);
+}
+
+/** The Hub's revision info, parsed; throws HubReadError naming the URL (never the token) and the Hub's own error. */
+async function readRevisionInfo(endpoint: string, hf: string, revision: string, blobs: boolean, o: HubReadOptions): Promise<HubRevision | { sha: string }> {
+    const url = revisionUrl(endpoint, hf, revision, blobs);
+    const response = await hubGet(url, "application/json", o);
     const text = await response.text();
-    if (!response.ok) {
-        const hubError = response.headers.get("x-error-code") ?? "";
-        const message = response.headers.get("x-error-message") ?? text.slice(0, 200).replace(/\s+/g, " ");
-        throw new HubReadError(`GET ${url} answered ${response.status}${hubError ? ` ${hubError}` : ""}${message ? `: ${message}` : ""}`);
-    }
+    if (!response.ok) throw hubAnswerError(url, response, text);
     let body: unknown;
     try {
         body = JSON.parse(text);
@@ -73,6 +83,26 @@ export async function resolveRevision(endpoint: string, hf: string, revision: st
 /** A commit's files, with sizes, git blob ids and LFS sha256s. */
 export async function readRevisionFiles(endpoint: string, hf: string, revision: string, o: HubReadOptions = {}): Promise<HubRevision> {
     return (await readRevisionInfo(endpoint, hf, revision, true, o)) as HubRevision;
+}
+
+/**
+ * A commit's config.json as the Hub serves it (`/{repo}/resolve/{commit}/config.json`),
+ * at most `maxBytes`; throws HubReadError when it cannot be read, is larger, or is not JSON.
+ */
+export async function readConfigJson(endpoint: string, hf: string, revision: string, maxBytes: number, o: HubReadOptions = {}): Promise<string> {
+    const [org, name] = hf.split("/");
+    const url = `${hubEndpoint({ endpoint })}/${encodeURIComponent(org!)}/${encodeURIComponent(name!)}/resolve/${encodeURIComponent(revision)}/config.json`;
+    const response = await hubGet(url, "application/json, */*", o);
+    const text = await response.text();
+    if (!response.ok) throw hubAnswerError(url, response, text);
+    if (Buffer.byteLength(text) > maxBytes)
+        throw new HubReadError(`GET ${url}: config.json is ${Buffer.byteLength(text)} bytes, more than the ${maxBytes} the preview reads`);
+    try {
+        JSON.parse(text);
+    } catch {
+        throw new HubReadError(`GET ${url} answered ${response.status} with a config.json that is not JSON`);
+    }
+    return text;
 }
 
 /**

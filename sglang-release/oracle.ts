@@ -80,7 +80,8 @@ export function releaseDir(): string {
     throw new Error(`sglang-release/ not found above ${__dirname}`);
 }
 
-function python(): string {
+/** The python3 this machine runs the release's code with (SGLANG_SERVE_PYTHON, else python3 on PATH). */
+export function python(): string {
     return process.env.SGLANG_SERVE_PYTHON || "python3";
 }
 

@@ -78,3 +78,27 @@ export function previewWeights(plan: WeightsPlan, hubFiles: readonly HubFile[], 
             `${formatBytes(verdict.leftBytes)} free on ${plan.root} after`,
     };
 }
+
+/**
+ * The preview's line for a source whose folder the box's read could not see
+ * (a first deploy whose container is not there yet, a read-only key whose
+ * line does not pin the folder): what up fetches by the Hub's list alone, the
+ * disk left unknown, and why. `up` checks the disk before it fetches.
+ */
+export function previewWithoutBox(plan: WeightsPlan, hubFiles: readonly HubFile[], why: string): string {
+    const fetch = fetchPlan(filterFiles(hubFiles, plan), []);
+    return (
+        `up stages the ${describePlan(plan)} in ${plan.dir} before the stop: ${fetch.fetchFiles} files, ${formatBytes(fetch.fetchBytes)} at most ` +
+        `(less what the folder already holds); the disk left after is not known here: ${why}`
+    );
+}
+
+/**
+ * The weights' size a revision folder will hold, by the Hub's list: its
+ * top-level .safetensors files after the patterns, as the box's facts read
+ * a folder without an index (core/box/box-facts.ts); undefined when it has none.
+ */
+export function weightsBytesOf(hubFiles: readonly HubFile[], plan: Pick<WeightsPlan, "allowPatterns" | "ignorePatterns">): number | undefined {
+    const weights = filterFiles(hubFiles, plan).filter((f) => !f.path.includes("/") && f.path.endsWith(".safetensors"));
+    return weights.length > 0 ? weights.reduce((sum, f) => sum + f.size, 0) : undefined;
+}

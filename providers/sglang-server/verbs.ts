@@ -19,7 +19,7 @@ import { applyService, removeService } from "./apply";
 import { drafterChangedInPlace, refreshService, sameServer } from "./refresh";
 import { declaredSecrets, secretsDiffer, withDeploySecrets } from "./secrets";
 import { judgeServer } from "./verdict";
-import { previewSources, stagedDrafterDigest } from "./weights";
+import { previewSources, stagedDrafterDigest, unpinnedSources } from "./weights";
 import { CARRIED_RECORD, type ServiceOutputs, type ServiceProps } from "./props";
 
 /** Fields whose change means the server process must restart. */
@@ -42,15 +42,16 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             refusedBefore: failures.length > 0,
         });
         failures.push(...box, ...refused);
-        // The declared sources: what up fetches and the disk left after, or the refusal (nothing downloaded); once the server exists (a first deploy may create its box).
-        if (olds.unitName !== undefined)
-            failures.push(
-                ...(await previewSources(
-                    run,
-                    news,
-                    (olds.weights ?? []).map((w) => w.dir),
-                )),
-            );
+        // The declared sources: a revision that is not a full commit refused with the commit it names now; what up fetches
+        // and the disk left after, or the refusal (nothing downloaded), on a first deploy too (its box may not be there yet: then the Hub's list alone).
+        failures.push(...(await unpinnedSources(news)));
+        failures.push(
+            ...(await previewSources(
+                run,
+                news,
+                (olds.weights ?? []).map((w) => w.dir),
+            )),
+        );
         if (failures.length > 0) return { inputs: news, failures };
         // The record (last good figures, the drafter's digests) comes with the refreshed inputs; the program does not declare it.
         const carried = Object.fromEntries(CARRIED_RECORD.filter((k) => olds[k] !== undefined).map((k) => [k, olds[k]]));

@@ -2,6 +2,8 @@
  * Whether the declared server may serve, judged once in one order for the
  * preview (check) and the rollout (apply): the box's facts, the drafter
  * folder and its pinned digest, then SGLang's own verdict (`judgeServer`).
+ * At the preview, a declared source's revision not staged yet is judged by
+ * its config.json from the Hub (source-config.ts).
  *
  * SGLang's own verdict at preview (core/sglang/verdict.ts): the declared
  * release's code, from its wheel in install.sh's cache (installed once, with a
@@ -35,6 +37,7 @@ import { verdictFit } from "../../core/box/resolved-fit";
 import type { ProviderRun } from "../provider-run";
 import { say } from "../say";
 import { boxFailures, drafterFactsOf } from "./facts";
+import { withSourceConfig } from "./source-config";
 import type { ServiceProps } from "./props";
 
 /** What the box and SGLang say of a declared server, before anything on the box changes. */
@@ -64,24 +67,35 @@ export interface Judgement {
 export async function judgeServer(
     run: ProviderRun,
     props: ServiceProps,
-    facts: BoxFactsRead | undefined,
+    read: BoxFactsRead | undefined,
     at: { stage: "preview"; refusedBefore: boolean } | { stage: "rollout" },
 ): Promise<Judgement> {
     const expect = props.expectBox;
     const preview = at.stage === "preview";
+    // At the preview, a declared source's folder not staged yet is judged by its revision's config.json from the Hub (source-config.ts); the rollout stages it first.
+    const model = preview ? await withSourceConfig(run, props, "model", read) : { read };
+    const facts = model.read;
     const box = boxFailures(expect, facts);
     if (!preview && box.length > 0) return { facts, drafter: undefined, box, refused: [] };
-    const drafter = facts && !("error" in facts) ? await drafterFactsOf(run, run.remoteFor(props.connection, "server"), expect) : undefined;
-    const drafterRead = drafter !== undefined && !("error" in drafter);
-    const pinned = preview && !drafterRead ? undefined : drafterDigestRefusal(expect, drafter);
-    if (preview && !pinned && drafterRead && expect?.drafterDigest === undefined && drafter.folderDigest) {
+    const drafterRead = facts && !("error" in facts) ? await drafterFactsOf(run, run.remoteFor(props.connection, "server"), expect) : undefined;
+    const drafterSource = preview ? await withSourceConfig(run, props, "drafter", drafterRead) : { read: drafterRead };
+    const drafter = drafterSource.read;
+    const fromHub = [model.fromHub, drafterSource.fromHub].filter((f): f is string => f !== undefined);
+    const drafterKnown = drafter !== undefined && !("error" in drafter);
+    const pinned = preview && !drafterKnown ? undefined : drafterDigestRefusal(expect, drafter);
+    if (preview && !pinned && drafterKnown && expect?.drafterDigest === undefined && drafter.folderDigest) {
         say(`[${props.unitName}] the drafter folder ${drafterPath(expect)} has digest ${drafter.folderDigest} (service.speculative.draftModelDigest pins it)`);
     }
     const refused: VerdictFailure[] = pinned ? [pinned] : [];
     // SGLang's own verdict (the declared release's code, run here with the box's config.json), after the stack's rules.
     const asks = preview ? !at.refusedBefore && box.length === 0 && !pinned : true;
     if (asks) refused.push(...(await previewVerdict(props, facts, drafter, { notices: preview })));
-    return { facts, drafter, box, refused };
+    // What the box does not hold yet was judged by the Hub's config.json: a refusal that comes of it says which revision's
+    // (not one the box's own read gives alone: its python, its release).
+    if (fromHub.length === 0) return { facts, drafter, box, refused };
+    const judgedWith = <T extends { reason: string }>(r: T): T => ({ ...r, reason: `${r.reason} (judged with ${fromHub.join(" and ")})` });
+    const boxAlone = new Set(boxFailures(expect, read).map((f) => f.reason));
+    return { facts, drafter, box: box.map((f) => (boxAlone.has(f.reason) ? f : judgedWith(f))), refused: refused.map(judgedWith) };
 }
 
 /** The release's code could not be had (not cached, and the install failed): the failure says how to fill the cache. */

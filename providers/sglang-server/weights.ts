@@ -7,10 +7,13 @@
  */
 import { formatBytes } from "../../core/weights/disk";
 import { manifestDriftLines, pinnedWeightsDigest, VERIFY_WEIGHTS_VARIABLE } from "../../core/weights/manifest";
-import { parseWeightsBoxRead, previewWeights, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
+import { parseWeightsBoxRead, previewWeights, previewWithoutBox, weightsBoxReadArgv, type WeightsBoxFacts } from "../../core/weights/preview";
 import type { WeightsPlan } from "../../core/weights/staging";
+import type { HubFile } from "../../core/weights/hub-files";
 import { sourceKey } from "../../core/weights/weights-layout";
-import { readRevisionFiles } from "../../remote/weights-revision";
+import { readRevisionFiles, resolveUnpinned } from "../../remote/weights-revision";
+import { isCommitId, revisionKind } from "../../core/weights/hf-source";
+import { type RevisionQuery, revisionQueryKey, unpinnedRevisionMessage } from "../../core/weights/revision-pins";
 import { checkStagedWeights, pruneCandidates, pruneWeights } from "../../remote/weights-staging";
 import type { ProviderRun } from "../provider-run";
 import { deploySecretsIfGiven } from "../deploy-secrets";
@@ -59,6 +62,9 @@ export function hubTokenOf(props: ServiceProps): string | undefined {
 export async function stageDeclaredSources(remote: RemoteHost, props: ServiceProps): Promise<StagedSources> {
     const plans = props.weights ?? [];
     if (plans.length === 0 || props.hubVenv === undefined) return { records: [], fetched: false };
+    // The check refuses it first (unpinnedSources); never staged under a name that moves.
+    const unpinned = plans.find((p) => !isCommitId(p.revision));
+    if (unpinned) throw new Error(`${sourceKey(unpinned.role)}.revision is "${unpinned.revision}", not a full commit id: nothing was staged`);
     const owner = props.owner ?? props.unitName;
     const hub = props.hubVenv;
     let fetched = false;
@@ -75,10 +81,41 @@ export async function stageDeclaredSources(remote: RemoteHost, props: ServicePro
     return { records, fetched, ...(drafterDigest !== undefined ? { drafterDigest } : {}) };
 }
 
+/** A commit's files as the Hub lists them, read from the machine running pulumi once per engine run (the preview's count, the box facts' weights size). */
+export function hubFilesOf(run: ProviderRun, plan: WeightsPlan, token: string | undefined): Promise<HubFile[]> {
+    return run.reads.once(
+        ["hub-files", plan.endpoint, plan.hf, plan.revision].join("\0"),
+        async () => (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token })).files,
+    );
+}
+
 /** A preview's refusal of a declared source, under its key. */
 export interface SourceFailure {
     property: string;
     reason: string;
+}
+
+/**
+ * The declared sources whose revision is not a full commit id, refused under
+ * the revision's key with the commit it names now as the line to pin
+ * (core/weights/revision-pins.ts): asked of the Hub (or the source's
+ * mirror) from the machine running pulumi, with HF_TOKEN from the deploy's
+ * secrets when the run gives it. A Hub that cannot be reached still refuses
+ * the revision, saying why it could not be resolved. The program's load
+ * leaves these to the check (components/stack-config.ts), which can wait for
+ * the answer.
+ */
+export async function unpinnedSources(news: ServiceProps): Promise<SourceFailure[]> {
+    const queries: RevisionQuery[] = (news.weights ?? [])
+        .filter((p) => !isCommitId(p.revision))
+        .map((p) => ({ key: `${sourceKey(p.role)}.revision`, hf: p.hf, revision: p.revision, endpoint: p.endpoint }));
+    if (queries.length === 0) return [];
+    // An upper-case commit needs no answer: its lower-case spelling is the line to pin.
+    const resolved = await resolveUnpinned(
+        queries.filter((q) => revisionKind(q.revision) !== "upper-case commit"),
+        { token: hubTokenOf(news) },
+    );
+    return queries.map((q) => ({ property: q.key, reason: unpinnedRevisionMessage(q, resolved.get(revisionQueryKey(q))) }));
 }
 
 /**
@@ -88,8 +125,10 @@ export interface SourceFailure {
  * read from the machine running pulumi, less what the folder holds) and the
  * disk left after, or the refusal with the arithmetic when it does not fit.
  * Sources under one models root share its free disk: the second is judged
- * with what the first leaves. `serving`: folders the running server loads,
- * never counted as prunable.
+ * with what the first leaves. A box that cannot be read (a first deploy's
+ * container not there yet, a read-only key) leaves the disk unknown: the
+ * files and bytes are said from the Hub's list alone. `serving`: folders the
+ * running server loads, never counted as prunable.
  */
 export async function previewSources(run: ProviderRun, news: ServiceProps, serving: readonly string[] = []): Promise<SourceFailure[]> {
     const plans = news.weights ?? [];
@@ -100,34 +139,46 @@ export async function previewSources(run: ProviderRun, news: ServiceProps, servi
     // What earlier sources of this preview take from each models root's free disk.
     const taken = new Map<string, number>();
     for (const plan of plans) {
+        // Refused by unpinnedSources: there is nothing pinned to count.
+        if (!isCommitId(plan.revision)) continue;
         const property = sourceKey(plan.role);
         const tag = `[${news.unitName}]`;
-        let box: WeightsBoxFacts;
+        let box: WeightsBoxFacts | undefined;
+        let unread: string | undefined;
         try {
             const r = await remote.run(weightsBoxReadArgv(plan));
             if (r.code !== 0) throw new Error(`exited ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 200)}`);
             box = parseWeightsBoxRead(r.stdout);
         } catch (e) {
-            // Not a refusal: a read-only key whose line does not pin this folder may not read it; `up` checks the disk again before it fetches.
-            say(
-                `${tag} what up fetches for the ${plan.role} ${plan.hf}@${plan.revision.slice(0, 12)} is not known here: the box's read of ${plan.dir} failed (${(e as Error).message})`,
-            );
-            continue;
+            // Not a refusal: a first deploy's box may not be there yet, and a read-only key whose line does not pin this folder
+            // may not read it; `up` checks the disk again before it fetches.
+            unread = `the box's read of ${plan.dir} failed (${(e as Error).message})`;
         }
         // A revision staged already costs nothing: no request to the Hub.
-        const staged = previewWeights(plan, [], box);
-        if (staged.kind === "staged") {
+        const staged = box ? previewWeights(plan, [], box) : undefined;
+        if (staged?.kind === "staged") {
             say(`${tag} ${staged.line}`);
             continue;
         }
         let hubFiles;
         try {
-            hubFiles = (await readRevisionFiles(plan.endpoint, plan.hf, plan.revision, { token: hubTokenOf(news) })).files;
+            hubFiles = await hubFilesOf(run, plan, hubTokenOf(news));
         } catch (e) {
+            if (!box) {
+                // Nothing known of the box either (a pull request's preview: the read-only key, no token): said, not refused; `up` asks both again.
+                say(
+                    `${tag} what up fetches for the ${plan.role} ${plan.hf}@${plan.revision.slice(0, 12)} is not known here: ${unread}, and its files cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,
+                );
+                continue;
+            }
             failures.push({
                 property,
                 reason: `${property}: the files of ${plan.hf}@${plan.revision} cannot be read from ${plan.endpoint} (from the machine running pulumi): ${(e as Error).message}`,
             });
+            continue;
+        }
+        if (!box) {
+            say(`${tag} ${previewWithoutBox(plan, hubFiles, unread ?? "the box was not read")}`);
             continue;
         }
         const shared = { ...box, freeBytes: box.freeBytes - (taken.get(plan.root) ?? 0) };

@@ -159,6 +159,20 @@ describe("the stack program under mocks", () => {
         assert.match(repeated[0]!, /runs with --log-level debug/);
     });
 
+    it("leaves a source's branch name to the SglangService's check, which can ask the Hub: the program declares the server with it as written", async () => {
+        const config = stackConfig("kpro5");
+        const service = JSON.parse(config["sglang-serve:service"]) as Record<string, unknown>;
+        const { path: _path, ...model } = service.model as Record<string, unknown>;
+        service.model = { ...model, source: { hf: "sglang-lab/Tiny-Qwen3", revision: "main" } };
+        const { mocks, program } = await loadProgram("kpro5", { "sglang-serve:service": JSON.stringify(service) });
+        await promiseOf(program.unitName);
+        const unit = mocks.resources.find((r) => r.type === SERVICE_TYPE)!;
+        assert.deepEqual(
+            (unit.inputs.weights as Array<{ role: string; revision: string }>).map((w) => [w.role, w.revision]),
+            [["model", "main"]],
+        );
+    });
+
     it("runs the service commands inside container 129 through pct exec", async () => {
         const { mocks, program } = await loadProgram("kpro5");
         await promiseOf(program.unitName);

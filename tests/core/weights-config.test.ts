@@ -149,6 +149,28 @@ describe("weights as code: the config of a pinned source (service.model.source, 
         );
     });
 
+    it("leaves a branch or tag name to the SglangService's check at the program's load (revisionsAtCheck), which asks the Hub; everything else still judged", () => {
+        const raw = withSources((r) => (r.service.speculative.draftModelSource = { hf: "sglang-lab/Tiny-Qwen3-DFlash", revision: "main" }));
+        const loaded = validateStackConfig(raw, { revisionsAtCheck: true });
+        assert.ok(loaded.ok, loaded.ok ? "" : formatConfigIssues(loaded.issues));
+        assert.equal(loaded.config.servers[0]!.speculative?.draftModelSource?.revision, "main");
+        // Without it (npm run render, the bench's fleet), the rule refuses it as before.
+        issueAt(raw, "service.speculative.draftModelSource.revision");
+    });
+
+    it("names an unpinned revision beside any other bad key at the program's load, so one pass reports every bad key", () => {
+        const raw = withSources((r) => {
+            r.service.model.source!.revision = "v1";
+            (r.service as Record<string, unknown>).port = 70000;
+        });
+        assert.deepEqual(
+            issuesOf(raw, { revisionsAtCheck: true })
+                .map((i) => i.path)
+                .sort(),
+            ["service.model.source.revision", "service.port"],
+        );
+    });
+
     it("without an answer from the Hub, says how to find the commit; with a failed one, says why", () => {
         const q = { key: "service.model.source.revision", hf: "sglang-lab/Tiny-Qwen3", revision: "v1", endpoint: "https://huggingface.co" };
         assert.match(

@@ -2,6 +2,7 @@ import * as assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as path from "node:path";
 import type { AddressInfo } from "node:net";
 import { createHash } from "node:crypto";
 import { HUB_CLIENT_RELEASE } from "../../core/weights/hub-venv";
@@ -9,7 +10,8 @@ import { pinnedWeightsDigest } from "../../core/weights/manifest";
 import { servedConfigKeyOf } from "../../providers/sglang-server/served-config";
 import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
-import { CONTAINER_CONF, declaredService, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
+import { fixtureModelPath } from "../../lab/sglang/fixtures";
+import { CONTAINER_CONF, declaredService, MODEL, ProviderBox, readinessSettings, serviceInputs } from "./provider-box";
 
 // Weights as code at the provider seam (issue 33): a declared source is staged
 // and verified on the fake box (its systemd-run runs the staging's part from
@@ -142,6 +144,12 @@ describe("SglangService provider: weights from a declared source, against the fa
         assert.notEqual(servedConfigKeyOf(news, outs.drafterDigest), key, "not the folder's digest");
     });
 
+    it("never stages a revision that is not a full commit, should one get past the check: up fails before anything is fetched or started", async () => {
+        await assert.rejects(provider.create(fromSource("main")), /service\.model\.source\.revision is "main", not a full commit id: nothing was staged/);
+        assert.deepEqual(stagings(), []);
+        assert.equal(starts(), 0);
+    });
+
     it("prunes after a good rollout: keeps the serving revision and the service.weights.keepPrevious newest, removes older ones, never a folder it did not stage", async () => {
         const C = "c".repeat(40);
         hub({ [`${REPO}@${A}`]: { files: files("A") }, [`${REPO}@${B}`]: { files: files("B") }, [`${REPO}@${C}`]: { files: files("C") } });
@@ -231,12 +239,22 @@ describe("SglangService provider: weights from a declared source, against the fa
         const requests: string[] = [];
         /** What the fake Hub lists per `<repo>@<revision>`: sizes as the Hub's metadata gives them (an LFS object's may be claimed larger than the file). */
         let listed: Record<string, Array<{ path: string; size: number }>> = {};
+        /** What the fake Hub serves as `<repo>@<revision>`'s config.json (`/{repo}/resolve/{revision}/config.json`). */
+        let configs: Record<string, string> = {};
 
         beforeEach(async () => {
             requests.length = 0;
             listed = {};
+            configs = {};
             hubServer = http.createServer((req, res) => {
                 requests.push(req.url ?? "");
+                const config = /^\/([^/]+)\/([^/]+)\/resolve\/([0-9a-f]{40})\/config\.json$/.exec(req.url ?? "");
+                if (config) {
+                    const text = configs[`${config[1]}/${config[2]}@${config[3]}`];
+                    if (text === undefined) res.writeHead(404, { "x-error-code": "EntryNotFound" }).end("{}");
+                    else res.writeHead(200, { "content-type": "application/json" }).end(text);
+                    return;
+                }
                 const m = /^\/api\/models\/([^/]+)\/([^/]+)\/revision\/([0-9a-f]{40})\?blobs=true$/.exec(req.url ?? "");
                 const files = m ? listed[`${m[1]}/${m[2]}@${m[3]}`] : undefined;
                 if (!m || !files) {
@@ -331,7 +349,11 @@ describe("SglangService provider: weights from a declared source, against the fa
             assert.ok(box.said.some((l) => l.includes("up stages the model")));
         });
 
-        it("does not refuse a source whose folder the box will not read (a read-only key), and says so", async () => {
+        it("does not refuse a source whose folder the box will not read (a read-only key), and says so, with the files and bytes from the Hub's list", async () => {
+            listed[`${REPO}@${B}`] = [
+                { path: "config.json", size: 1000 },
+                { path: "model.safetensors", size: 3_000_000 },
+            ];
             box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
             const { failures } = await check(mirrored(A), mirrored(B));
             assert.deepEqual(failures ?? [], []);
@@ -339,6 +361,161 @@ describe("SglangService provider: weights from a declared source, against the fa
                 box.said.some((l) => /is not known here: the box's read of .* failed \(exited 1: sglang-serve-read-gate: refused\)/.test(l)),
                 box.said.join("\n"),
             );
+            assert.ok(
+                box.said.some((l) => l.includes(`up stages the model ${REPO}@bbbbbbbbbbbb in /models/sglang-lab--Tiny-Qwen3/${B} before the stop: 2 files, `)),
+                box.said.join("\n"),
+            );
+        });
+
+        it("does not refuse a source when neither the box nor the Hub can be read from here (a pull request's preview of a private repository), and says both", async () => {
+            box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            const { failures } = await check(mirrored(A), mirrored(B));
+            assert.deepEqual(failures ?? [], []);
+            assert.ok(
+                box.said.some((l) =>
+                    /is not known here: the box's read of .* failed \(exited 1: sglang-serve-read-gate: refused\), and its files cannot be read from http:\/\/127\.0\.0\.1:\d+ \(from the machine running pulumi\): GET .* answered 404 RevisionNotFound/.test(
+                        l,
+                    ),
+                ),
+                box.said.join("\n"),
+            );
+        });
+
+        it("says on a first deploy (no state yet) what up will fetch: the files, the bytes and the disk left after", async () => {
+            listed[`${REPO}@${A}`] = [
+                { path: "config.json", size: 1000 },
+                { path: "model.safetensors", size: 3_000_000 },
+            ];
+            const { failures } = await check({} as ServiceProps, mirrored(A));
+            assert.deepEqual(failures ?? [], []);
+            const line = box.said.find((l) => l.includes("up stages the model"));
+            assert.ok(line, box.said.join("\n"));
+            assert.match(line!, new RegExp(`in /models/sglang-lab--Tiny-Qwen3/${A} before the stop: 2 files, 2\\.9 MiB; .* free on /models after$`));
+            assert.deepEqual(stagings(), [], "nothing downloaded");
+        });
+
+        it("refuses a branch or tag name under the revision's key, with the commit the Hub says it names now as the line to pin", async () => {
+            const { failures } = await check({} as ServiceProps, mirrored("main"));
+            assert.equal(failures?.length, 1, JSON.stringify(failures));
+            assert.equal(failures![0]!.property, "service.model.source.revision");
+            // The fake Hub knows no branch: the refusal says why it could not resolve it, and still refuses.
+            assert.match(
+                failures![0]!.reason,
+                /^service\.model\.source\.revision is "main", a branch or tag name: .* Asking http:\/\/127\.0\.0\.1:\d+ what it names failed \(GET .*\/revision\/main answered 404 RevisionNotFound/,
+            );
+            assert.deepEqual(stagings(), []);
+        });
+
+        it("judges a drafter revision not on the box yet by its config.json from the Hub: a block size the release refuses fails the preview naming the revision, before anything downloads", async function () {
+            this.timeout(300_000);
+            // A model SGLang 0.5.11 serves (the fake box's stand-in has four layers), and a DFLASH drafter whose block size comes from its config.json.
+            box.write(`${MODEL}/config.json`, fs.readFileSync(path.join(fixtureModelPath("qwen3.6-27b"), "config.json"), "utf8"));
+            const dflash = (blockSize: number) =>
+                JSON.stringify({
+                    architectures: ["DFlashDraftModel"],
+                    model_type: "qwen3",
+                    num_hidden_layers: 1,
+                    hidden_size: 384,
+                    num_attention_heads: 6,
+                    num_key_value_heads: 2,
+                    block_size: blockSize,
+                    num_target_layers: 2,
+                    dflash_config: { block_size: blockSize, target_layer_ids: [0, 1], mask_token_id: 100 },
+                });
+            const drafterAt = (revision: string) =>
+                serviceInputs(
+                    box,
+                    declaredService(box, (raw) => {
+                        raw.speculative = { algorithm: "DFLASH", numSteps: 1, eagleTopk: 1, draftModelSource: { hf: DRAFTER, revision, endpoint } };
+                        raw.extraArgs = [...((raw.extraArgs as string[] | undefined) ?? []), "--speculative-dflash-draft-window-size", "16"];
+                    }),
+                    { withBox: true, readiness: readinessSettings({ acceptLengthFloor: 1 }) },
+                );
+            hub({ [`${DRAFTER}@${A}`]: { files: drafterFiles("A") } });
+            const deployed = (await provider.create(drafterAt(A))).outs as ServiceOutputs;
+            const refreshed = (await provider.read!(ID, deployed)).props as ServiceOutputs;
+            box.forget();
+            const C = "c".repeat(40);
+            for (const rev of [B, C])
+                listed[`${DRAFTER}@${rev}`] = [
+                    { path: "config.json", size: 400 },
+                    { path: "model.safetensors", size: 1_000_000 },
+                ];
+            configs[`${DRAFTER}@${B}`] = dflash(32);
+            configs[`${DRAFTER}@${C}`] = dflash(16);
+
+            const refused = await check(refreshed, drafterAt(B));
+            const reasons = (refused.failures ?? []).map((f) => f.reason);
+            assert.ok(reasons.length > 0, box.said.join("\n"));
+            for (const reason of reasons) {
+                assert.match(reason, /window_size=16, block_size=32/);
+                assert.ok(reason.endsWith(`(judged with the drafter ${DRAFTER}@bbbbbbbbbbbb's config.json from ${endpoint})`), reason);
+            }
+            assert.ok(requests.includes(`/${DRAFTER}/resolve/${B}/config.json`), requests.join("\n"));
+            assert.deepEqual(stagings(), [], "nothing downloaded");
+
+            // A drafter folder the box will not read (the read-only key's gate pins only the deployed folders): judged by the Hub's copy too.
+            box.forget();
+            box.failOn(new RegExp(`box-facts: [\\s\\S]*sglang-lab--Tiny-Qwen3-DFlash/${B}`), { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            // A run of its own: the earlier check's read of the folder is kept for the rest of its run.
+            const unread = await sglangServiceProvider(box.newRun()).check!(refreshed, drafterAt(B));
+            assert.ok((unread.failures ?? []).length > 0, box.said.join("\n"));
+            for (const f of unread.failures ?? []) assert.match(f.reason, /window_size=16, block_size=32.*\(judged with the drafter .*'s config\.json from /);
+            assert.ok(
+                box.said.some((l) => l.includes(`@bbbbbbbbbbbb cannot be read on the box here (`)),
+                box.said.join("\n"),
+            );
+
+            // The same drafter with the block size the window holds: accepted.
+            const accepted = await check(refreshed, drafterAt(C));
+            assert.deepEqual(accepted.failures ?? [], []);
+            assert.ok(requests.includes(`/${DRAFTER}/resolve/${C}/config.json`), requests.join("\n"));
+            assert.ok(
+                box.said.some(
+                    (l) => l.includes(`the drafter ${DRAFTER}@cccccccccccc is not on the box yet: `) && l.endsWith("is judged before anything is downloaded"),
+                ),
+                box.said.join("\n"),
+            );
+        });
+
+        it("judges a model revision not on the box yet by its config.json from the Hub: an architecture the config contradicts fails the preview naming the revision", async () => {
+            configs[`${REPO}@${B}`] = JSON.stringify({ architectures: ["Qwen3ForCausalLM"], num_attention_heads: 6, num_key_value_heads: 2 });
+            // 10 GB of weights by the Hub's list, where the field declares 52.
+            listed[`${REPO}@${B}`] = [
+                { path: "config.json", size: 100 },
+                { path: "model.safetensors", size: 10_000_000_000 },
+            ];
+            const news = serviceInputs(
+                box,
+                declaredService(box, (raw) => {
+                    const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                    raw.model = { ...model, source: { hf: REPO, revision: B, endpoint } };
+                }),
+                { withBox: true },
+            );
+            // What a refresh read of the box: its release, and the declared revision's folder not there yet.
+            const olds = { ...news, boxFacts: { sglangVersion: news.expectBox!.sglangVersion, model: "missing" } } as ServiceOutputs;
+            const { failures } = await check(olds, news);
+            // The field's NEXTN drafts with the checkpoint's MTP layers, which this config.json has none of: refused too.
+            assert.deepEqual(
+                (failures ?? []).map((f) => f.property),
+                ["service.model.architecture", "service.model.weightsGB", "service.speculative.algorithm"],
+            );
+            assert.match(
+                failures![1]!.reason,
+                new RegExp(
+                    `^service\\.model\\.weightsGB is 52 but the weights in /models/sglang-lab--Tiny-Qwen3/${B} are 10\\.0 GB: .* \\(judged with the model `,
+                ),
+            );
+            assert.match(failures![2]!.reason, /has none \(no mtp_num_hidden_layers or num_nextn_predict_layers\).* \(judged with the model /);
+            assert.match(
+                failures![0]!.reason,
+                new RegExp(
+                    `^service\\.model\\.architecture is Qwen3_5ForConditionalGeneration but /models/sglang-lab--Tiny-Qwen3/${B}/config\\.json says Qwen3ForCausalLM: .* ` +
+                        `\\(judged with the model ${REPO}@bbbbbbbbbbbb's config\\.json from http://127\\.0\\.0\\.1:\\d+\\)$`,
+                ),
+            );
+            assert.deepEqual(stagings(), [], "nothing downloaded");
         });
 
         it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
