@@ -72,7 +72,11 @@ export class SglangService extends pulumi.ComponentResource {
                 servingFigures: undefined,
                 servingHistory: undefined,
             },
-            { parent: this },
+            // One unit per name on the box: a replacement (`pulumi up --replace` of this resource) stops and removes it
+            // first, then deploys the same config through the readiness wait and the serving-quality gate. Created first,
+            // the new resource found the server running the declared config and left it, and the old one's delete then
+            // removed it, `up` green (issue 37).
+            { parent: this, deleteBeforeReplace: true },
         );
         this.unitName = unit.unitName;
         this.endpoint = pulumi.output(args.plan.endpoint);

@@ -4,8 +4,10 @@
 //
 //   npm run bench                          everything (about 17 minutes on 2 busy cores)
 //   npm run bench -- --runs 3              fewer repetitions of the fast figures (default 5)
-//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade weights profile readiness crash rolling fleet stacks serving
+//   npm run bench -- --only preview,up     some phases: preview verdict refresh up downtime upgrade weights profile readiness crash rolling fleet stacks serving rollouts
 //   npm run bench -- --only serving --serving-runs 20   the gate's throughput figure over fresh starts (no lab; about a second a run)
+//   npm run bench -- --only rollouts --rollouts 20      the gate over real rollouts of one unchanged config (not in
+//                                                       "everything": about a minute a rollout)
 //   npm run bench -- --rollouts 5 --fast-rollouts 3 --crashes 3 --rolling-runs 3
 //   npm run bench -- --fleet 1,4,16 --stacks 1,4,16 --fleet-runs 3
 //   npm run bench -- --ref HEAD            the project as committed (default: the work tree as it is)
@@ -41,6 +43,7 @@ import { phaseUpgrade } from "../bench/phases/upgrade";
 import { phaseWeights } from "../bench/phases/weights";
 import { phaseVerdict } from "../bench/phases/verdict";
 import { phaseServing } from "../bench/phases/serving";
+import { phaseUnchangedRollouts } from "../bench/phases/unchanged-rollouts";
 
 const repo = path.resolve(__dirname, "..");
 const API_KEY = "bench-lab-api-key-0123456789abcdef";
@@ -60,8 +63,11 @@ const PHASES = [
     "fleet",
     "stacks",
     "serving",
+    "rollouts",
 ] as const;
 type Phase = (typeof PHASES)[number];
+/** Run only when --only names them: too slow for "everything". */
+const OPT_IN: readonly Phase[] = ["rollouts"];
 
 // ---------------------------------------------------------------------------
 // Options
@@ -106,6 +112,8 @@ if (options.help) {
 }
 const RUNS = intArg("runs", 5);
 const ROLLOUTS = intArg("rollouts", 5);
+/** The rollouts phase's count: --rollouts too, 20 (the acceptance of issue 37) unless given. */
+const UNCHANGED_ROLLOUTS = intArg("rollouts", 20);
 const CRASHES = intArg("crashes", 3);
 const ROLLING_RUNS = intArg("rolling-runs", 3);
 const FAST_ROLLOUTS = intArg("fast-rollouts", 3);
@@ -116,7 +124,7 @@ const SERVING_RUNS = intArg("serving-runs", 20);
 const only = options.only;
 /** Measure the project as committed at this git revision instead of the work tree as it is. */
 const REF = options.ref;
-const phases = new Set<Phase>(only ? (only.split(",") as Phase[]) : PHASES);
+const phases = new Set<Phase>(only ? (only.split(",") as Phase[]) : PHASES.filter((p) => !OPT_IN.includes(p)));
 for (const p of phases) if (!PHASES.includes(p)) throw new Error(`unknown phase ${p}; phases: ${PHASES.join(" ")}`);
 const FLEET_STACKS = phases.has("stacks") ? STACKS : [];
 /** The fleet lab's servers, planned before any lab starts so that sizes it cannot hold fail at once. */
@@ -198,7 +206,9 @@ async function main(): Promise<void> {
             const first = expectCode(await runEngine(d, ["up", "--yes", "--skip-preview"]), 0, "first up");
             log(`stack deployed in ${(first.wallMs / 1000).toFixed(1)} s`);
             const floors = {} as Floors;
-            for (const kind of ["typescript", "transpile-only", "javascript", "dynamic"] as const) {
+            // Only the phases that compare with them need the floors (four more deploys).
+            const needFloors = phases.has("preview") || phases.has("refresh") || phases.has("profile");
+            for (const kind of needFloors ? (["typescript", "transpile-only", "javascript", "dynamic"] as const) : []) {
                 const floor = createFloorProject(kind);
                 cleanup.push(() => fs.rmSync(floor.dir, { recursive: true, force: true }));
                 expectCode(await runEngine(floor, ["up", "--yes", "--skip-preview"]), 0, `${kind} floor up`);
@@ -217,6 +227,7 @@ async function main(): Promise<void> {
             if (phases.has("profile")) await phaseProfile(report, tree, d, floors["transpile-only"], info);
             if (phases.has("readiness")) await phaseReadiness(report, d, config, labDir, info, { rollouts: ROLLOUTS, fastRollouts: FAST_ROLLOUTS });
             if (phases.has("crash")) await phaseCrash(report, d, config, labDir, info, CRASHES);
+            if (phases.has("rollouts")) await phaseUnchangedRollouts(report, d, labDir, UNCHANGED_ROLLOUTS);
         }
         // No lab: the lab's HTTP API in this process, measured by the gate's own code.
         if (phases.has("serving")) await phaseServing(report, SERVING_RUNS);
@@ -265,6 +276,7 @@ async function main(): Promise<void> {
             ref: REF ?? "(work tree)",
             runs: RUNS,
             rollouts: ROLLOUTS,
+            ...(phases.has("rollouts") ? { unchangedRollouts: UNCHANGED_ROLLOUTS } : {}),
             fastRollouts: FAST_ROLLOUTS,
             crashes: CRASHES,
             rollingRuns: ROLLING_RUNS,

@@ -6,7 +6,7 @@ import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import type { StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
-import { healthStatus, mainPid, managedLabConfig, onBox, service, startLab, UNIT } from "./lab-box";
+import { healthStatus, mainPid, managedLabConfig, onBox, service, serviceUrn, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-lab-api-key-0123456789abcdef";
 
@@ -104,6 +104,20 @@ describe("deploying to the lab with the real engine, kpro5 topology (pct exec th
         const r = await d.run(["up", "--yes", "--skip-preview", "--expect-no-changes"]);
         expectExit(r, 0, "second up");
         assert.equal(await mainPid(labDir), before);
+    });
+
+    it("`up --replace` of the server (Pulumi's way to redeploy a resource) stops and removes it first, then deploys the same config through the readiness wait and the serving-quality gate: it serves after, and the next preview is clean", async () => {
+        const before = await mainPid(labDir);
+        const r = await d.run(["up", "--yes", "--skip-preview", "--replace", await serviceUrn(d)]);
+        expectExit(r, 0, "up --replace of the server");
+        const removed = r.output.indexOf(`[${UNIT}] stopped and removed`);
+        const deployed = r.output.indexOf(`[${UNIT}] rollout: the unit is not on the box`);
+        assert.ok(removed >= 0 && deployed > removed, `removed first, then deployed:\n${r.output}`);
+        assert.match(r.output, /\[readiness\] serving figures avg accept length [\d.]+ \(NEXTN\)/);
+        assert.notEqual(await mainPid(labDir), before);
+        assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        assert.equal(await healthStatus(info), 200);
+        expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no changes after the replacement");
     });
 
     it("one changed flag: the preview shows exactly that flag and a restart, and up restarts to ready", async () => {

@@ -79,12 +79,25 @@ export function service(config: StackConfigFile): Record<string, unknown> {
     return config["sglang-serve:service"]!;
 }
 
-/** The SglangService's outputs in the state (`pulumi stack export`): what the last `up` recorded of the server. */
-export async function serviceOutputsInState(d: Deployment): Promise<Record<string, unknown> | undefined> {
+/** The SglangService in the state (`pulumi stack export`): its URN and what the last `up` recorded of the server. */
+async function serviceInState(d: Deployment): Promise<{ urn: string; outputs?: Record<string, unknown> } | undefined> {
     const r = await d.run(["stack", "export"]);
     expectExit(r, 0, "stack export");
-    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ type: string; outputs?: Record<string, unknown> }> } }).deployment.resources;
-    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService")?.outputs;
+    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ urn: string; type: string; outputs?: Record<string, unknown> }> } })
+        .deployment.resources;
+    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService");
+}
+
+/** The SglangService's outputs in the state (`pulumi stack export`): what the last `up` recorded of the server. */
+export async function serviceOutputsInState(d: Deployment): Promise<Record<string, unknown> | undefined> {
+    return (await serviceInState(d))?.outputs;
+}
+
+/** The SglangService's URN, for `up --replace`. */
+export async function serviceUrn(d: Deployment): Promise<string> {
+    const urn = (await serviceInState(d))?.urn;
+    if (!urn) throw new Error("no SglangService in the state");
+    return urn;
 }
 
 /** The SglangService's servingFigures output in the state: the last good config's figures. */
