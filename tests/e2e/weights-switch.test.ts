@@ -120,7 +120,7 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
             assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "DFLASH");
             assert.deepEqual(await stagedInState(d), [{ role: "drafter", hf: LAB_DRAFTER, revision: commits[0], manifestDigest: expectedDigest(0) }]);
 
-            // One line: the revision. The preview says what up fetches, from the mirror's file list, and fetches nothing.
+            // One line: the revision. The preview says what up fetches, from the mirror's file list, and fetches no weights.
             drafterAt(config, 1);
             d.writeConfig(config);
             fs.rmSync(mirror.paths.accessLog, { force: true });
@@ -131,7 +131,12 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
                 `up stages the drafter ${re(LAB_DRAFTER)}@${commits[1]!.slice(0, 12)} in ${re(dirOf(1))} before the stop: ${b.size} files, ${re(formatBytes(totalBytes(b)))}; (\\S+ \\S+) free on ${re(ROOT)} after`,
             ).exec(preview.output);
             assert.ok(shown, preview.output);
-            assert.deepEqual(downloads(), [], "the preview downloads nothing");
+            // Of B's files the preview reads config.json alone (a few KB, for the box facts and SGLang's verdict), no weights.
+            assert.deepEqual(
+                downloads().map((e) => e.url),
+                [`/${LAB_DRAFTER}/resolve/${commits[1]}/config.json`],
+                "the preview reads B's config.json and downloads nothing else",
+            );
             assert.equal(await onBox(labDir, "container", `test -e ${dirOf(1)} && echo there || echo absent`), "absent");
 
             // up stages B while A's server serves, verifies it, then rolls out; the gate judges the drafter against A's figures.
