@@ -52,8 +52,18 @@ if [ -z "${PULUMI_CONFIG_PASSPHRASE:-}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FI
   fi
   export PULUMI_CONFIG_PASSPHRASE_FILE="$state/passphrase"
 fi
+# SGLANG_SERVE_ENGINE_RUN_LOG=FILE (opt-in, for counting engine runs: docs/testing.md "Engine runs"):
+# one line per command appended to FILE: the verb, the stack, the project copy, and
+# SGLANG_SERVE_ENGINE_RUN_TAG (the test file, from tests/root-hooks.ts). Unset: nothing.
+engine_run_log() {
+  [ -n "${SGLANG_SERVE_ENGINE_RUN_LOG:-}" ] || return 0
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$(basename "$project")" "${SGLANG_SERVE_ENGINE_RUN_TAG:-}" >> "$SGLANG_SERVE_ENGINE_RUN_LOG"
+}
 if [ "${1:-}" = --env-exec ]; then
   shift
+  script=""
+  for a in "$@"; do [[ $a == *.ts ]] && { script=$(basename "$a"); break; }; done
+  engine_run_log "env-exec:${script:-$(basename "$1")}" ""
   [ $# -gt 0 ] || { echo "pulumi.sh: --env-exec needs a command" >&2; exit 2; }
   export SGLANG_SERVE_ENGINE_BIN="$bin" SGLANG_SERVE_PROJECT_DIR="$project"
   exec "$@"
@@ -83,7 +93,11 @@ stack_known() {
 }
 if [ -n "$stack" ] && [ -f "Pulumi.$stack.yaml" ] && [ "${args[0]:-}" != "stack" ]; then
   if ! stack_known "$stack"; then
+    engine_run_log "stack-init" "$stack"
     pulumi stack init "$stack" --non-interactive >&2
   fi
 fi
+verb=""
+for a in "${args[@]}"; do [[ $a == -* ]] || { verb=$a; break; }; done
+engine_run_log "$verb" "$stack"
 exec pulumi "$@"

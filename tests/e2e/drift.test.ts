@@ -83,23 +83,17 @@ describe("drift on the lab with the real engine, kpro5 topology: reported, then 
         expectExit(await driftCheck(d), 0, "no drift after up");
     });
 
-    it("drift: a stopped service is reported, and up starts it again", async () => {
-        await onBox(labDir, "container", `systemctl stop ${UNIT}`);
-        const drift = await driftCheck(d);
-        expectExit(drift, 7, "refresh");
-        assert.match(drift.stdout, /activeState\s*:\s*"active" => "inactive"/);
-        expectExit(await d.up(), 0, "up");
-        assert.equal(await healthStatus(info), 200);
-        expectExit(await driftCheck(d), 0, "no drift after up");
-    });
-
-    it("drift: a container setting changed with pct set is reported, and up sets it back", async () => {
+    // Two drifts on two resources (the service, the container) in one round: each is reported, and one up repairs both.
+    it("drift: a stopped service and a container setting changed with pct set are reported, and up starts the service again and sets the container back", async () => {
         const declared = config["sglang-serve:container"].cores as number;
+        await onBox(labDir, "container", `systemctl stop ${UNIT}`);
         await onBox(labDir, "host", `pct set 129 -cores ${declared + 4}`);
         const drift = await driftCheck(d);
         expectExit(drift, 7, "refresh");
+        assert.match(drift.stdout, /activeState\s*:\s*"active" => "inactive"/);
         assert.match(drift.stdout, /cores\s*:\s*\d+ => \d+/);
         expectExit(await d.up(), 0, "up");
+        assert.equal(await healthStatus(info), 200);
         assert.match(await onBox(labDir, "host", "pct config 129"), new RegExp(`^cores: ${declared}$`, "m"));
         expectExit(await driftCheck(d), 0, "no drift after up");
     });

@@ -4,7 +4,10 @@
 // host), so the files run side by side. Each row leaves a working server when
 // the previous config worked, and a state that tells the truth: a refresh
 // finds nothing the state does not already say, and a change that did not land
-// is still pending. docs/testing.md "Fault matrix" lists the rows and what each leaves.
+// is still pending. A row whose change landed leaves that config serving, and
+// the next row starts from it (FaultMatrix.serving): no `up` back in between
+// (docs/testing.md "Engine runs"). docs/testing.md "Fault matrix" lists the
+// rows and what each leaves.
 import * as assert from "node:assert/strict";
 import { execFileSync } from "child_process";
 import * as fs from "fs";
@@ -32,6 +35,8 @@ export class FaultMatrix {
     info!: LabInfo;
     d!: Deployment;
     config!: StackConfigFile;
+    /** The --mem-fraction-static serving and declared between rows: DECLARED, then the last row's change that landed. */
+    serving = DECLARED;
 
     service(): StackConfigFile["sglang-serve:service"] {
         return this.config["sglang-serve:service"];
@@ -72,7 +77,7 @@ export class FaultMatrix {
         expectExit(await this.d.preview("--expect-no-changes"), 7, "preview after the row (the change is still pending)");
     }
 
-    /** Declares --mem-fraction-static `value` (and readiness settings) with `faults` set for it, runs `body`, then puts the declared config back. */
+    /** Declares --mem-fraction-static `value` (and readiness settings) with `faults` set for it, runs `body`, then declares what serves (`serving`) again. */
     async withChange(value: number, faults: Faults, body: () => Promise<void>, readinessOverrides: Record<string, unknown> = {}): Promise<void> {
         const saved = { ...this.readiness() };
         setFaults({ ...faults, whenArgs: faults.whenArgs ?? fraction(value) }, this.labDir);
@@ -83,16 +88,22 @@ export class FaultMatrix {
             await body();
         } finally {
             clearFaults(this.labDir);
-            this.service().memFractionStatic = DECLARED;
+            this.service().memFractionStatic = this.serving;
             this.config["sglang-serve:readiness"] = saved;
             this.d.writeConfig(this.config);
         }
     }
 
-    /** Brings the box back to the declared config if a row left it elsewhere (a row that succeeded). */
+    /** A row's change landed: `value` serves, and stays declared for the next rows. */
+    landed(value: number): void {
+        this.serving = value;
+    }
+
+    /** Brings the box back to DECLARED after a row whose change landed. */
     async backToDeclared(): Promise<void> {
         expectExit(await this.d.up(), 0, "up back to the declared config");
         await this.expectServing(DECLARED);
+        this.serving = DECLARED;
     }
 
     /** The --mem-fraction-static the state's service record holds (`pulumi stack export`). */

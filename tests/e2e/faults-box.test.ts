@@ -33,6 +33,7 @@ describeFaultRows("the box: GPU memory and the container", "faults-box", 123, (m
             },
             { gpuReleaseTimeoutSeconds: 4 },
         );
+        // Back to the declared config: the server serving 0.83 was started with the slow release set, the next row's is not.
         await m.backToDeclared();
     });
 

@@ -4,6 +4,7 @@ import { acceptedLogins, describeFaultRows, killSshSessions } from "./fault-matr
 import { mainPid } from "./lab-box";
 
 // The fault matrix (tests/e2e/fault-matrix.ts), on a lab of its own (127.0.125.x). Interrupted rollouts: the SSH connection cut, SIGINT, a second up while one runs.
+// The rows run in order, each change landing: each row starts from the config the one before left serving.
 describeFaultRows("interrupted rollouts", "faults-interrupted", 125, (m) => {
     it("the SSH connection cut in the middle of a rollout: the pool reconnects and the rollout completes", async () => {
         await m.withChange(0.84, { startupSeconds: 8 }, async () => {
@@ -19,9 +20,9 @@ describeFaultRows("interrupted rollouts", "faults-interrupted", 125, (m) => {
             // The rollout went on over a new connection (nothing else logs in to the host meanwhile).
             assert.ok(acceptedLogins(m.info) > acceptedBefore, "the provider did not log in again after the cut");
             await m.expectServing(0.84);
+            m.landed(0.84);
             await m.expectStateTellsTheTruth();
         });
-        await m.backToDeclared();
     });
 
     it("SIGINT during up: the engine waits for the rollout in flight, which finishes; the state records it", async () => {
@@ -34,6 +35,7 @@ describeFaultRows("interrupted rollouts", "faults-interrupted", 125, (m) => {
             assert.match(r.output, /update canceled|canceled/);
             // The rollout in flight was not cut off: the new config serves, and the service's record says so.
             await m.expectServing(0.79);
+            m.landed(0.79);
             assert.equal(await m.recordedFlag("--mem-fraction-static"), "0.79");
             // The next up finishes what the interrupted one skipped (the readiness check), without a restart.
             const pid = await mainPid(m.labDir);
@@ -41,7 +43,6 @@ describeFaultRows("interrupted rollouts", "faults-interrupted", 125, (m) => {
             assert.equal(await mainPid(m.labDir), pid);
             expectExit(await m.d.preview("--expect-no-changes"), 0, "preview after the interrupted up and the next");
         });
-        await m.backToDeclared();
     });
 
     it("a second up while one runs is refused by the stack's lock; the first one completes", async () => {
@@ -53,8 +54,8 @@ describeFaultRows("interrupted rollouts", "faults-interrupted", 125, (m) => {
             assert.match(second.output, /the stack is currently locked/);
             expectExit(await first.done, 0, "the first up");
             await m.expectServing(0.78);
+            m.landed(0.78);
             await m.expectStateTellsTheTruth();
         });
-        await m.backToDeclared();
     });
 });

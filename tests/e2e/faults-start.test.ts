@@ -8,6 +8,8 @@ describeFaultRows("starts that fail", "faults-start", 119, (m) => {
             const r = await m.d.up();
             failedUp(r, "a crash at start");
             assert.match(r.output, /Scheduler hit an exception|RuntimeError/);
+            // The journal tail in the error echoes SGLang's server_args, api_key included: failedUp checks it is masked.
+            assert.match(r.output, /Last journal lines|last journal lines/);
             assert.match(r.output, /started \(attempt 2 of 2\)/);
             assert.match(r.output, /previous unit was put back and is ready again/);
             await m.expectServing(DECLARED);
