@@ -5,7 +5,16 @@
  * reads, providers/run-reads.ts) and shared by the refresh, check and the
  * rollout; and what the stack makes of them.
  */
-import { BoxContradiction, boxContradictions, BoxExpectations, BoxFactsRead, boxFactsCommand, drafterPath, parseBoxFacts } from "../../core/box/box-facts";
+import {
+    BoxContradiction,
+    boxContradictions,
+    BoxExpectations,
+    type BoxFacts,
+    BoxFactsRead,
+    boxFactsCommand,
+    drafterPath,
+    parseBoxFacts,
+} from "../../core/box/box-facts";
 import type { VenvPlan } from "../../core/venv/venv-layout";
 import type { RemoteHost } from "../../remote/remote-host";
 import type { ProviderRun } from "../provider-run";
@@ -78,6 +87,27 @@ export async function factsForCheck(run: ProviderRun, olds: Partial<ServiceOutpu
     if (!read || !before || !expect) return read;
     if (before.python === expect.python && before.modelPath === expect.modelPath) return read;
     return boxFactsOf(run, run.remoteFor(news.connection, "server"), expect);
+}
+
+/** What a box-facts read says of the declared python rather than of the folder it read: its SGLang release, and whether it is there. */
+export type PythonFacts = Pick<BoxFacts, "sglangVersion" | "python">;
+
+/**
+ * The declared python's facts as the refresh read them with the deployed
+ * model folder (olds.boxFacts), for a preview that declares another folder:
+ * the same python read the same way says the same of itself, whichever
+ * folder the read named. Undefined when the python (or how it is read)
+ * changed, or the refresh read nothing. A new folder the box will not read
+ * (the read-only key's gate pins only the deployed folders) is then judged
+ * by the Hub's config.json with these (source-config.ts).
+ */
+export function pythonFactsForCheck(olds: Partial<ServiceOutputs>, news: ServiceProps): PythonFacts | undefined {
+    const read = olds.boxFacts;
+    const before = olds.expectBox;
+    const expect = news.expectBox;
+    if (!read || "error" in read || !before || !expect) return undefined;
+    if (before.python !== expect.python || (before.stagedVenv !== undefined) !== (expect.stagedVenv !== undefined)) return undefined;
+    return { sglangVersion: read.sglangVersion, ...(read.python !== undefined ? { python: read.python } : {}) };
 }
 
 /**

@@ -8,8 +8,8 @@
  * verdict runs the release's code with). The box's facts and SGLang's own
  * verdict then judge it as they judge a folder copied by hand. A revision
  * already staged is judged from the box's copy, and nothing is asked here; a
- * drafter folder the box will not read (the read-only key) is judged by the
- * Hub's copy, which a pinned commit makes the same bytes.
+ * folder the box will not read (the read-only key) is judged by the Hub's
+ * copy, which a pinned commit makes the same bytes.
  */
 import { execFile } from "child_process";
 import * as fs from "fs";
@@ -24,6 +24,7 @@ import { readConfigJson } from "../../remote/weights-revision";
 import { python } from "../../sglang-release/oracle";
 import type { ProviderRun } from "../provider-run";
 import { say } from "../say";
+import type { PythonFacts } from "./facts";
 import type { ServiceProps } from "./props";
 import { hubFilesOf, hubTokenOf } from "./weights";
 import { weightsBytesOf } from "../../core/weights/preview";
@@ -98,16 +99,26 @@ export interface SourceFacts {
  * (`role`'s revision folder): the box's read when the folder is there (a
  * revision staged already: the box's copy), else the box's read with the
  * revision's config.json from the Hub in place of the missing folder's. A
- * config.json that cannot be read from here leaves the box's read as it is
- * (the verdict then waits for the rollout, which stages the folder first),
- * and says why.
+ * folder the box will not read (the read-only key's gate pins only the
+ * deployed folders: a pull request's preview of a new revision) is judged by
+ * the Hub's config.json too, a commit's being the one a staged copy holds;
+ * the model's read also says the box's python and release, which `python`
+ * gives then (the refresh's read of the deployed folder with the same
+ * python, facts.ts pythonFactsForCheck), and without it the read stays as it
+ * is. A config.json that cannot be read from here leaves the box's read as
+ * it is (the verdict then waits for the rollout, which stages the folder
+ * first), and says why.
  */
-export async function withSourceConfig(run: ProviderRun, props: ServiceProps, role: WeightsRole, read: BoxFactsRead | undefined): Promise<SourceFacts> {
+export async function withSourceConfig(
+    run: ProviderRun,
+    props: ServiceProps,
+    role: WeightsRole,
+    read: BoxFactsRead | undefined,
+    python?: PythonFacts,
+): Promise<SourceFacts> {
     if (read === undefined) return { read };
-    // The drafter's folder the box will not read (the read-only key's gate pins only the folders deployed) is judged by the Hub's
-    // config.json too: a commit's config.json is the one a staged copy holds. The model's read also says the box's python and release.
     const unread = "error" in read;
-    if (unread ? role !== "drafter" : read.model !== "missing") return { read };
+    if (unread ? role === "model" && python === undefined : read.model !== "missing") return { read };
     const plan = (props.weights ?? []).find((p) => p.role === role);
     // An unpinned revision is refused at check (weights.ts unpinnedSources): nothing to judge.
     if (!plan || !isCommitId(plan.revision)) return { read };
@@ -117,7 +128,9 @@ export async function withSourceConfig(run: ProviderRun, props: ServiceProps, ro
         say(`[${props.unitName}] ${fromHub} could not be read (from the machine running pulumi): ${config.error}`);
         return { read };
     }
-    const where = unread ? `cannot be read on the box here (${read.error})` : "is not on the box yet";
+    const where = unread
+        ? `cannot be read on the box here (${read.error})${python ? ", with the box's python and release as the refresh read them" : ""}`
+        : "is not on the box yet";
     say(`[${props.unitName}] the ${describePlan(plan)} ${where}: ${fromHub} (read from the machine running pulumi) is judged before anything is downloaded`);
-    return { read: unread ? { sglangVersion: null, ...config } : { ...read, ...config }, fromHub };
+    return { read: unread ? { ...(python ?? { sglangVersion: null }), ...config } : { ...read, ...config }, fromHub };
 }

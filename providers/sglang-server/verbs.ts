@@ -11,7 +11,7 @@ import { describeSource, type VenvPlan } from "../../core/venv/venv-layout";
 import { heldFiguresOf } from "./served-config";
 import { qualitySettings } from "../serving";
 import { say } from "../say";
-import { factsForCheck, stagesRelease } from "./facts";
+import { factsForCheck, pythonFactsForCheck, stagesRelease } from "./facts";
 import { changedKeys, changedNames } from "../diff-inputs";
 import type { ProviderRun } from "../provider-run";
 import { CompleteProvider, keepingProviderModule } from "../resource-provider";
@@ -37,9 +37,11 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json. Then the drafter, SGLang's verdict.
+        // A new model folder the box will not read (the read-only key) is judged by the Hub's config.json with the python the refresh read.
         const { facts, drafter, box, refused } = await judgeServer(run, news, await factsForCheck(run, olds, news), {
             stage: "preview",
             refusedBefore: failures.length > 0,
+            python: pythonFactsForCheck(olds, news),
         });
         failures.push(...box, ...refused);
         // The declared sources: a revision that is not a full commit refused with the commit it names now; what up fetches

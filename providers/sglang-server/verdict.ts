@@ -36,7 +36,7 @@ import { COMPUTE_CAPABILITY } from "../../core/box/gpu-facts";
 import { verdictFit } from "../../core/box/resolved-fit";
 import type { ProviderRun } from "../provider-run";
 import { say } from "../say";
-import { boxFailures, drafterFactsOf } from "./facts";
+import { boxFailures, drafterFactsOf, type PythonFacts } from "./facts";
 import { withSourceConfig } from "./source-config";
 import type { ServiceProps } from "./props";
 
@@ -68,12 +68,14 @@ export async function judgeServer(
     run: ProviderRun,
     props: ServiceProps,
     read: BoxFactsRead | undefined,
-    at: { stage: "preview"; refusedBefore: boolean } | { stage: "rollout" },
+    at: { stage: "preview"; refusedBefore: boolean; python?: PythonFacts } | { stage: "rollout" },
 ): Promise<Judgement> {
     const expect = props.expectBox;
     const preview = at.stage === "preview";
-    // At the preview, a declared source's folder not staged yet is judged by its revision's config.json from the Hub (source-config.ts); the rollout stages it first.
-    const model = preview ? await withSourceConfig(run, props, "model", read) : { read };
+    const python = preview ? at.python : undefined;
+    // At the preview, a declared source's folder not staged yet, or one the box will not read, is judged by its revision's
+    // config.json from the Hub (source-config.ts); the rollout stages it first.
+    const model = preview ? await withSourceConfig(run, props, "model", read, python) : { read };
     const facts = model.read;
     const box = boxFailures(expect, facts);
     if (!preview && box.length > 0) return { facts, drafter: undefined, box, refused: [] };
@@ -94,7 +96,9 @@ export async function judgeServer(
     // (not one the box's own read gives alone: its python, its release).
     if (fromHub.length === 0) return { facts, drafter, box, refused };
     const judgedWith = <T extends { reason: string }>(r: T): T => ({ ...r, reason: `${r.reason} (judged with ${fromHub.join(" and ")})` });
-    const boxAlone = new Set(boxFailures(expect, read).map((f) => f.reason));
+    // The box's own read: of a model folder it would not read, what it says of the python alone (the folder then counts as not there yet).
+    const own = read && "error" in read && python && model.fromHub ? { ...python, model: "missing" as const } : read;
+    const boxAlone = new Set(boxFailures(expect, own).map((f) => f.reason));
     return { facts, drafter, box: box.map((f) => (boxAlone.has(f.reason) ? f : judgedWith(f))), refused: refused.map(judgedWith) };
 }
 

@@ -66,7 +66,7 @@ async function assertServedWhileStaging(labDir: string, dir: string, polls: read
 // judged by the serving gate. One deployment, the scenarios chained so that
 // each costs one engine run.
 describe("weights as code on the lab box: the DFLASH drafter switched between two pinned revisions of the lab's Hugging Face mirror", function () {
-    // About 2 min alone (2026-12-06: eight engine runs, three rollouts, two stagings); allow for a full run's load on 2 cores.
+    // About 1.5-2 min alone (2026-12-06: nine engine runs, three rollouts, two stagings; 80-90 s the test, load 3.5-4); allow for a full run's load on 2 cores.
     this.timeout(1_500_000);
     const lab = useLab("weights", NET);
     let mirrorDir: string;
@@ -85,14 +85,14 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
         if (mirrorDir) fs.rmSync(mirrorDir, { recursive: true, force: true });
     });
 
-    /** The field's config with the DFLASH drafter from the mirror at commit `index`, staged under `root`. */
-    function drafterAt(config: StackConfigFile, index: number, root = ROOT): void {
+    /** The field's config with the DFLASH drafter from the mirror at commit `index` (or as `revision` says), staged under `root`. */
+    function drafterAt(config: StackConfigFile, index: number, root = ROOT, revision = commits[index]): void {
         service(config).speculative = {
             algorithm: "DFLASH",
             numSteps: 1,
             eagleTopk: 1,
             numDraftTokens: 16,
-            draftModelSource: { hf: LAB_DRAFTER, revision: commits[index], endpoint: mirror.endpoint },
+            draftModelSource: { hf: LAB_DRAFTER, revision, endpoint: mirror.endpoint },
         };
         // The lab's box has no package index: the hub venv sees the container's system site, where huggingface_hub 1.33.0 is (lab/README.md).
         service(config).weights = { root, pip: { systemSitePackages: true, pipArgs: ["--no-index", "--no-deps"] } };
@@ -101,7 +101,7 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
     const downloads = () => accessLog(mirror.paths).filter((e) => e.method === "GET" && e.url.includes("/resolve/"));
     const stagedInState = async (d: Deployment) => (await serviceOutputsInState(d))?.stagedWeights;
 
-    it("A to B by changing one line: the preview says files, bytes and disk left; up stages B while /health answers 200, verifies it, rolls it out and the gate judges it; the state records B's manifest digest; a second up changes nothing; back to A fetches nothing; a disk too small fails the preview with the arithmetic; a corrupted blob fails up before the stop naming the file and both hashes; a byte changed in the staged revision is drift under --verify", async () => {
+    it("A to B by changing one line: the preview says files, bytes and disk left; up stages B while /health answers 200, verifies it, rolls it out and the gate judges it; the state records B's manifest digest; a second up changes nothing; back to A fetches nothing; the branch main is refused at preview with the commit to pin; a disk too small fails the preview with the arithmetic; a corrupted blob fails up before the stop naming the file and both hashes; a byte changed in the staged revision is drift under --verify", async () => {
         const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
@@ -188,6 +188,24 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
             assert.notEqual(await mainPid(labDir), pidB, "rolled out");
             assert.deepEqual(await stagedInState(d), [{ role: "drafter", hf: LAB_DRAFTER, revision: commits[0], manifestDigest: expectedDigest(0) }]);
             const pidBack = await mainPid(labDir);
+
+            // The branch main in place of the commit: the preview refuses it, naming the key, the value and the commit main is on the mirror now
+            // (B, the newest) as the line to pin; nothing is fetched and nothing changes. Then the pinned line back.
+            drafterAt(config, 1, ROOT, "main");
+            d.writeConfig(config);
+            const branch = await d.preview();
+            assert.notEqual(branch.code, 0, branch.output);
+            assert.match(
+                branch.output,
+                new RegExp(
+                    `service\\.speculative\\.draftModelSource\\.revision is "main", a branch or tag name: [^\\n]*` +
+                        `At ${re(mirror.endpoint)}, ${re(LAB_DRAFTER)} "main" is commit ${commits[1]} now: pin it with\\s+revision: ${commits[1]}\\b`,
+                ),
+            );
+            assert.deepEqual(downloads(), [], "nothing downloaded from the mirror");
+            assert.equal(await mainPid(labDir), pidBack);
+            drafterAt(config, 0);
+            d.writeConfig(config);
 
             // A box disk too small: B under a 1 MiB models root (a size-limited mount, as a Proxmox mount point with size= would be).
             await onBox(labDir, "container", `mkdir -p ${SMALL_ROOT} && mount -t tmpfs -o size=1m sglang-lab-small-disk ${SMALL_ROOT}`);

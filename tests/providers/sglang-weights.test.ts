@@ -518,6 +518,99 @@ describe("SglangService provider: weights from a declared source, against the fa
             assert.deepEqual(stagings(), [], "nothing downloaded");
         });
 
+        describe("a model revision whose folder the box will not read (a pull request's preview: the read-only key's gate pins only the deployed folders)", () => {
+            /** The field's server with REPO's revision `revision` from the test's Hub, with the box's expectations; `edit` changes the raw service block. */
+            const modelAt = (revision: string, edit: (raw: Record<string, unknown>) => void = () => undefined) =>
+                serviceInputs(
+                    box,
+                    declaredService(box, (raw) => {
+                        const { path: _path, ...model } = raw.model as Record<string, unknown>;
+                        raw.model = { ...model, source: { hf: REPO, revision, endpoint } };
+                        edit(raw);
+                    }),
+                    { withBox: true },
+                );
+            /** What the refresh read with A deployed: the box's release, A's folder there. */
+            const deployedAt = (olds: ServiceProps) =>
+                ({
+                    ...olds,
+                    boxFacts: { sglangVersion: olds.expectBox!.sglangVersion, model: "present", architecture: "Qwen3_5ForConditionalGeneration" },
+                }) as ServiceOutputs;
+            /** The gate refuses the box-facts read of B's folder and the weights read (neither is a folder the key's line pins). */
+            const gateRefusesB = () => {
+                box.failOn(new RegExp(`box-facts: [\\s\\S]*sglang-lab--Tiny-Qwen3/${B}`), { code: 1, stderr: "sglang-serve-read-gate: refused" });
+                box.failOn(/sglang-serve-weights-read/, { code: 1, stderr: "sglang-serve-read-gate: refused" });
+            };
+            /** The preview's line: B's folder unread, judged by the Hub's config.json with the python the refresh read. */
+            const unreadLine = () =>
+                box.said.some(
+                    (l) =>
+                        l.includes(`the model ${REPO}@bbbbbbbbbbbb cannot be read on the box here (`) &&
+                        l.includes("sglang-serve-read-gate: refused") &&
+                        l.includes(
+                            `, with the box's python and release as the refresh read them: the model ${REPO}@bbbbbbbbbbbb's config.json from ${endpoint}`,
+                        ),
+                );
+
+            it("judges it by its config.json from the Hub, with the box's python as the refresh read it: a contradicting architecture fails naming the revision, not the gate", async () => {
+                configs[`${REPO}@${B}`] = JSON.stringify({ architectures: ["Qwen3ForCausalLM"], num_attention_heads: 6, num_key_value_heads: 2 });
+                listed[`${REPO}@${B}`] = [
+                    { path: "config.json", size: 100 },
+                    { path: "model.safetensors", size: 3_000_000 },
+                ];
+                gateRefusesB();
+                const { failures } = await check(deployedAt(modelAt(A)), modelAt(B));
+                assert.deepEqual(
+                    (failures ?? []).map((f) => f.property),
+                    ["service.model.architecture", "service.model.weightsGB", "service.speculative.algorithm"],
+                    JSON.stringify(failures),
+                );
+                for (const f of failures!) {
+                    assert.doesNotMatch(f.reason, /read-gate/);
+                    assert.ok(f.reason.endsWith(`(judged with the model ${REPO}@bbbbbbbbbbbb's config.json from ${endpoint})`), f.reason);
+                }
+                assert.ok(unreadLine(), box.said.join("\n"));
+                assert.ok(requests.includes(`/${REPO}/resolve/${B}/config.json`), requests.join("\n"));
+                // What up fetches, from the Hub's list: the box's read of the folder was refused too.
+                assert.ok(
+                    box.said.some((l) =>
+                        l.includes(`up stages the model ${REPO}@bbbbbbbbbbbb in /models/sglang-lab--Tiny-Qwen3/${B} before the stop: 2 files, `),
+                    ),
+                    box.said.join("\n"),
+                );
+                assert.deepEqual(stagings(), [], "nothing downloaded");
+            });
+
+            it("takes one its config.json and the declared server agree on, and says what up fetches", async function () {
+                this.timeout(300_000);
+                // The field's own config.json (Qwen3.6-27B), its weights' size left to the box's (the Hub's list here): SGLang's verdict runs on it.
+                configs[`${REPO}@${B}`] = fs.readFileSync(path.join(fixtureModelPath("qwen3.6-27b"), "config.json"), "utf8");
+                listed[`${REPO}@${B}`] = [
+                    { path: "config.json", size: 5_000 },
+                    { path: "model.safetensors", size: 3_000_000 },
+                ];
+                const noWeightsGB = (raw: Record<string, unknown>) => {
+                    const { weightsGB: _gb, ...model } = raw.model as Record<string, unknown>;
+                    raw.model = model;
+                };
+                gateRefusesB();
+                const { failures } = await check(deployedAt(modelAt(A, noWeightsGB)), modelAt(B, noWeightsGB));
+                assert.deepEqual(failures ?? [], [], box.said.join("\n"));
+                assert.ok(unreadLine(), box.said.join("\n"));
+                assert.ok(
+                    box.said.some((l) => l.includes("SGLang 0.5.11's own code accepts this server")),
+                    box.said.join("\n"),
+                );
+                assert.ok(
+                    box.said.some((l) =>
+                        l.includes(`up stages the model ${REPO}@bbbbbbbbbbbb in /models/sglang-lab--Tiny-Qwen3/${B} before the stop: 2 files, `),
+                    ),
+                    box.said.join("\n"),
+                );
+                assert.deepEqual(stagings(), [], "nothing downloaded");
+            });
+        });
+
         it("refuses a revision the Hub does not know under the source's key, naming where it asked from", async () => {
             const { failures } = await check(mirrored(A), mirrored(B));
             assert.equal(failures?.[0]?.property, "service.model.source");
