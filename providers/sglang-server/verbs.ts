@@ -36,6 +36,10 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             const decision = decideWrite({ live, self, takeOverFrom: news.takeOverFrom, unit: news.unitName, where: news.connection.address });
             if (decision.kind === "refuse") failures.push({ property: "owner", reason: decision.message });
         }
+        // A declared source whose revision is not a full commit is refused with the commit it names now; nothing else is judged
+        // then: the folder it would name (<root>/<org>--<name>/<branch>) is not one the stack ever stages.
+        const unpinned = await unpinnedSources(news);
+        if (unpinned.length > 0) return { inputs: news, failures: [...failures, ...unpinned] };
         // After a refresh, olds.boxFacts is what the box has: the SGLang release, the model's config.json. Then the drafter, SGLang's verdict.
         // A new model folder the box will not read (the read-only key) is judged by the Hub's config.json with the python the refresh read.
         const { facts, drafter, box, refused } = await judgeServer(run, news, await factsForCheck(run, olds, news), {
@@ -44,9 +48,8 @@ export const sglangServiceProvider = (run: ProviderRun): CompleteProvider<Servic
             python: pythonFactsForCheck(olds, news),
         });
         failures.push(...box, ...refused);
-        // The declared sources: a revision that is not a full commit refused with the commit it names now; what up fetches
-        // and the disk left after, or the refusal (nothing downloaded), on a first deploy too (its box may not be there yet: then the Hub's list alone).
-        failures.push(...(await unpinnedSources(news)));
+        // The declared sources: what up fetches and the disk left after, or the refusal (nothing downloaded), on a first
+        // deploy too (its box may not be there yet: then the Hub's list alone).
         failures.push(
             ...(await previewSources(
                 run,

@@ -203,6 +203,8 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
                 ),
             );
             assert.deepEqual(downloads(), [], "nothing downloaded from the mirror");
+            // Nothing else is judged: a folder named after the branch is never one the stack stages, so it is not read.
+            assert.doesNotMatch(branch.output, /verdict waits|\/main\/config\.json/);
             assert.equal(await mainPid(labDir), pidBack);
             drafterAt(config, 0);
             d.writeConfig(config);
