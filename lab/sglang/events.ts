@@ -2,7 +2,8 @@
 // line in lab.json's eventsFile.
 import * as fs from "fs";
 
-export type SimulatorEventKind = "launched" | "argparse-error" | "startup-failed" | "http-up" | "ready" | "crashed" | "died" | "scheduler-died" | "stopped";
+export type SimulatorEventKind =
+    "launched" | "start-not-recorded" | "argparse-error" | "startup-failed" | "http-up" | "ready" | "crashed" | "died" | "scheduler-died" | "stopped";
 
 export interface SimulatorEvent {
     /** ISO time and epoch milliseconds. */
@@ -16,6 +17,8 @@ export interface SimulatorEvent {
     detail?: string;
     /** systemd's INVOCATION_ID (the unit's run) when started by the container's systemd. */
     invocationId?: string;
+    /** launched: whether this start ran the release's config layer or replayed its record (lab/sglang/sglang_lab_start_cache.py). */
+    configLayer?: "ran" | "replayed";
 }
 
 export function appendEvent(file: string, e: Omit<SimulatorEvent, "time" | "epochMs" | "pid">): void {
