@@ -2,8 +2,7 @@
 // line in lab.json's eventsFile.
 import * as fs from "fs";
 
-export type SimulatorEventKind =
-    "launched" | "start-not-recorded" | "argparse-error" | "startup-failed" | "http-up" | "ready" | "crashed" | "died" | "scheduler-died" | "stopped";
+export type SimulatorEventKind = "launched" | "argparse-error" | "startup-failed" | "http-up" | "ready" | "crashed" | "died" | "scheduler-died" | "stopped";
 
 export interface SimulatorEvent {
     /** ISO time and epoch milliseconds. */
