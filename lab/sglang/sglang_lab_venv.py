@@ -22,6 +22,11 @@ builds `/server_info` with the release's own handler (oracle.server_info), and
 execs the lab's simulator (node) in this process, so the unit's MainPID is
 the same, with the resolved args on a memfd. The simulator then does what
 needs GPUs: loading, memory, the HTTP API, faults.
+
+With the lab's start cache (boot's second argument; sglang_lab_start_cache.py),
+a start whose key the release already judged replays that run's hand-off and
+output instead of importing SGLang; any other start runs the release as above
+and records it.
 """
 
 import json
