@@ -40,7 +40,17 @@ import { CT_LAB, ensureRootfs } from "./rootfs";
 import { canBind, canConnect, ensureKey, knownHostsPattern, renderSshdConfig, startSshd, waitListening } from "./sshd";
 import { Faults } from "./sglang/faults";
 import { cacheRoot, ensureInstalled, releaseCacheRoot, releaseDir, sglangVersions } from "../sglang-release/oracle";
-import { copySglangReal, CT_RELEASES, CT_SGLANG_REAL, CT_SYSTEM_SITE, ensureVenvs, ensureWheelhouse, systemSitePthText } from "./sglang/venvs";
+import {
+    copySglangReal,
+    CT_RELEASES,
+    CT_SGLANG_REAL,
+    CT_SYSTEM_SITE,
+    ensureVenvs,
+    ensureWheelhouse,
+    pruneStartCache,
+    startCacheDir,
+    systemSitePthText,
+} from "./sglang/venvs";
 import { readEvents, SimulatorEvent } from "./sglang/events";
 import { readStackConfig, writeStackFile } from "./stack-file";
 
@@ -226,7 +236,10 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     const vmid = opts.vmid ?? 129;
     const gpus = gpuSpecs(opts.gpus ?? DEFAULT_GPUS);
     const deviceMajors = { nvidia: 195, nvidiaUvm: 508 };
-    const mounts = { host: machineMounts(labDir, "host", rootfsImage, releaseCacheRoot()), container: machineMounts(labDir, "container") };
+    const mounts = {
+        host: machineMounts(labDir, "host", rootfsImage, releaseCacheRoot(), startCacheDir(releaseCacheRoot())),
+        container: machineMounts(labDir, "container"),
+    };
     const modelWeightBytes = opts.modelWeightBytes ?? 53.8e9;
     const info: LabInfo = {
         schema: 2,
@@ -284,6 +297,8 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     copySglangReal(releaseDir(), path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_SGLANG_REAL)));
     fs.mkdirSync(path.join(L.ctLib, path.posix.relative(CT_LAB.lib, CT_RELEASES)), { recursive: true });
     ensureVenvs(mounts.container["/opt"]!, rootfsImage, releaseCacheRoot(), sglangVersions());
+    // The start cache the labs of this cache share (made by the mkdir above): bounded here, before this lab's starts.
+    pruneStartCache(startCacheDir(releaseCacheRoot()));
     // What a venv the stack stages sees of the box: the stubs in the system site, the real wheels to install from.
     const pythonLib = path.posix.join("/usr/lib", path.posix.basename(path.posix.dirname(CT_SYSTEM_SITE)));
     if (!fs.existsSync(path.join(rootfsImage, pythonLib)))

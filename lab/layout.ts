@@ -6,13 +6,15 @@ import { LabInfo, labPaths, MachineName } from "./lab-info";
 import { BindMount, MachineSpec } from "./machine-ns";
 import { nvidiaDevices } from "./pve/pct-conf";
 import { CT_LAB } from "./rootfs";
-import { CT_RELEASES, CT_SYSTEM_SITE } from "./sglang/venvs";
+import { CT_RELEASES, CT_START_CACHE, CT_SYSTEM_SITE } from "./sglang/venvs";
 import { SshdSpec } from "./sshd";
 
 /** Where the host sees the cached rootfs (PVE's template cache directory). */
 export const ROOTFS_IN_HOST = "/var/lib/vz/template/cache/sglang-lab-rootfs";
 /** Where the host sees sglang-release's install cache (read-only), for the container's venvs. */
 export const RELEASES_IN_HOST = "/var/lib/sglang-lab/releases";
+/** Where the host sees the start cache the labs share (read-write), for the container's venvs (lab/sglang/venvs.ts CT_START_CACHE). */
+export const START_CACHE_IN_HOST = "/var/lib/sglang-lab/starts";
 
 /**
  * Real path inside the machine -> lab directory (the lab.json `mounts`). The
@@ -20,7 +22,7 @@ export const RELEASES_IN_HOST = "/var/lib/sglang-lab/releases";
  * container keeps across restarts on its disk lives in the lab; everything
  * else is in the container's writable layer, fresh at every start.
  */
-export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", releases = ""): Record<string, string> {
+export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", releases = "", startCache = ""): Record<string, string> {
     const L = labPaths(labDir);
     const dir = L.machine(m);
     if (m === "host") {
@@ -33,6 +35,7 @@ export function machineMounts(labDir: string, m: MachineName, rootfsImage = "", 
             "/proc/devices": path.join(L.labDir, "proc-devices"),
             [ROOTFS_IN_HOST]: rootfsImage,
             [RELEASES_IN_HOST]: releases,
+            [START_CACHE_IN_HOST]: startCache,
         };
     }
     return {
@@ -55,8 +58,9 @@ const READ_ONLY_IN_CONTAINER = new Set(["/usr/local/sbin", CT_LAB.lib, CT_LAB.ss
 /**
  * The container's bind mounts, in mount order, as lxc.mount.entry lines take
  * them: the lab.json `mounts` plus the host's node binary (run by the
- * simulator and the stand-ins inside) and the real SGLang releases' site
- * directories (sglang-release's cache, through the host's RELEASES_IN_HOST).
+ * simulator and the stand-ins inside), the real SGLang releases' site
+ * directories (sglang-release's cache, through the host's RELEASES_IN_HOST)
+ * and the start cache the labs share (through START_CACHE_IN_HOST).
  */
 export function containerBinds(info: LabInfo): BindMount[] {
     const binds: BindMount[] = Object.entries(info.mounts.container)
@@ -64,6 +68,7 @@ export function containerBinds(info: LabInfo): BindMount[] {
         .map(([target, source]) => ({ target, source, file: target === "/proc/devices", readOnly: READ_ONLY_IN_CONTAINER.has(target) }));
     binds.push({ target: path.join(CT_LAB.lib, "node"), source: info.nodePath, file: true, readOnly: true });
     binds.push({ target: CT_RELEASES, source: RELEASES_IN_HOST, file: false, readOnly: true });
+    binds.push({ target: CT_START_CACHE, source: START_CACHE_IN_HOST, file: false, readOnly: false });
     return binds;
 }
 

@@ -16,6 +16,8 @@ export interface SimulatorEvent {
     detail?: string;
     /** systemd's INVOCATION_ID (the unit's run) when started by the container's systemd. */
     invocationId?: string;
+    /** launched: whether this start ran the release's config layer or replayed its record (lab/sglang/sglang_lab_start_cache.py). */
+    configLayer?: "ran" | "replayed";
 }
 
 export function appendEvent(file: string, e: Omit<SimulatorEvent, "time" | "epochMs" | "pid">): void {

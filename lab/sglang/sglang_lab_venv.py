@@ -22,6 +22,11 @@ builds `/server_info` with the release's own handler (oracle.server_info), and
 execs the lab's simulator (node) in this process, so the unit's MainPID is
 the same, with the resolved args on a memfd. The simulator then does what
 needs GPUs: loading, memory, the HTTP API, faults.
+
+With the lab's start cache (boot's second argument; sglang_lab_start_cache.py),
+a start whose key the release already judged replays that run's hand-off and
+output instead of importing SGLang; any other start runs the release as above
+and records it.
 """
 
 import json
@@ -92,12 +97,11 @@ class _Server:
         except OSError:
             pass  # the lab is being torn down
 
-    def install(self):
-        import importlib.metadata
-
+    def install(self, start_cache):
         gpus = self.lab["gpus"]
         env = os.environ
-        env.setdefault("SGLANG_LAB_GPU_COUNT", str(len(visible_gpus([g["index"] for g in gpus]))))
+        visible = visible_gpus([g["index"] for g in gpus])
+        env.setdefault("SGLANG_LAB_GPU_COUNT", str(len(visible)))
         env.setdefault("SGLANG_LAB_GPU_MEMORY_MIB", str(gpus[0]["memoryMiB"]))
         env.setdefault("SGLANG_LAB_GPU_NAME", gpus[0]["name"])
         if gpus[0].get("computeCap"):
@@ -107,6 +111,19 @@ class _Server:
         env.setdefault("SGLANG_LAB_CUDA_VERSION", self.lab["cudaVersion"])
         # The lab reaches no model hub: a path that is no local folder fails as offline.
         env.setdefault("HF_HUB_OFFLINE", "1")
+        self.recorder = None
+        if start_cache and env.get("SGLANG_LAB_START_CACHE") != "off" and os.path.isdir(start_cache):
+            # The release's verdict on this very start, when one was recorded (sglang_lab_start_cache.py).
+            import sglang_lab_start_cache as cache
+
+            key = cache.start_key(os.path.dirname(os.path.abspath(__file__)), visible, self.lab)
+            record = cache.lookup(start_cache, key)
+            if record is not None:
+                self.replay(cache, record)
+            ignore = ["/usr", "/proc", "/sys", "/dev", sys.prefix, self.lab_dir, start_cache, *filter(None, sys.path)]
+            self.recorder = cache.Recorder(start_cache, key, ignore)
+        import importlib.metadata
+
         import oracle
 
         self.site = str(importlib.metadata.distribution("sglang").locate_file(""))
@@ -116,7 +133,14 @@ class _Server:
         self.oracle = oracle
         self._install_boundary()
         self._record_failures()
-        self.event("launched", detail=" ".join(sys.orig_argv))
+        self.event("launched", detail=" ".join(sys.orig_argv), configLayer="ran")
+
+    def replay(self, cache, record):
+        """A recorded start of this key: the release's output and environment, then the simulator (no SGLang import)."""
+        cache.apply_environment(record)
+        self.event("launched", detail=" ".join(sys.orig_argv), configLayer="replayed")
+        cache.replay_output(record)
+        self.exec_simulator({**record["handoff"], "argv": list(sys.orig_argv), "launchedAtMs": self.launched_ms})
 
     def _install_boundary(self):
         import types
@@ -177,6 +201,19 @@ class _Server:
             "serverInfo": oracle.jsonable(info),
             "serverInfoSimulated": simulated,
         }
+        if self.recorder is not None:
+            unrecorded = self.recorder.save(payload)
+            if unrecorded is not None:
+                # Not an event: the tests read the events of a start as the server's own.
+                try:
+                    with open(os.path.join(self.lab_dir, "start-cache.log"), "a", encoding="utf-8") as f:
+                        f.write(json.dumps({"pid": os.getpid(), "argv": sys.orig_argv, "notRecorded": unrecorded}) + "\n")
+                except OSError:
+                    pass
+        self.exec_simulator(payload)
+
+    def exec_simulator(self, payload):
+        """The simulator (node) in this process, so the unit's MainPID stays, with the hand-off on a memfd."""
         data = json.dumps(payload).encode()
         fd = os.memfd_create("sglang-lab-server-args", 0)
         view = memoryview(data)
@@ -190,12 +227,13 @@ class _Server:
         os.execv(node, [node, os.path.join(self.lab["distDir"], "bin", "sglang-server.js"), str(fd), self.lab_dir])
 
 
-def boot(lab_dir):
-    """Run from the venv's sglang-lab.pth (site.py may read it twice: lib and lib64)."""
+def boot(lab_dir, start_cache=None):
+    """Run from the venv's sglang-lab.pth (site.py may read it twice: lib and lib64).
+    start_cache: the lab's start cache folder (sglang_lab_start_cache.py), None for none."""
     global _BOOTED
     if _BOOTED:
         return
     _BOOTED = True
     entry = server_entry(getattr(sys, "orig_argv", []), os.path.dirname(os.path.abspath(sys.executable)))
     if entry is not None:
-        _Server(lab_dir, entry).install()
+        _Server(lab_dir, entry).install(start_cache)

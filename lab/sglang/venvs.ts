@@ -33,6 +33,57 @@ export const CT_SGLANG_REAL = path.posix.join(CT_LAB.lib, "sglang-real");
 export const CT_RELEASES = path.posix.join(CT_LAB.lib, "releases");
 
 /**
+ * Where the container's venvs keep the start cache (read-write, shared by every
+ * lab of this cache: lab/sglang/sglang_lab_start_cache.py): one record per
+ * start key of what the release's config layer handed the simulator.
+ */
+export const CT_START_CACHE = "/var/cache/sglang-lab/starts";
+
+/** The start cache's folder in install.sh's cache (`releases`), shared by the labs of one cache. */
+export function startCacheDir(releases: string): string {
+    return path.join(releases, "lab-starts");
+}
+
+/** Start records kept (a few KB to some hundred KB each): lab up removes the least recently used beyond this. */
+export const START_RECORDS_KEPT = 400;
+
+/** Removes the least recently used start records of `dir` beyond `keep` (a hit renews its record's mtime), and leftover temporary files. */
+export function pruneStartCache(dir: string, keep = START_RECORDS_KEPT): void {
+    const records = fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith(".json"))
+        .flatMap((f) => {
+            try {
+                return [{ file: path.join(dir, f), used: fs.statSync(path.join(dir, f)).mtimeMs }];
+            } catch {
+                return [];
+            }
+        })
+        .sort((a, b) => b.used - a.used);
+    for (const r of records.slice(keep)) fs.rmSync(r.file, { force: true });
+    // A record being written is renamed within a second; one left by a killed start is old.
+    for (const f of fs.readdirSync(dir).filter((n) => n.includes(".json.tmp."))) {
+        const file = path.join(dir, f);
+        try {
+            if (Date.now() - fs.statSync(file).mtimeMs > 3_600_000) fs.rmSync(file, { force: true });
+        } catch {
+            // gone meanwhile
+        }
+    }
+}
+
+/** The boot line of a .pth: the lab's share, and the start cache unless `startCache` is false (SGLANG_LAB_START_CACHE=off at lab up). */
+function bootLine(startCache: boolean): string {
+    const args = [JSON.stringify(CT_LAB.share), ...(startCache ? [JSON.stringify(CT_START_CACHE)] : [])];
+    return `import sglang_lab_venv; sglang_lab_venv.boot(${args.join(", ")})`;
+}
+
+/** Whether the lab's starts use the start cache: not when SGLANG_LAB_START_CACHE=off where the lab comes up. */
+export function startCacheEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+    return env.SGLANG_LAB_START_CACHE !== "off";
+}
+
+/**
  * What the container's venvs run, copied into the lab (not run from the
  * checkout): sglang-release/'s oracle.py and stubs, and the lab's boot
  * (sglang_lab_venv.py, beside this file).
@@ -41,7 +92,7 @@ export function copySglangReal(releaseDir: string, dest: string): void {
     fs.rmSync(dest, { recursive: true, force: true });
     fs.mkdirSync(dest, { recursive: true });
     fs.copyFileSync(path.join(releaseDir, "oracle.py"), path.join(dest, "oracle.py"));
-    fs.copyFileSync(path.join(repoDir(), "lab", "sglang", "sglang_lab_venv.py"), path.join(dest, "sglang_lab_venv.py"));
+    for (const f of ["sglang_lab_venv.py", "sglang_lab_start_cache.py"]) fs.copyFileSync(path.join(repoDir(), "lab", "sglang", f), path.join(dest, f));
     fs.cpSync(path.join(releaseDir, "stubs"), path.join(dest, "stubs"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
 }
 
@@ -69,14 +120,8 @@ export const LAB_STAGED_RELEASE = "0.5.23";
 export const LAB_GATEWAY_RELEASE = "1.13.0";
 
 /** The system site's .pth: the stubs, the shared deps, the boot (no release site: pip installs the release into the venv). */
-export function systemSitePthText(): string {
-    return [
-        `${CT_SGLANG_REAL}/stubs`,
-        `${CT_RELEASES}/deps/site`,
-        CT_SGLANG_REAL,
-        `import sglang_lab_venv; sglang_lab_venv.boot(${JSON.stringify(CT_LAB.share)})`,
-        "",
-    ].join("\n");
+export function systemSitePthText(startCache = startCacheEnabled()): string {
+    return [`${CT_SGLANG_REAL}/stubs`, `${CT_RELEASES}/deps/site`, CT_SGLANG_REAL, bootLine(startCache), ""].join("\n");
 }
 
 /** sglang-release/DEPS's lines for one release: its own pins of what must match it (transformers, tokenizers, ...). */
@@ -136,15 +181,8 @@ export function ensureWheelhouse(releases: string, log: (line: string) => void):
 }
 
 /** sglang-lab.pth: sys.path entries, then the boot line (site.py runs lines that start with `import`). */
-export function pthText(version: string): string {
-    return [
-        `${CT_SGLANG_REAL}/stubs`,
-        `${CT_RELEASES}/${version}/site`,
-        `${CT_RELEASES}/deps/site`,
-        CT_SGLANG_REAL,
-        `import sglang_lab_venv; sglang_lab_venv.boot(${JSON.stringify(CT_LAB.share)})`,
-        "",
-    ].join("\n");
+export function pthText(version: string, startCache = startCacheEnabled()): string {
+    return [`${CT_SGLANG_REAL}/stubs`, `${CT_RELEASES}/${version}/site`, `${CT_RELEASES}/deps/site`, CT_SGLANG_REAL, bootLine(startCache), ""].join("\n");
 }
 
 /** The console scripts of a release's entry_points.txt, as pip (distlib) writes them. */

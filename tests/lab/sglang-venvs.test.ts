@@ -11,7 +11,12 @@ import { exec, httpRequest, installUnit, LAB_WAIT_MS, lab, ok, runUntilOutput, w
 
 // The container's venvs run the real SGLang releases' config layer (argparse,
 // prepare_server_args, ServerArgs) with the hardware stubbed; the simulator
-// takes over at the launcher boundary (lab/sglang/sglang_lab_venv.py).
+// takes over at the launcher boundary (lab/sglang/sglang_lab_venv.py). These
+// tests are about that config layer: every start here runs it (the lab's start
+// cache off: lab/sglang/sglang_lab_start_cache.py).
+
+/** A start's environment that runs the release's config layer even where the lab's start cache holds its record. */
+const RUN_THE_RELEASE = "SGLANG_LAB_START_CACHE=off";
 
 const KEY = "lab-venv-test-key-0123456789";
 const DRAFTER = "/models/Qwen3.6-27B-DFlash";
@@ -21,7 +26,7 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** A unit running `service` as the stack renders it: the API key in SGLang's --config file, as the stack writes it. */
 function unitFor(name: string, service: ServiceConfig): string {
     const argv = renderArgv(service, { configFile: `/etc/sglang/${name}.yaml` });
-    const env = Object.entries({ ...service.environment })
+    const env = Object.entries({ ...service.environment, SGLANG_LAB_START_CACHE: "off" })
         .map(([k, v]) => `Environment=${k}=${v}\n`)
         .join("");
     return `[Unit]\nDescription=SGLang venv test\n\n[Service]\n${env}ExecStart=${argv.join(" ")}\n`;
@@ -142,14 +147,14 @@ describe("the lab container's SGLang venvs (the real releases' config layer)", f
 
     it("reads the DFlash drafter's block size (16) from its config.json when no draft-token count is given", async () => {
         const argv = renderArgv({ ...field, port: 30205, speculative: { algorithm: "DFLASH", draftModelPath: DRAFTER } });
-        const r = await runUntilOutput(argv.join(" "), "speculative_num_draft_tokens=[0-9]+");
+        const r = await runUntilOutput(`env ${RUN_THE_RELEASE} ${argv.join(" ")}`, "speculative_num_draft_tokens=[0-9]+");
         assert.deepEqual(`${r.stdout}${r.stderr}`.match(/speculative_num_draft_tokens=[0-9]*/g), ["speculative_num_draft_tokens=16"]);
     });
 
     it("runs each venv's own release: SGLang 0.5.10 has no DFLASH choice", async () => {
         const r = await exec(
             "container",
-            "/opt/sglang/venv-0.5.10/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --speculative-algorithm DFLASH",
+            `${RUN_THE_RELEASE} /opt/sglang/venv-0.5.10/bin/python3 -m sglang.launch_server --model-path /models/Qwen3.6-27B --speculative-algorithm DFLASH`,
         );
         assert.equal(r.code, 2);
         assert.match(
