@@ -202,7 +202,8 @@ async function followOrClear(remote: RemoteRunner, plan: WeightsPlan, o: Weights
     const look = parseWeightsPoll((await remote.run(weightsPollArgv(plan, o.unitName))).stdout);
     if (!["active", "activating"].includes(look.unitState)) return false;
     if (look.target === plan.dir && look.exitStatus === undefined) return true;
-    if (look.exitStatus === undefined) say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
+    if (look.exitStatus === undefined)
+        say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
     const stopped = await remote.run(["systemctl", "stop", unit]);
     if (stopped.code !== 0) {
         throw new WeightsStagingFailed(

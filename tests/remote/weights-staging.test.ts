@@ -31,13 +31,7 @@ function manifest(): Manifest {
 const ok = (stdout = ""): ExecResult => ({ code: 0, stdout, stderr: "" });
 const poll = (o: { progress?: object; log?: string[]; exit?: number; result?: object; target?: string; state: string }): ExecResult =>
     ok(
-        [
-            o.progress ? JSON.stringify(o.progress) : "",
-            (o.log ?? []).join("\n"),
-            o.exit ?? "",
-            o.result ? JSON.stringify(o.result) : "",
-            o.target ?? PLAN.dir,
-        ]
+        [o.progress ? JSON.stringify(o.progress) : "", (o.log ?? []).join("\n"), o.exit ?? "", o.result ? JSON.stringify(o.result) : "", o.target ?? PLAN.dir]
             .map((p) => `${p}\n${SEP}\n`)
             .join("") + `${o.state}\n`,
     );
@@ -204,7 +198,10 @@ describe("staging weights on the box (remote/weights-staging.ts)", () => {
         const { said, error } = await staged(box);
         assert.equal(error, undefined);
         assert.equal(box.started(), false);
-        assert.equal(box.calls.some((c) => c.argv[0] === "systemctl"), false);
+        assert.equal(
+            box.calls.some((c) => c.argv[0] === "systemctl"),
+            false,
+        );
         assert.match(
             said[0]!,
             /a staging of the drafter org\/drafter@0123456789ab is running already \(sglang-qwen-weights-drafter\.service, left by an earlier run\): following it/,
@@ -220,7 +217,10 @@ describe("staging weights on the box (remote/weights-staging.ts)", () => {
         assert.equal(error, undefined);
         const stop = box.calls.findIndex((c) => c.argv.join(" ") === "systemctl stop sglang-qwen-weights-drafter.service");
         assert.ok(stop >= 0 && stop < box.calls.findIndex((c) => c.argv.includes("systemd-run")), box.calls.map((c) => c.argv[0]).join(" "));
-        assert.match(said.join("\n"), new RegExp(`a staging of ${other} is running \\(sglang-qwen-weights-drafter\\.service\\), not of ${PLAN.dir}: stopping it`));
+        assert.match(
+            said.join("\n"),
+            new RegExp(`a staging of ${other} is running \\(sglang-qwen-weights-drafter\\.service\\), not of ${PLAN.dir}: stopping it`),
+        );
     });
 
     it("does not follow a staging of the same folder that wrote its exit status and is ending: its result is not this run's; it starts its own", async () => {
