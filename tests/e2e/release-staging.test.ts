@@ -1,10 +1,11 @@
 import * as assert from "node:assert/strict";
-import { HealthWatch, type HealthSample } from "../../bench/lib/health-watch";
-import { clearFaults, labFileMtimeMs, setFaults } from "../../lab/control";
+import { HealthWatch } from "../../bench/lib/health-watch";
+import { clearFaults, setFaults } from "../../lab/control";
 import type { LabInfo } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig, labStagedVenv } from "../../lab/stack";
 import { mainPid, onBox, serverInfoOnBox, service, UNIT, useLab } from "./lab-box";
+import { assertServedWhileStaging } from "./served-while-staging";
 
 const API_KEY = "e2e-staging-api-key-0123456789abcd";
 const STAGED = "/opt/sglang/releases/venv-0.5.23";
@@ -14,30 +15,6 @@ function watchHealth(info: LabInfo): HealthWatch {
     const watch = new HealthWatch(`http://${info.container.address}:30000/health`, 250, 10_000);
     watch.start();
     return watch;
-}
-
-/**
- * Measured: from the staged venv's creation (its pyvenv.cfg) to the rollout's
- * stop of the old server (the journal's first `Stopping` after the venv was
- * marked staged), every /health poll answered 200, and there were polls while
- * pip ran.
- */
-async function assertServedWhileStaging(labDir: string, polls: readonly HealthSample[]): Promise<void> {
-    const stagingBegan = await labFileMtimeMs("container", `${STAGED}/pyvenv.cfg`, labDir);
-    const staged = await labFileMtimeMs("container", `${STAGED}/.sglang-serve-venv`, labDir);
-    const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
-    const stopped = stops
-        .split("\n")
-        .map((t) => Number(t) * 1000)
-        .find((t) => t > staged);
-    assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
-    const whileStaging = polls.filter((p) => p.t >= stagingBegan && p.t <= staged);
-    assert.ok(whileStaging.length >= 10, `only ${whileStaging.length} /health polls while the release was staged`);
-    assert.deepEqual(
-        polls.filter((p) => p.t < stopped && !p.ok),
-        [],
-        "the old server answered /health 200 until the rollout stopped it",
-    );
 }
 
 // Issue 21 item 1 on the lab box (a lab of its own, 127.0.131.x): the stack owns
@@ -88,7 +65,12 @@ describe("staging an SGLang release on the lab box: 0.5.11 to 0.5.23 in one up",
             assert.doesNotMatch(upgrade.output, /pip: WARNING/, "a normal install prints nothing that looks like an error");
             assert.match(upgrade.output, /staged SGLang 0\.5\.23 in \/opt\/sglang\/releases\/venv-0\.5\.23 in \d+ s; its own parser takes the server's flags/);
             assert.ok(upgrade.output.indexOf("staged SGLang 0.5.23") < upgrade.output.indexOf("] rollout: "), "staged before the rollout began");
-            await assertServedWhileStaging(labDir, health.samples);
+            // From the staged venv's creation (its pyvenv.cfg) to its staged marker; pip ran while /health was polled.
+            await assertServedWhileStaging(
+                labDir,
+                { what: "the release", began: `${STAGED}/pyvenv.cfg`, staged: `${STAGED}/.sglang-serve-venv`, minPolls: 10 },
+                health.samples,
+            );
             assert.match(
                 await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`),
                 /^ExecStart=\/opt\/sglang\/releases\/venv-0\.5\.23\/bin\/sglang serve /m,

@@ -3,8 +3,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { HealthWatch, type HealthSample } from "../../bench/lib/health-watch";
-import { labFileMtimeMs } from "../../lab/control";
+import { HealthWatch } from "../../bench/lib/health-watch";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { corruptBlob, CORRUPT_BYTES } from "../../lab/hf-mirror/faults";
 import { filesAt, LAB_DRAFTER, labRepos } from "../../lab/hf-mirror/lab-repos";
@@ -13,6 +12,7 @@ import { labStackConfig, type StackConfigFile } from "../../lab/stack";
 import { formatBytes } from "../../core/weights/disk";
 import { manifestDigest } from "../../core/weights/manifest";
 import { mainPid, onBox, serverInfoOnBox, service, serviceOutputsInState, UNIT, useLab } from "./lab-box";
+import { assertServedWhileStaging } from "./served-while-staging";
 
 const API_KEY = "e2e-weights-api-key-0123456789abcd";
 const NET = 137;
@@ -31,31 +31,6 @@ const totalBytes = (files: Map<string, Buffer>) => [...files.values()].reduce((s
 /** The manifest digest of the drafter at commit `index`, computed here from its bytes. */
 const expectedDigest = (index: number) => manifestDigest([...drafterFiles(index)].map(([p, b]) => ({ path: p, size: b.length, sha256: sha256(b) })));
 const re = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-
-/**
- * Measured as the release staging test does: from the staging's start (the
- * revision folder's marker, written first) to its manifest (written last),
- * /health was polled, and every poll until the rollout stopped the old server
- * (the journal's first `Stopping` after the manifest) answered 200.
- */
-async function assertServedWhileStaging(labDir: string, dir: string, polls: readonly HealthSample[]): Promise<void> {
-    const stagingBegan = await labFileMtimeMs("container", `${dir}/.sglang-serve-weights/staged-by.json`, labDir);
-    const staged = await labFileMtimeMs("container", `${dir}/.sglang-serve-weights/manifest.json`, labDir);
-    const stops = await onBox(labDir, "container", `journalctl -u ${UNIT} -o short-unix --no-pager | grep -E ' Stopping ' | cut -d' ' -f1`);
-    const stopped = stops
-        .split("\n")
-        .map((t) => Number(t) * 1000)
-        .find((t) => t > staged);
-    assert.ok(stopped !== undefined, `no stop after the staging in the journal: ${stops}`);
-    const whileStaging = polls.filter((p) => p.t >= stagingBegan && p.t <= staged);
-    // Polled every 100 ms; the staging (a transient unit, huggingface_hub's download, every file hashed) took about 2 s alone (22 polls).
-    assert.ok(whileStaging.length >= 3, `only ${whileStaging.length} /health polls while the drafter was staged (${stagingBegan} to ${staged})`);
-    assert.deepEqual(
-        polls.filter((p) => p.t < stopped && !p.ok),
-        [],
-        "the old server answered /health 200 until the rollout stopped it",
-    );
-}
 
 // Issue 33's acceptance on the lab box (a lab of its own, 127.0.137.x): the
 // field's server with its DFLASH drafter pinned to a commit of the lab's
@@ -163,7 +138,18 @@ describe("weights as code on the lab box: the DFLASH drafter switched between tw
                 switched.output,
                 /serving figures avg accept length [\d.]+ \(DFLASH\), .* against the last good config's avg accept length [\d.]+ \(DFLASH\)/,
             );
-            await assertServedWhileStaging(labDir, dirOf(1), health.samples);
+            // From the revision folder's marker (written first) to its manifest (written last). Polled every 100 ms; the staging
+            // (a transient unit, huggingface_hub's download, every file hashed) took about 2 s alone (22 polls).
+            await assertServedWhileStaging(
+                labDir,
+                {
+                    what: "the drafter",
+                    began: `${dirOf(1)}/.sglang-serve-weights/staged-by.json`,
+                    staged: `${dirOf(1)}/.sglang-serve-weights/manifest.json`,
+                    minPolls: 3,
+                },
+                health.samples,
+            );
             assert.notEqual(await mainPid(labDir), pidA, "rolled out");
             assert.match(await onBox(labDir, "container", `cat /etc/systemd/system/${UNIT}`), new RegExp(`--speculative-draft-model-path ${re(dirOf(1))}\\b`));
             assert.deepEqual(await stagedInState(d), [{ role: "drafter", hf: LAB_DRAFTER, revision: commits[1], manifestDigest: expectedDigest(1) }]);
