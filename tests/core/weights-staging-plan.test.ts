@@ -181,19 +181,24 @@ describe("weights as code: the progress lines (core/weights/progress.ts)", () =>
     });
 });
 
+/** A DFLASH drafter from the source org/d at B, through a mirror on loopback. */
+function dflashFromMirror(): Record<string, unknown> {
+    return {
+        algorithm: "DFLASH",
+        numSteps: 1,
+        eagleTopk: 1,
+        numDraftTokens: 16,
+        draftModelSource: { hf: "org/d", revision: B, endpoint: "http://127.0.0.1:8090/" },
+    };
+}
+
 describe("weights as code: the staging's unit and poll (core/weights/staging.ts)", () => {
     function plans() {
         const r = validateStackConfig(
             withField((raw) => {
                 const s = raw.service as unknown as Record<string, Record<string, unknown>>;
                 s.model = { servedName: "tiny", source: { hf: "org/m", revision: A, allowPatterns: ["*.json", "*.safetensors"] } };
-                s.speculative = {
-                    algorithm: "DFLASH",
-                    numSteps: 1,
-                    eagleTopk: 1,
-                    numDraftTokens: 16,
-                    draftModelSource: { hf: "org/d", revision: B, endpoint: "http://127.0.0.1:8090/" },
-                };
+                s.speculative = dflashFromMirror();
                 s.weights = { root: "/srv/models", keepPrevious: 2 };
             }),
         );
@@ -299,13 +304,7 @@ describe("weights as code: the stack's huggingface_hub venv (core/weights/hub-ve
     function withWeights(weights: Record<string, unknown>, venv?: Record<string, unknown>) {
         return withField((raw) => {
             const s = raw.service as unknown as Record<string, Record<string, unknown>>;
-            s.speculative = {
-                algorithm: "DFLASH",
-                numSteps: 1,
-                eagleTopk: 1,
-                numDraftTokens: 16,
-                draftModelSource: { hf: "org/d", revision: B, endpoint: "http://127.0.0.1:8090/" },
-            };
+            s.speculative = dflashFromMirror();
             s.weights = weights;
             if (venv) {
                 delete s.python;
