@@ -315,19 +315,31 @@ describe("read-only gate behind a real sshd (forced command + restrict)", functi
 
     it("the read-only key gets no shell, no sftp and no port forwarding", async () => {
         const client = new Client();
+        // The test sshd's own host key, pinned as the stack pins one (host.hostKey): the blob offered must be it.
+        const pinnedHostKey = Buffer.from(sshd.hostKey.split(" ")[1]!, "base64");
         await new Promise<void>((resolve, reject) => {
             client.once("ready", () => resolve());
             client.once("error", reject);
-            client.connect({ host: sshd.address, port: sshd.port, username: sshd.target().user, privateKey: readKey("read_pct"), hostVerifier: () => true });
+            client.connect({
+                host: sshd.address,
+                port: sshd.port,
+                username: sshd.target().user,
+                privateKey: readKey("read_pct"),
+                hostVerifier: (key: Buffer) => key.equals(pinnedHostKey),
+            });
         });
         try {
             const shell = await new Promise<{ code: number; stderr: string }>((resolve, reject) => {
                 client.shell(false, (err, ch) => {
                     if (err) return reject(err);
                     let stderr = "";
+                    let code = -1;
                     ch.stderr.on("data", (d: Buffer) => (stderr += d));
                     ch.on("data", () => undefined);
-                    ch.on("exit", (code: number) => resolve({ code, stderr }));
+                    // The exit status can arrive before the last of stderr (sshd sends it when the command ends, while its
+                    // stderr may still be draining under load): the answer is whole once the channel closes.
+                    ch.on("exit", (status: number) => (code = status));
+                    ch.on("close", () => resolve({ code, stderr }));
                     ch.end();
                 });
             });
