@@ -9,7 +9,7 @@
 # `scripts/test.sh --quick` (`npm run test:quick`), the edit loop: the pure
 # suites, the providers at the fake-box seam, the components, remote I/O
 # against a real sshd, and the bench's own tests; no lab, no engine run and no
-# static checks (`npm run typecheck`, `npm run lint`), in about 2.5 minutes on
+# static checks (`npm run typecheck`, `npm run lint`), in about 2 minutes on
 # 2 cores. Other arguments are test files, run as the full run runs them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
