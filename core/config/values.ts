@@ -57,6 +57,17 @@ export function isLoopback(host: string): boolean {
     return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
+/**
+ * A URL's authority (host, a port allowed) that names a loopback host:
+ * localhost, [::1], or an IPv4 address in 127.0.0.0/8 (not a DNS name that
+ * merely begins with 127.). Where plain http:// is allowed (a pip source, a
+ * Hub mirror).
+ */
+export function isLoopbackAuthority(authority: string): boolean {
+    const host = authority.startsWith("[") ? authority.slice(1, authority.indexOf("]")) : authority.split(":")[0]!;
+    return host.toLowerCase() === "localhost" || host === "::1" || (isIpv4(host) && host.startsWith("127."));
+}
+
 export const API_KEY_SET_HELP = "`export SGLANG_SERVE_API_KEY=$(openssl rand -hex 32)` in the deploy's environment, never in Pulumi config";
 
 /**

@@ -9,17 +9,11 @@
  * of the venv. Each answer names the fix; none quotes a credential.
  */
 import { z } from "zod";
-import { ABSOLUTE_PATH, isIpv4 } from "../config/values";
+import { ABSOLUTE_PATH, isLoopbackAuthority } from "../config/values";
 import { urlHasCredentials } from "../secrets/secret-like";
 
 /** The example every URL message gives. */
 const EXAMPLE = "e.g. https://pypi.org/simple";
-
-/** A loopback host as a URL names it: 127.0.0.0/8, localhost, [::1] (a port allowed). */
-function isLoopbackAuthority(authority: string): boolean {
-    const host = authority.startsWith("[") ? authority.slice(1, authority.indexOf("]")) : authority.split(":")[0]!;
-    return host.toLowerCase() === "localhost" || host === "::1" || (isIpv4(host) && host.startsWith("127."));
-}
 
 /** Why `url` cannot be a pip index or wheelhouse URL, or undefined when it can. Never quotes the URL. */
 export function pipSourceProblem(url: string): string | undefined {

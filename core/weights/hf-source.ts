@@ -7,7 +7,7 @@
  * the schema (core/config/schema.ts) and the rules (config-rules.ts here)
  * use them. No schema import: the schema imports this file.
  */
-import { isIpv4 } from "../config/values";
+import { isLoopbackAuthority } from "../config/values";
 import { urlHasCredentials } from "../secrets/secret-like";
 
 /** The Hub itself, where huggingface_hub goes without HF_ENDPOINT. */
@@ -46,12 +46,6 @@ export function revisionKind(revision: string): "commit" | "upper-case commit" |
 export function repoFolderName(hf: string): string {
     const [org, name] = hf.split("/");
     return `${org}--${name}`;
-}
-
-/** A loopback host as a URL names it: 127.0.0.0/8, localhost, [::1] (a port allowed). */
-function isLoopbackAuthority(authority: string): boolean {
-    const host = authority.startsWith("[") ? authority.slice(1, authority.indexOf("]")) : authority.split(":")[0]!;
-    return host.toLowerCase() === "localhost" || host === "::1" || (isIpv4(host) && host.startsWith("127."));
 }
 
 /**
