@@ -26,9 +26,14 @@ export interface HubReadOptions {
 
 export class HubReadError extends Error {}
 
-function revisionUrl(endpoint: string, hf: string, revision: string, blobs: boolean): string {
+/** `org/name` as a URL path: each part encoded. */
+function repoPath(hf: string): string {
     const [org, name] = hf.split("/");
-    return `${hubEndpoint({ endpoint })}/api/models/${encodeURIComponent(org!)}/${encodeURIComponent(name!)}/revision/${encodeURIComponent(revision)}${blobs ? "?blobs=true" : ""}`;
+    return `${encodeURIComponent(org!)}/${encodeURIComponent(name!)}`;
+}
+
+function revisionUrl(endpoint: string, hf: string, revision: string, blobs: boolean): string {
+    return `${hubEndpoint({ endpoint })}/api/models/${repoPath(hf)}/revision/${encodeURIComponent(revision)}${blobs ? "?blobs=true" : ""}`;
 }
 
 /** The request's headers: the token in Authorization only. */
@@ -90,13 +95,18 @@ export async function readRevisionFiles(endpoint: string, hf: string, revision: 
  * at most `maxBytes`; throws HubReadError when it cannot be read, is larger, or is not JSON.
  */
 export async function readConfigJson(endpoint: string, hf: string, revision: string, maxBytes: number, o: HubReadOptions = {}): Promise<string> {
-    const [org, name] = hf.split("/");
-    const url = `${hubEndpoint({ endpoint })}/${encodeURIComponent(org!)}/${encodeURIComponent(name!)}/resolve/${encodeURIComponent(revision)}/config.json`;
+    const url = `${hubEndpoint({ endpoint })}/${repoPath(hf)}/resolve/${encodeURIComponent(revision)}/config.json`;
     const response = await hubGet(url, "application/json, */*", o);
+    const tooLarge = (bytes: number) => new HubReadError(`GET ${url}: config.json is ${bytes} bytes, more than the ${maxBytes} the preview reads`);
+    // A length the answer announces is refused before its body is read; without one, after.
+    const announced = Number(response.headers.get("content-length") ?? NaN);
+    if (response.ok && announced > maxBytes) {
+        await response.body?.cancel();
+        throw tooLarge(announced);
+    }
     const text = await response.text();
     if (!response.ok) throw hubAnswerError(url, response, text);
-    if (Buffer.byteLength(text) > maxBytes)
-        throw new HubReadError(`GET ${url}: config.json is ${Buffer.byteLength(text)} bytes, more than the ${maxBytes} the preview reads`);
+    if (Buffer.byteLength(text) > maxBytes) throw tooLarge(Buffer.byteLength(text));
     try {
         JSON.parse(text);
     } catch {
