@@ -29,11 +29,11 @@ import type { ServiceProps } from "./props";
 import { hubFilesOf, hubTokenOf } from "./weights";
 import { weightsBytesOf } from "../../core/weights/preview";
 
-/** What a folder's config.json gives the box's facts (the rest is the box's: its python, its release, the folder's digest). */
-type ConfigFacts = Pick<
-    BoxFacts,
-    "model" | "architecture" | "layerTypes" | "mtpLayers" | "contextLength" | "attentionHeads" | "kvHeads" | "configJson" | "weightsBytes"
->;
+/** What a folder's config.json gives the box's facts, besides `model` (the rest is the box's: its python, its release, the folder's digest). */
+const CONFIG_FACT_KEYS = ["architecture", "layerTypes", "mtpLayers", "contextLength", "attentionHeads", "kvHeads", "configJson"] as const;
+
+/** Those facts, and the weights' size (from the Hub's list: the stand-in folder holds no weights). */
+type ConfigFacts = Pick<BoxFacts, "model" | (typeof CONFIG_FACT_KEYS)[number] | "weightsBytes">;
 
 /** config.json's facts as the box's own read would give them for a folder holding it: BOX_FACTS_SCRIPT run here on a stand-in folder. */
 export async function configFactsOf(configJson: string): Promise<ConfigFacts> {
@@ -50,16 +50,8 @@ export async function configFactsOf(configJson: string): Promise<ConfigFacts> {
             ),
         );
         const f = parseBoxFacts(stdout);
-        return {
-            model: f.model,
-            ...(f.architecture !== undefined ? { architecture: f.architecture } : {}),
-            ...(f.layerTypes !== undefined ? { layerTypes: f.layerTypes } : {}),
-            ...(f.mtpLayers !== undefined ? { mtpLayers: f.mtpLayers } : {}),
-            ...(f.contextLength !== undefined ? { contextLength: f.contextLength } : {}),
-            ...(f.attentionHeads !== undefined ? { attentionHeads: f.attentionHeads } : {}),
-            ...(f.kvHeads !== undefined ? { kvHeads: f.kvHeads } : {}),
-            ...(f.configJson !== undefined ? { configJson: f.configJson } : {}),
-        };
+        const read = Object.fromEntries(CONFIG_FACT_KEYS.filter((k) => f[k] !== undefined).map((k) => [k, f[k]]));
+        return { model: f.model, ...(read as Omit<ConfigFacts, "model" | "weightsBytes">) };
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });
     }
