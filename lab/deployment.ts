@@ -34,6 +34,9 @@ export interface EngineResult {
  * passphrase, deployed with the real engine through `scripts/pulumi.sh`.
  * The work tree is never touched.
  */
+/** The SglangService's type as the state records it (a dynamic provider's resource). */
+export const SERVICE_STATE_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
+
 export class Deployment {
     private constructor(
         readonly dir: string,
@@ -153,6 +156,14 @@ export class Deployment {
 
     async preview(...extra: string[]): Promise<EngineResult> {
         return this.run(["preview", "--diff", ...extra]);
+    }
+
+    /** The SglangService in the state (`pulumi stack export`): its URN and what the last `up` recorded of the server; undefined when there is none. */
+    async serviceInState(): Promise<{ urn: string; outputs?: Record<string, unknown> } | undefined> {
+        const r = await this.run(["stack", "export"]);
+        if (r.code !== 0) throw new Error(`stack export failed: ${r.output}`);
+        const state = JSON.parse(r.stdout) as { deployment: { resources?: Array<{ urn: string; type: string; outputs?: Record<string, unknown> }> } };
+        return state.deployment.resources?.find((x) => x.type === SERVICE_STATE_TYPE);
     }
 
     async outputs(): Promise<Record<string, unknown>> {

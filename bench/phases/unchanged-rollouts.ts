@@ -34,7 +34,6 @@ import { log } from "../lib/log";
 import { summarize } from "../lib/stats";
 import { COLD_KERNEL_SECONDS, LATENCY_JITTER } from "./serving";
 
-const SERVICE_TYPE = "pulumi-nodejs:dynamic/sglang-serve:SglangService";
 const UNIT = "sglang-qwen.service";
 
 interface Figures {
@@ -55,14 +54,10 @@ export interface UnchangedRollout {
 }
 
 /** The SglangService's outputs in the state. */
-async function serviceInState(d: Deployment): Promise<{ outputs: Record<string, unknown> }> {
-    const r = await runEngine(d, ["stack", "export"]);
-    if (r.code !== 0) throw new Error(`stack export: exit ${r.code}\n${r.output.slice(-2000)}`);
-    const json = r.stdout.map((l) => l.line).join("\n");
-    const resources = (JSON.parse(json) as { deployment: { resources?: Array<{ type: string; outputs?: Record<string, unknown> }> } }).deployment.resources;
-    const service = resources?.find((x) => x.type === SERVICE_TYPE);
-    if (!service) throw new Error(`no ${SERVICE_TYPE} in the state`);
-    return { outputs: service.outputs ?? {} };
+async function serviceOutputs(d: Deployment): Promise<Record<string, unknown>> {
+    const service = await d.serviceInState();
+    if (!service) throw new Error("no SglangService in the state");
+    return service.outputs ?? {};
 }
 
 const figuresOf = (v: unknown): Figures => {
@@ -86,8 +81,7 @@ export async function unchangedRollouts(d: Deployment, labDir: string, count: nu
     setFaults({ coldKernelSeconds: COLD_KERNEL_SECONDS, latencyJitter: LATENCY_JITTER }, labDir);
     try {
         for (let i = 0; i < count; i++) {
-            const before = await serviceInState(d);
-            const heldTo = figuresOf(before.outputs.servingFigures);
+            const heldTo = figuresOf((await serviceOutputs(d)).servingFigures);
             const stopped = await labExec("container", `systemctl stop ${UNIT}`, { labDir, timeoutMs: 60_000 });
             if (stopped.code !== 0) throw new Error(`rollout ${i + 1}: systemctl stop ${UNIT}: exit ${stopped.code}: ${stopped.stderr}`);
             const r = await runEngine(d, ["up", "--yes", "--skip-preview"]);
@@ -100,10 +94,9 @@ export async function unchangedRollouts(d: Deployment, labDir: string, count: nu
                     const said = lines.filter((l) => /\[(sglang-|readiness)/.test(l)).join("\n");
                     throw new Error(`rollout ${i + 1}: up succeeded without the gate's verdict (nothing measured); what up said of the server:\n${said}`);
                 }
-                const after = await serviceInState(d);
                 runs.push({
                     kept: true,
-                    measured: figuresOf(after.outputs.servingFigures),
+                    measured: figuresOf((await serviceOutputs(d)).servingFigures),
                     heldTo,
                     heldAs,
                     verdict: verdict.trim(),

@@ -3,7 +3,7 @@ import * as os from "os";
 import * as path from "path";
 import { labDown, labExec, labUp, readLabInfo } from "../../lab/control";
 import type { LabInfo, LabUpOptions } from "../../lab/control";
-import { Deployment, expectExit } from "../../lab/deployment";
+import { Deployment } from "../../lab/deployment";
 import { labStackConfig, StackConfigFile } from "../../lab/stack";
 import { httpGetJson } from "../../remote/probe";
 
@@ -79,23 +79,14 @@ export function service(config: StackConfigFile): Record<string, unknown> {
     return config["sglang-serve:service"]!;
 }
 
-/** The SglangService in the state (`pulumi stack export`): its URN and what the last `up` recorded of the server. */
-async function serviceInState(d: Deployment): Promise<{ urn: string; outputs?: Record<string, unknown> } | undefined> {
-    const r = await d.run(["stack", "export"]);
-    expectExit(r, 0, "stack export");
-    const resources = (JSON.parse(r.stdout) as { deployment: { resources?: Array<{ urn: string; type: string; outputs?: Record<string, unknown> }> } })
-        .deployment.resources;
-    return resources?.find((x) => x.type === "pulumi-nodejs:dynamic/sglang-serve:SglangService");
-}
-
 /** The SglangService's outputs in the state (`pulumi stack export`): what the last `up` recorded of the server. */
 export async function serviceOutputsInState(d: Deployment): Promise<Record<string, unknown> | undefined> {
-    return (await serviceInState(d))?.outputs;
+    return (await d.serviceInState())?.outputs;
 }
 
 /** The SglangService's URN, for `up --replace`. */
 export async function serviceUrn(d: Deployment): Promise<string> {
-    const urn = (await serviceInState(d))?.urn;
+    const urn = (await d.serviceInState())?.urn;
     if (!urn) throw new Error("no SglangService in the state");
     return urn;
 }
