@@ -119,7 +119,7 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
         return { manifest: staged.manifest, fetched: false, seconds: 0 };
     }
 
-    const attach = await followOrClear(remote, plan, o, unit, (m) => o.say(`${tag} ${m}`));
+    const attach = await followOrClear(remote, plan, o.unitName, (m) => o.say(`${tag} ${m}`), fail);
     const tokenFile = o.token ? tokenFileOf(plan, o.unitName) : undefined;
     try {
         if (attach) {
@@ -198,18 +198,21 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
  * its exit status and is ending) is stopped, so that its state folder is not
  * read as this staging's: complete files are kept either way.
  */
-async function followOrClear(remote: RemoteRunner, plan: WeightsPlan, o: WeightsStageOptions, unit: string, say: (m: string) => void): Promise<boolean> {
-    const look = parseWeightsPoll((await remote.run(weightsPollArgv(plan, o.unitName))).stdout);
+async function followOrClear(
+    remote: RemoteRunner,
+    plan: WeightsPlan,
+    unitName: string,
+    say: (m: string) => void,
+    fail: (why: string) => never,
+): Promise<boolean> {
+    const unit = weightsUnitName(unitName, plan.role);
+    const look = parseWeightsPoll((await remote.run(weightsPollArgv(plan, unitName))).stdout);
     if (!["active", "activating"].includes(look.unitState)) return false;
     if (look.target === plan.dir && look.exitStatus === undefined) return true;
     if (look.exitStatus === undefined)
         say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
     const stopped = await remote.run(["systemctl", "stop", unit]);
-    if (stopped.code !== 0) {
-        throw new WeightsStagingFailed(
-            `[${o.unitName}] staging the ${describePlan(plan)} in ${plan.dir} failed: systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)}). The running server serves on.`,
-        );
-    }
+    if (stopped.code !== 0) fail(`systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)})`);
     return false;
 }
 
