@@ -44,3 +44,17 @@ export function labStagedVenv(): Record<string, unknown> {
         pins: releasePins(LAB_STAGED_RELEASE),
     };
 }
+
+/**
+ * The environment `npm run lab` deploys the lab stack with: the checkout's
+ * own backend and passphrase (.pulumi-state/, scripts/pulumi.sh), whatever
+ * an operator's shell exports for the field stacks' backend
+ * (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE(_FILE): the operator guide
+ * has them exported), so the lab stack never lands in the team's backend nor
+ * fails on the team's passphrase; and the lab server's API key as the deploy
+ * run's SGLANG_SERVE_API_KEY.
+ */
+export function labRunEnvironment(env: NodeJS.ProcessEnv, apiKey: string): NodeJS.ProcessEnv {
+    const { PULUMI_BACKEND_URL: _backend, PULUMI_CONFIG_PASSPHRASE: _passphrase, PULUMI_CONFIG_PASSPHRASE_FILE: _passphraseFile, ...rest } = env;
+    return { ...rest, SGLANG_SERVE_API_KEY: apiKey };
+}

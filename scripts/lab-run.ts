@@ -3,7 +3,9 @@
  * writes the `lab` stack's config (kpro5's server settings pointed at the
  * lab), runs `pulumi up --stack lab` with the real engine and the lab's API
  * key (generated once, 0600, given as a deploy job gives it:
- * SGLANG_SERVE_API_KEY), and ends with the OpenAI endpoint and a sample curl.
+ * SGLANG_SERVE_API_KEY) on the checkout's own backend and passphrase
+ * (lab/stack.ts labRunEnvironment), and ends with the OpenAI endpoint and a
+ * sample curl.
  *
  *   npm run lab                 up (the main command)
  *   npm run lab -- <subcommand> the lab itself: up | down | status | exec <host|container> <command...>
@@ -13,6 +15,7 @@ import { randomBytes } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 import { labListening, labUp, readLabInfo, writeLabStackConfig } from "../lab/control";
+import { labRunEnvironment } from "../lab/stack";
 
 const repo = path.resolve(__dirname, "..");
 const pulumiSh = path.join(repo, "scripts", "pulumi.sh");
@@ -27,10 +30,10 @@ function labApiKey(): string {
     return fs.readFileSync(apiKeyFile, "utf8").trim();
 }
 
-function pulumi(args: string[], opts: { capture?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {}) {
+function pulumi(args: string[], opts: { capture?: boolean; input?: string } = {}) {
     const r = spawnSync(pulumiSh, args, {
         cwd: repo,
-        env: opts.env ?? process.env,
+        env: labRunEnvironment(process.env, labApiKey()),
         stdio: [opts.input === undefined ? "inherit" : "pipe", opts.capture ? "pipe" : "inherit", "inherit"],
         input: opts.input,
         encoding: "utf8",
@@ -48,7 +51,7 @@ async function main(): Promise<number> {
     writeLabStackConfig();
 
     console.log(`lab: pulumi up --stack lab (host ${info.host.address}, container ${info.container.address} through pct exec)`);
-    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"], { env: { ...process.env, SGLANG_SERVE_API_KEY: labApiKey() } });
+    const up = pulumi(["up", "--yes", "--skip-preview", "--stack", "lab"]);
     if (up.code !== 0) return up.code;
 
     const outputs = JSON.parse(pulumi(["stack", "output", "--json", "--stack", "lab"], { capture: true }).stdout) as {

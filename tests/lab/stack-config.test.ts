@@ -4,6 +4,7 @@ import * as path from "path";
 import { LabInfo, writeLabStackConfig } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { lab, testLabDir } from "./lab-fixture";
+import { labRunEnvironment } from "../../lab/stack";
 
 import * as yaml from "js-yaml";
 
@@ -141,5 +142,19 @@ describe("lab stack config", function () {
         } finally {
             kpro5.cleanup();
         }
+    });
+
+    it("`npm run lab` deploys on the checkout's own backend and passphrase whatever the operator's shell exports for the field stacks, with the lab's key", () => {
+        const shell = {
+            PATH: "/usr/bin",
+            PULUMI_BACKEND_URL: "s3://team-state",
+            PULUMI_CONFIG_PASSPHRASE: "team passphrase",
+            PULUMI_CONFIG_PASSPHRASE_FILE: "/home/op/.passphrase",
+            SGLANG_SERVE_API_KEY: "field-api-key-0123456789abcdef0123",
+        };
+        assert.deepEqual(labRunEnvironment(shell, "lab-api-key-0123456789abcdef0123"), {
+            PATH: "/usr/bin",
+            SGLANG_SERVE_API_KEY: "lab-api-key-0123456789abcdef0123",
+        });
     });
 });
