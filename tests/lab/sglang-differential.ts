@@ -694,10 +694,9 @@ export async function runDifferential(
         const asked = j.stack.verdict ?? j.stack.fitFirst;
         return asked ? verdictCase(asked.request, asked.standIns) : truthCase(j.service, unvalidatedArgv(j.service, folders), j.stack.entry ?? entry);
     });
-    const asked = await runOracle(version, cases);
     // On a box other than the stubs' own (the A6000), the release's judgement comes from a run of its own with the box's
     // hardware as this test describes it (BOXES), not the request's: a request that lost the GPU's memory or compute
-    // capability on the way is judged against the box it does not describe.
+    // capability on the way is judged against the box it does not describe. Those runs go in the same oracle run.
     const onOtherBox = inDomain.flatMap((j, i) => {
         const ran = j.stack.verdict ?? j.stack.fitFirst;
         const box = boxOf(j.service);
@@ -716,13 +715,9 @@ export async function runDifferential(
             },
         ];
     });
-    const ownRuns =
-        onOtherBox.length > 0
-            ? await runOracle(
-                  version,
-                  onOtherBox.map((o) => o.case),
-              )
-            : [];
+    const answers = await runOracle(version, [...cases, ...onOtherBox.map((o) => o.case)]);
+    const asked = answers.slice(0, cases.length);
+    const ownRuns = answers.slice(cases.length);
     const truthOf = new Map(onOtherBox.map((o, n) => [o.i, ownRuns[n]!]));
     /** The release's judgement of case i (its own run on another box), and the run the preview's verdict is (`asked`). */
     const results = asked.map((r, i) => truthOf.get(i) ?? r);
