@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { committedStackSettings } from "../core/fixtures";
+import { committedStackSettings, RawServiceBlock, refusedKeyPattern, SGLANG_0511_ROWS } from "../core/fixtures";
 import { CONTAINER_TYPE, promiseOf, RecordingMocks, SERVICE_TYPE } from "./recording-mocks";
 import { deploySecrets } from "../../providers/deploy-secrets";
 import { serviceFromUnit } from "../../core/unit/systemd-unit";
@@ -311,4 +311,32 @@ describe("the stack program under mocks", () => {
             (e: Error) => /service\.port/.test(e.message) && /service\.speculative\.algorithm/.test(e.message),
         );
     });
+});
+
+// The per-row judgements tests/e2e/preview.test.ts made with the real engine, one preview each: the program's config
+// validation (the preview contacts no host, so the SglangService's check has no box facts and SGLang's own verdict waits for
+// the rollout) refuses a row with the text the engine prints, or declares its server. The engine previews one of each kind.
+describe("the stack program under mocks: kpro5's rows, judged as SGLang 0.5.11 does", () => {
+    for (const { row, edit, fails } of SGLANG_0511_ROWS) {
+        it(row, async () => {
+            const config = stackConfig("kpro5");
+            const service = JSON.parse(config["sglang-serve:service"]) as RawServiceBlock;
+            edit(service);
+            const extra = { "sglang-serve:service": JSON.stringify(service) };
+            if (!fails) {
+                const { mocks, program } = await loadProgram("kpro5", extra);
+                await promiseOf(program.unitName);
+                assert.equal(mocks.resources.filter((r) => r.type === SERVICE_TYPE).length, 1);
+                return;
+            }
+            await assert.rejects(
+                () => loadProgram("kpro5", extra),
+                (e: Error) => {
+                    assert.match(e.message, refusedKeyPattern(fails.key));
+                    assert.match(e.message, fails.text);
+                    return true;
+                },
+            );
+        });
+    }
 });

@@ -238,3 +238,85 @@ export class SystemdRoot {
 
 /** A DFlash drafter's speculative block as SGLang 0.5.11 runs it: one step, topk 1, its block of 16 draft tokens. */
 export const DFLASH_BLOCK = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };
+
+// ---------------------------------------------------------------------------
+// The field server's preview rows, judged as SGLang 0.5.11 judges them
+// ---------------------------------------------------------------------------
+
+/** The raw service block as a row edits it (a stack file's `sglang-serve:service`). */
+export type RawServiceBlock = Record<string, unknown> & {
+    speculative?: Record<string, unknown>;
+    environment: Record<string, string>;
+    model: Record<string, unknown>;
+};
+
+/** One row: kpro5's server with `edit` applied; `fails`: the key the refusal is printed under and SGLang's own text in it. */
+export interface SglangRow {
+    row: string;
+    edit: (s: RawServiceBlock) => void;
+    fails?: { key: string; text: RegExp };
+}
+
+/**
+ * The rows of the issue's table, and extra_buffer removed (field failure 1):
+ * kpro5's server with one edit, judged as SGLang 0.5.11 judges them
+ * (tests/lab/sglang-differential.test.ts holds the rules to the release).
+ * With no host contacted the program's config validation judges them
+ * (core/sglang/config-rules.ts, the transcribed ServerArgs rules: the
+ * SglangService's check has no box facts yet, so SGLang's own verdict waits
+ * for the rollout). Every row is judged under Pulumi mocks
+ * (tests/components/stack.test.ts) and, for those that start, by the
+ * SglangService's check at a first preview (tests/providers/sglang-service.test.ts);
+ * tests/e2e/preview.test.ts previews one that starts and one that fails with
+ * the real engine.
+ */
+export const SGLANG_0511_ROWS: readonly SglangRow[] = [
+    { row: "extra_buffer without SGLANG_ENABLE_SPEC_V2 starts (0.5.11 defaults it on)", edit: (s) => delete s.environment.SGLANG_ENABLE_SPEC_V2 },
+    {
+        row: "DFLASH with a drafter, steps 1, topk 1, draft tokens 16 starts",
+        edit: (s) => (s.speculative = { ...DFLASH_BLOCK }),
+    },
+    {
+        row: "steps 3 and topk 1 without draft tokens starts (SGLang sets 4)",
+        edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 }),
+    },
+    {
+        row: "extra_buffer removed fails (SGLang's startup ValueError on the radix cache)",
+        edit: (s) => delete s.mambaSchedulerStrategy,
+        fails: { key: "service.mambaSchedulerStrategy", text: /is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer/ },
+    },
+    {
+        row: "extra_buffer with disableRadixCache fails (ValueError, 0.5.10+)",
+        edit: (s) => (s.disableRadixCache = true),
+        fails: { key: "service.mambaSchedulerStrategy", text: /mamba extra_buffer is not compatible with --disable-radix-cache/ },
+    },
+    {
+        row: "NemotronH with extra_buffer and speculation fails (AssertionError)",
+        edit: (s) => (s.model.architecture = "NemotronHForCausalLM"),
+        fails: { key: "service.mambaSchedulerStrategy", text: /AssertionError: mamba extra_buffer is not supported for NemotronHForCausalLM model/ },
+    },
+    {
+        row: "Lfm2 with speculation and the radix cache fails (ValueError)",
+        edit: (s) => {
+            s.model.architecture = "Lfm2ForCausalLM";
+            delete s.mambaSchedulerStrategy;
+        },
+        fails: { key: "service.mambaSchedulerStrategy", text: /Speculative decoding for Lfm2ForCausalLM is not compatible with radix cache/ },
+    },
+    {
+        row: "topk 2 with SGLANG_ENABLE_SPEC_V2 on starts on 0.5.11 (spec v1 fallback)",
+        edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 }),
+    },
+];
+
+/** A row by its name (a test that previews one of them). */
+export function sglangRow(row: string): SglangRow {
+    const found = SGLANG_0511_ROWS.find((r) => r.row === row);
+    if (!found) throw new Error(`no row ${JSON.stringify(row)}`);
+    return found;
+}
+
+/** The regex a refusal's key is printed with: `sglang-serve:service.mambaSchedulerStrategy =`. */
+export function refusedKeyPattern(key: string): RegExp {
+    return new RegExp(`sglang-serve:${key.replace(/\./g, "\\.")} =`);
+}

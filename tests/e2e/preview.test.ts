@@ -1,7 +1,18 @@
+/**
+ * Previews of the field stacks with the real engine, contacting no host: one
+ * engine run per output path (7: three plain `pulumi` previews, four through
+ * scripts/pulumi.sh). The per-row judgements (kpro5 with one edit, judged as
+ * SGLang 0.5.11 judges it) are the program's config validation: every row is
+ * judged under Pulumi mocks (tests/components/stack.test.ts) and, for those
+ * that start, by the SglangService's check (tests/providers/sglang-service.test.ts);
+ * here one row that starts and one that fails go through the engine, and the
+ * program's refusals share one preview, since it names every bad key at once.
+ */
 import * as assert from "node:assert/strict";
 import * as fs from "fs";
 import * as path from "path";
-import { Deployment, expectExit } from "../../lab/deployment";
+import { Deployment, EngineResult, expectExit } from "../../lab/deployment";
+import { RawServiceBlock, refusedKeyPattern, sglangRow } from "../core/fixtures";
 import * as yaml from "js-yaml";
 
 type StackFile = { config: Record<string, Record<string, unknown>> };
@@ -16,21 +27,21 @@ describe("preview of the field stacks with the real engine (no host contacted)",
     const deployments: Deployment[] = [];
     after(() => deployments.forEach((d) => d.cleanup()));
 
-    /** The field stacks require an API key: a deploy's environment gives it (`apiKey`); null: a run without it, as a pull request's preview. */
-    async function preview(stack: string, config: Record<string, unknown>, apiKey: string | null = "field-preview-api-key-0123456789") {
+    /** The field stacks require an API key: a deploy's environment gives it (`apiKey`). */
+    async function preview(stack: string, config: Record<string, unknown>, apiKey = "field-preview-api-key-0123456789") {
         const d = await Deployment.create(stack, config);
         deployments.push(d);
-        if (apiKey !== null) d.giveApiKey(apiKey);
+        d.giveApiKey(apiKey);
         return d.preview();
     }
 
-    it("runs under a plain `pulumi` with the official launcher, and runs the edited source on the next run", async () => {
+    // One plain run for two facts: the tree, and a preview without the key's value (the key changes no resource).
+    it("runs under a plain `pulumi` with the official launcher, listing the GpuHost, LxcContainer, SglangService and ReadinessCheck tree for kpro5 without the key's value (as a pull request's job does: the config declares it, the deploy gives it), and runs the edited source on the next run", async () => {
         const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
         deployments.push(d);
         expectExit(await d.plainPulumi(["stack", "init"]), 0, "stack init");
-        d.giveApiKey("plain-pulumi-test-key-0123456789");
         const first = await d.plainPulumi(["preview"]);
-        expectExit(first, 0, "plain preview kpro5");
+        expectExit(first, 0, "plain preview kpro5 without SGLANG_SERVE_API_KEY");
         for (const type of ["GpuHost", "LxcContainer", "SglangService", "ReadinessCheck"]) {
             assert.match(first.stdout, new RegExp(`sglang-serve:index:${type}\\b`), `${type} missing`);
         }
@@ -55,17 +66,25 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.match(r.output, /Start from an example: copy the config: section of Pulumi\.kpro5\.yaml/);
     });
 
-    it("takes a number set with `pulumi config set --path` (stored as a string)", async () => {
-        const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
+    // One accepted preview for three facts: a number set with `config set --path`, the warning for an open endpoint, and a row
+    // SGLang 0.5.11 starts (every row is judged under mocks, tests/components/stack.test.ts, and by the check, tests/providers).
+    it("previews kpro5 without an API key when service.allowUnauthenticated is true, with a warning; takes a number set with `pulumi config set --path` (stored as a string); judges as SGLang 0.5.11 does: DFLASH with a drafter starts", async () => {
+        const config = fieldConfig("kpro5");
+        const service = config["sglang-serve:service"] as RawServiceBlock;
+        service.allowUnauthenticated = true;
+        delete service.requireApiKey;
+        const row = sglangRow("DFLASH with a drafter, steps 1, topk 1, draft tokens 16 starts");
+        row.edit(service);
+        const d = await Deployment.create("kpro5", config);
         deployments.push(d);
-        d.giveApiKey("plain-pulumi-test-key-0123456789");
         const set = await d.run(["config", "set", "--path", "sglang-serve:service.memFractionStatic", "0.87"]);
         expectExit(set, 0, "config set --path");
         const stored = await d.run(["config", "get", "--path", "sglang-serve:service.memFractionStatic", "--json"]);
         assert.match(stored.stdout, /"value": "0\.87"/, "the CLI stores --path values as strings");
         const r = await d.preview();
-        expectExit(r, 0, "preview with the string 0.87");
+        expectExit(r, 0, `preview kpro5 with allowUnauthenticated, the string 0.87 and ${row.row}`);
         assert.match(r.stdout, /--mem-fraction-static.*0\.87/);
+        assert.match(r.output, /without an API key \(sglang-serve:service\.allowUnauthenticated: true\)/);
     });
 
     it("previews ct129 (direct topology) without a container resource", async () => {
@@ -75,90 +94,6 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.doesNotMatch(r.stdout, /sglang-serve:index:LxcContainer/);
     });
 
-    it("fails naming the key when extra_buffer is removed (SGLang's startup ValueError)", async () => {
-        const config = fieldConfig("kpro5");
-        delete (config["sglang-serve:service"] as Record<string, unknown>).mambaSchedulerStrategy;
-        const r = await preview("kpro5", config);
-        assert.notEqual(r.code, 0);
-        assert.match(r.output, /service\.mambaSchedulerStrategy/);
-        assert.match(r.output, /is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer/);
-    });
-
-    // The rows of the issue's table, judged as SGLang 0.5.11 judges them (tests/lab/sglang-differential.test.ts holds the rules to the release).
-    type Service = Record<string, unknown> & { speculative?: Record<string, unknown>; environment: Record<string, string>; model: Record<string, unknown> };
-    const rows: Array<{ row: string; edit: (s: Service) => void; fails?: { key: string; text: RegExp } }> = [
-        { row: "extra_buffer without SGLANG_ENABLE_SPEC_V2 starts (0.5.11 defaults it on)", edit: (s) => delete s.environment.SGLANG_ENABLE_SPEC_V2 },
-        {
-            row: "DFLASH with a drafter, steps 1, topk 1, draft tokens 16 starts",
-            edit: (s) => (s.speculative = { algorithm: "DFLASH", draftModelPath: "/models/dflash-drafter", numSteps: 1, eagleTopk: 1, numDraftTokens: 16 }),
-        },
-        {
-            row: "steps 3 and topk 1 without draft tokens starts (SGLang sets 4)",
-            edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 1 }),
-        },
-        {
-            row: "extra_buffer with disableRadixCache fails (ValueError, 0.5.10+)",
-            edit: (s) => (s.disableRadixCache = true),
-            fails: { key: "service.mambaSchedulerStrategy", text: /mamba extra_buffer is not compatible with --disable-radix-cache/ },
-        },
-        {
-            row: "NemotronH with extra_buffer and speculation fails (AssertionError)",
-            edit: (s) => (s.model.architecture = "NemotronHForCausalLM"),
-            fails: { key: "service.mambaSchedulerStrategy", text: /AssertionError: mamba extra_buffer is not supported for NemotronHForCausalLM model/ },
-        },
-        {
-            row: "Lfm2 with speculation and the radix cache fails (ValueError)",
-            edit: (s) => {
-                s.model.architecture = "Lfm2ForCausalLM";
-                delete s.mambaSchedulerStrategy;
-            },
-            fails: { key: "service.mambaSchedulerStrategy", text: /Speculative decoding for Lfm2ForCausalLM is not compatible with radix cache/ },
-        },
-        {
-            row: "topk 2 with SGLANG_ENABLE_SPEC_V2 on starts on 0.5.11 (spec v1 fallback)",
-            edit: (s) => (s.speculative = { algorithm: "NEXTN", numSteps: 3, eagleTopk: 2, numDraftTokens: 6 }),
-        },
-    ];
-    for (const { row, edit, fails } of rows) {
-        it(`judges as SGLang 0.5.11 does: ${row}`, async () => {
-            const config = fieldConfig("kpro5");
-            edit(config["sglang-serve:service"] as Service);
-            const r = await preview("kpro5", config);
-            if (!fails) {
-                expectExit(r, 0, row);
-                return;
-            }
-            assert.notEqual(r.code, 0, r.output);
-            assert.match(r.output, new RegExp(`sglang-serve:${fails.key.replace(/\./g, "\\.")} =`));
-            assert.match(r.output, fails.text);
-        });
-    }
-
-    it("fails naming the allowed values when the algorithm is MTP", async () => {
-        const config = fieldConfig("kpro5");
-        (config["sglang-serve:service"] as { speculative: { algorithm: string } }).speculative.algorithm = "MTP";
-        const r = await preview("kpro5", config);
-        assert.notEqual(r.code, 0);
-        assert.match(r.output, /service\.speculative\.algorithm/);
-        for (const allowed of ["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]) {
-            assert.match(r.output, new RegExp(`\\b${allowed}\\b`));
-        }
-    });
-
-    // One engine run for two facts: the tree, and a preview without the key (the key changes no resource).
-    it("lists the GpuHost, LxcContainer, SglangService and ReadinessCheck tree for kpro5, previewed without the key's value, as a pull request's job does: the config declares it, the deploy gives it", async () => {
-        const r = await preview("kpro5", fieldConfig("kpro5"), null);
-        expectExit(r, 0, "preview kpro5 without SGLANG_SERVE_API_KEY");
-        for (const type of [
-            "sglang-serve:index:GpuHost",
-            "sglang-serve:index:LxcContainer",
-            "sglang-serve:index:SglangService",
-            "sglang-serve:index:ReadinessCheck",
-        ]) {
-            assert.match(r.stdout, new RegExp(type.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")), `${type} missing`);
-        }
-    });
-
     it("fails kpro5 given a short SGLANG_SERVE_API_KEY, naming the key's rule as the deploy would, never the key (issue 34, finding 9)", async () => {
         const r = await preview("kpro5", fieldConfig("kpro5"), "Zq9short");
         assert.notEqual(r.code, 0, r.output);
@@ -166,44 +101,77 @@ describe("preview of the field stacks with the real engine (no host contacted)",
         assert.ok(!r.output.includes("Zq9short"));
     });
 
-    it("fails kpro5 with DATABASE_URL: postgres://u:pw@h/db in the plain environment, pointing at secretEnvironment, never printing it (issue 34, finding 7)", async () => {
-        const config = fieldConfig("kpro5");
-        (config["sglang-serve:service"] as { environment: Record<string, string> }).environment.DATABASE_URL = "postgres://u:Pw0rdXyz@h/db";
-        const r = await preview("kpro5", config, null);
-        assert.notEqual(r.code, 0, r.output);
-        assert.match(r.output, /sglang-serve:service\.environment\.DATABASE_URL = "\[secret\]"/);
-        assert.match(r.output, /its value looks like a URL with credentials .*move the name to sglang-serve:service\.secretEnvironment/);
-        assert.ok(!r.output.includes("Pw0rdXyz"));
-    });
+    // The program validates the config once and reports every problem (core/config/config.ts): one preview for five refusals,
+    // each asserted on its own numbered issue, so that none is found in another's text. The other rows SGLang refuses are
+    // judged under mocks (tests/components/stack.test.ts).
+    describe("kpro5 with five bad keys: one preview, every refusal named, no secret printed", () => {
+        let r: EngineResult;
+        const apiKey = "older-version-api-key-0123456789";
+        const row = sglangRow("extra_buffer with disableRadixCache fails (ValueError, 0.5.10+)");
+        before(async () => {
+            const config = fieldConfig("kpro5");
+            const service = config["sglang-serve:service"] as RawServiceBlock;
+            (service.speculative as { algorithm: string }).algorithm = "MTP";
+            service.environment.DATABASE_URL = "postgres://u:Pw0rdXyz@h/db";
+            delete service.requireApiKey;
+            row.edit(service);
+            const d = await Deployment.create("kpro5", config);
+            deployments.push(d);
+            // An API key stored as Pulumi config (an older version's way); no key in the run's environment.
+            await d.setSecret("sglang-serve:apiKey", apiKey);
+            r = await d.preview();
+            assert.notEqual(r.code, 0, r.output);
+        });
 
-    it("fails kpro5 when it requires no API key, naming requireApiKey, listenHost 0.0.0.0 and allowUnauthenticated", async () => {
-        const config = fieldConfig("kpro5");
-        delete (config["sglang-serve:service"] as Record<string, unknown>).requireApiKey;
-        const r = await preview("kpro5", config, null);
-        assert.notEqual(r.code, 0);
-        assert.match(r.output, /sglang-serve:service\.requireApiKey = false/);
-        assert.match(r.output, /service\.listenHost is 0\.0\.0\.0/);
-        assert.match(r.output, /service\.allowUnauthenticated: true/);
-    });
+        it(`judges as SGLang 0.5.11 does: ${row.row}`, () => {
+            const issue = issueAt(r.output, row.fails!.key);
+            assert.match(issue, refusedKeyPattern(row.fails!.key));
+            assert.match(issue, row.fails!.text);
+        });
 
-    it("previews kpro5 without an API key when service.allowUnauthenticated is true, with a warning", async () => {
-        const config = fieldConfig("kpro5");
-        (config["sglang-serve:service"] as Record<string, unknown>).allowUnauthenticated = true;
-        delete (config["sglang-serve:service"] as Record<string, unknown>).requireApiKey;
-        const r = await preview("kpro5", config, null);
-        expectExit(r, 0, "preview kpro5 with allowUnauthenticated");
-        assert.match(r.output, /without an API key \(sglang-serve:service\.allowUnauthenticated: true\)/);
-    });
+        it("fails naming the allowed values when the algorithm is MTP", () => {
+            const issue = issueAt(r.output, "service.speculative.algorithm");
+            assert.match(issue, /service\.speculative\.algorithm/);
+            for (const allowed of ["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]) {
+                assert.match(issue, new RegExp(`\\b${allowed}\\b`));
+            }
+        });
 
-    it("refuses an API key stored as Pulumi config (an older version's way), naming the way out, never printing it", async () => {
-        const d = await Deployment.create("kpro5", fieldConfig("kpro5"));
-        deployments.push(d);
-        const key = "older-version-api-key-0123456789";
-        await d.setSecret("sglang-serve:apiKey", key);
-        const r = await d.preview();
-        assert.notEqual(r.code, 0);
-        assert.match(r.output, /sglang-serve:apiKey = \[secret\]/);
-        assert.match(r.output, /pulumi config rm sglang-serve:apiKey/);
-        assert.ok(!r.output.includes(key));
+        it("fails kpro5 with DATABASE_URL: postgres://u:pw@h/db in the plain environment, pointing at secretEnvironment, never printing it (issue 34, finding 7)", () => {
+            const issue = issueAt(r.output, "service.environment.DATABASE_URL");
+            assert.match(issue, /sglang-serve:service\.environment\.DATABASE_URL = "\[secret\]"/);
+            assert.match(issue, /its value looks like a URL with credentials .*move the name to sglang-serve:service\.secretEnvironment/);
+            assert.ok(!r.output.includes("Pw0rdXyz"));
+        });
+
+        it("fails kpro5 when it requires no API key, naming requireApiKey, listenHost 0.0.0.0 and allowUnauthenticated", () => {
+            const issue = issueAt(r.output, "service.requireApiKey");
+            assert.match(issue, /sglang-serve:service\.requireApiKey = false/);
+            assert.match(issue, /service\.listenHost is 0\.0\.0\.0/);
+            assert.match(issue, /service\.allowUnauthenticated: true/);
+        });
+
+        it("refuses an API key stored as Pulumi config (an older version's way), naming the way out, never printing it", () => {
+            const issue = issueAt(r.output, "apiKey");
+            assert.match(issue, /sglang-serve:apiKey = \[secret\]/);
+            assert.match(issue, /pulumi config rm sglang-serve:apiKey/);
+            assert.ok(!r.output.includes(apiKey));
+        });
     });
 });
+
+/**
+ * The numbered issue at `key` in a config refusal the engine printed: from its
+ * `N. sglang-serve:<key> =` line up to the next issue or the first line not
+ * indented under it.
+ */
+function issueAt(output: string, key: string): string {
+    const lines = output.split("\n");
+    const head = /^(\s*)\d+\. sglang-serve:(\S+) =/;
+    const start = lines.findIndex((l) => head.exec(l)?.[2] === key);
+    assert.ok(start >= 0, `no issue at sglang-serve:${key} in:\n${output}`);
+    const indent = head.exec(lines[start]!)![1]!.length;
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => head.test(l) || l.length - l.trimStart().length <= indent);
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].join("\n");
+}

@@ -9,6 +9,7 @@ import { SHIPPED_SERVING_PROMPTS } from "../../core/serving/serving-prompts";
 import { SERVING_MEASURED_PASSES, SERVING_WARMUP_PASSES } from "../../core/serving/serving-figures";
 import { sglangServiceProvider } from "../../providers/sglang-server/verbs";
 import type { ServiceOutputs, ServiceProps } from "../../providers/sglang-server/props";
+import { RawServiceBlock, SGLANG_0511_ROWS } from "../core/fixtures";
 import { API_KEY, CONTAINER_CONF, declaredService, deployWith, MODEL, ProviderBox, readinessSettings, SELF, serviceInputs } from "./provider-box";
 
 // The SglangService provider's decisions, driven directly against the fake
@@ -83,6 +84,23 @@ describe("SglangService provider against the fake box", function () {
             const { inputs, failures } = await check({}, declared());
             assert.equal(inputs.restart, "yes: new server");
             assert.equal(failures, undefined);
+        });
+
+        // tests/e2e/preview.test.ts previews one of these with the real engine; the program's side is tests/components/stack.test.ts.
+        it("accepts, at a first preview with no box facts yet, each of kpro5's rows SGLang 0.5.11 starts, contacting no box: SGLang's own verdict waits for the rollout", async () => {
+            for (const { row, edit } of SGLANG_0511_ROWS.filter((r) => !r.fails)) {
+                const { inputs, failures } = await check(
+                    {},
+                    declared((raw) => edit(raw as RawServiceBlock), { withBox: true }),
+                );
+                assert.equal(failures, undefined, row);
+                assert.equal(inputs.restart, "yes: new server", row);
+            }
+            assert.deepEqual(box.commands, []);
+            assert.ok(
+                box.said.some((s) => /SGLang 0\.5\.11's own verdict comes at the rollout/.test(s)),
+                box.said.join("\n"),
+            );
         });
 
         it("names the changed flags and environment variables that restart the server", async () => {
