@@ -21,8 +21,7 @@ fi
 scripts/setup.sh
 PATH="$(scripts/node.sh --bin-dir):$PATH"
 export PATH
-# The static checks (type-check, eslint, prettier --check: about 44 CPU-s, 29 s
-# one after another) run beside the test files, which leave a core idle now
+# The static checks (type-check, eslint, prettier --check) run beside the test files, which leave a core idle now
 # and then; a failing check prints its output as it ends, and fails the run.
 checks="$(mktemp -d)"
 trap 'rm -rf "$checks"' EXIT
@@ -34,10 +33,15 @@ check() {
     touch "$checks/failed"
   fi
 }
+# Their caches live outside the checkout, one per checkout path, keyed by each
+# file's content (and the tools' own config): a fresh clone of the same tree at
+# the same path checks only what changed (about 31 CPU-s cold, 2026-12-06).
+lint_cache="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/lint/$(printf %s "$PWD" | sha256sum | cut -c1-16)"
 if ! $quick; then
-  check typecheck npx tsc --noEmit -p tsconfig.json &
-  check eslint npx eslint . &
-  check prettier npx prettier --check . &
+  mkdir -p "$lint_cache"
+  check typecheck npx tsc --noEmit -p tsconfig.json --incremental --tsBuildInfoFile "$lint_cache/tsc.tsbuildinfo" &
+  check eslint npx eslint --cache --cache-strategy content --cache-location "$lint_cache/eslint" . &
+  check prettier npx prettier --check --cache --cache-strategy content --cache-location "$lint_cache/prettier" . &
 fi
 # Every test file in its own mocha worker, SGLANG_SERVE_TEST_JOBS at a time
 # (default 10: the end-to-end files spend much of their time waiting on
