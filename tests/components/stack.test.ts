@@ -83,6 +83,44 @@ describe("the stack program under mocks: servers behind a gateway", () => {
     });
 });
 
+describe("the stack program under mocks: one server as `service` or as `servers`", () => {
+    // What tests/e2e/gpu-scoped-servers.test.ts once checked with a `preview --expect-no-changes` on the
+    // lab: a stack deployed with its server in `servers` has nothing to do when the server is written as
+    // `service`. The engine's no-op path for unchanged inputs is every no-op up's (tests/e2e/deploy.test.ts).
+    it("declares the same resources with the same inputs, and the same outputs, for one server written as `service` or as the only entry of `servers`", async () => {
+        const settings = committedStackSettings("kpro5") as Record<string, Record<string, unknown>>;
+        const { "sglang-serve:service": service, ...rest } = settings;
+        // As the e2e had it: a one-GPU server on GPU 0 of a box with two GPUs that each hold the model.
+        const host = { ...rest["sglang-serve:host"], gpus: { count: 2, name: "NVIDIA H200", memoryMiB: 143771 } };
+        const qwen = { ...service, tensorParallelSize: 1, gpus: [0] };
+        const declared = async (config: Record<string, unknown>) => {
+            const mocks = new RecordingMocks();
+            await pulumi.runtime.setMocks(mocks, "sglang-serve", "kpro5", false);
+            pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(config).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])), []);
+            const programPath = require.resolve("../../index");
+            delete require.cache[programPath];
+            // eslint-disable-next-line @typescript-eslint/no-require-imports
+            const program = require(programPath) as Record<string, unknown>;
+            const outputs = await promiseOf(pulumi.output(program));
+            return { resources: mocks.resources, outputs };
+        };
+        const asService = await declared({ ...rest, "sglang-serve:host": host, "sglang-serve:service": qwen });
+        const asServers = await declared({ ...rest, "sglang-serve:host": host, "sglang-serve:servers": [qwen] });
+        assert.deepEqual(asService.resources.map((r) => r.type).sort(), [
+            "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+            "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+            "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
+            "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+            "sglang-serve:index:GpuHost",
+            "sglang-serve:index:LxcContainer",
+            "sglang-serve:index:ReadinessCheck",
+            "sglang-serve:index:SglangService",
+        ]);
+        assert.deepEqual(asServers.resources, asService.resources);
+        assert.deepEqual(asServers.outputs, asService.outputs);
+    });
+});
+
 describe("the stack program under mocks", () => {
     it("declares host, container, service and readiness resources for kpro5", async () => {
         const { mocks, program } = await loadProgram("kpro5");
