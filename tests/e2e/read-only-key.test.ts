@@ -22,7 +22,9 @@ const CONTAINER_READ = shCommand(["sh", "-c", containerReadScript(129, "sglang-s
 // the deploy key; the read-only gate installed on the Proxmox host for a
 // second key with the documented command (install script piped into ssh);
 // then previews and drift checks with that key alone, and everything that
-// changes the box refused. Its own lab on 127.0.122.x.
+// changes the box refused. Its own lab on 127.0.122.x. One deployment, its
+// tests in order: the refused up comes before the clean drift, which then
+// shows that it left the state as the box has it (issue 36: fewer engine runs).
 
 const API_KEY = "e2e-readkey-api-key-0123456789abcdef";
 
@@ -130,15 +132,34 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         assert.doesNotMatch(r.output, /refused/);
     });
 
-    it("npm run drift with the read-only key is clean, and stays clean without the API key in the job's environment", async () => {
-        const r = await drift(d);
-        expectExit(r, 0, "npm run drift with the read-only key");
-        assert.equal((JSON.parse(r.stdout) as { drift: boolean }).drift, false);
-        // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift).
-        // From here on the runs hold no API key, as the read-only key's jobs do (their workflows give them none).
-        delete d.engineEnv.SGLANG_SERVE_API_KEY;
+    it("pulumi up with the read-only key changes nothing: its first write is refused and the server keeps running", async () => {
+        const before = await mainPid(labDir);
+        config["sglang-serve:service"].memFractionStatic = 0.85;
+        d.writeConfig(config);
+        // The up a deploy runs, with the deploy's API key (given since before()), but the read-only key: its reads that
+        // compare the secret file are refused (issue 34 finding 8), as is any write.
+        try {
+            const r = await d.up();
+            assert.notEqual(r.code, 0, "up with the read-only key must fail");
+            assert.match(r.output, /sglang-serve-read-gate: refused/);
+            assert.equal(await mainPid(labDir), before);
+            assert.equal(await memFraction(info), 0.88);
+            assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
+        } finally {
+            // From here on the runs hold no API key, as the read-only key's jobs do (their workflows give them none).
+            delete d.engineEnv.SGLANG_SERVE_API_KEY;
+            config["sglang-serve:service"].memFractionStatic = 0.88;
+            d.writeConfig(config);
+        }
+        // That the refused up left the state as the box has it: the next test's drift, clean.
+    });
+
+    it("npm run drift with the read-only key and no API key in the job's environment is clean, after the refused up too", async () => {
+        // /server_info is read on the box with its own key: the refresh needs none (liveArgs would show as drift). With the
+        // API key in the environment the same refresh ran in the preview above (clean); a drift with it read nothing else.
+        assert.equal(d.engineEnv.SGLANG_SERVE_API_KEY, undefined, "no API key since the refused up");
         const noKey = await drift(d);
-        expectExit(noKey, 0, "npm run drift with the read-only key and no API key");
+        expectExit(noKey, 0, "npm run drift with the read-only key and no API key (after the refused up)");
         assert.equal((JSON.parse(noKey.stdout) as { drift: boolean }).drift, false);
     });
 
@@ -178,29 +199,6 @@ describe("the read-only key on the lab (pct-exec): previews and drift checks thr
         const read = await asReader(CONTAINER_READ);
         assert.equal(read.code, 0, read.stderr);
         assert.match(read.stdout, /status: running/);
-    });
-
-    it("pulumi up with the read-only key changes nothing: its first write is refused and the server keeps running", async () => {
-        const before = await mainPid(labDir);
-        config["sglang-serve:service"].memFractionStatic = 0.85;
-        d.writeConfig(config);
-        // The up a deploy runs, with the deploy's API key, but the read-only key: its reads that compare the
-        // secret file are refused (issue 34 finding 8), as is any write.
-        d.giveApiKey(API_KEY);
-        try {
-            const r = await d.up();
-            assert.notEqual(r.code, 0, "up with the read-only key must fail");
-            assert.match(r.output, /sglang-serve-read-gate: refused/);
-            assert.equal(await mainPid(labDir), before);
-            assert.equal(await memFraction(info), 0.88);
-            assert.equal(await onBox(labDir, "container", `systemctl is-active ${UNIT}`), "active");
-        } finally {
-            delete d.engineEnv.SGLANG_SERVE_API_KEY;
-            config["sglang-serve:service"].memFractionStatic = 0.88;
-            d.writeConfig(config);
-        }
-        const clean = await drift(d);
-        expectExit(clean, 0, "drift after the refused up");
     });
 
     it("a process holding the server's port while the unit is stopped does not receive the API key: not from the read, not during a refresh", async () => {
