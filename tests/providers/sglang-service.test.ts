@@ -998,7 +998,7 @@ describe("SglangService provider against the fake box", function () {
             assert.equal((await provider.diff!(ID, read.props!, declared())).changes, true);
         });
 
-        it("records the owner a unit taken over by another stack now has, so the next check refuses it", async () => {
+        it("records the owner a unit taken over by another stack now has, so the next check (the former owner's preview) refuses it, naming the new owner", async () => {
             const outs = await deployed();
             box.write(UNIT, declared(undefined, { owner: OTHER }).unitText, 0o644);
             const read = await provider.read!(ID, outs);
@@ -1008,6 +1008,8 @@ describe("SglangService provider against the fake box", function () {
                 checked.failures!.map((f) => f.property),
                 ["owner"],
             );
+            // Moved from tests/e2e/safety.test.ts (ct129's preview after kpro5 took the server over).
+            assert.match(checked.failures![0]!.reason, /belongs to stack ct129 of project sglang-serve/);
         });
 
         it("returns a blank id when the unit is gone", async () => {
