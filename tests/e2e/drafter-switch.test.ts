@@ -13,7 +13,9 @@ const DFLASH_FIGURES = labFigures("DFLASH", [3.536, 85.86], [4.923, 136.97], [3.
 // lab/sglang/simulator.ts): kept only when it serves at least as well as the last
 // good config. A lab of its own (127.0.127.x), beside tests/e2e/sglang-box.test.ts.
 describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the last good figures", function () {
-    // About 2 min alone; 10-12 min under a full run's load on 2 cores (2026-12-03), close to 15.
+    // About 2 min alone; 10-12 min under a full run's load on 2 cores (2026-12-03), close to 15. Eleven engine runs (issue 36: the
+    // refreshes after the refused up and after the first DFLASH deploy, the wrong pin's preview and the revert's preview folded into
+    // the runs beside them; about 3 min, 35 CPU-s beside other work, 2026-12-06).
     this.timeout(1_500_000);
     const lab = useLab("drafter", 127);
 
@@ -45,17 +47,18 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             assert.match(weak.output, /previous unit was put back and is ready again/);
             assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
             assert.deepEqual(await servingFiguresInState(d), NEXTN_LAB_FIGURES, "the last good figures stay");
-            assert.notEqual((await d.run(["preview", "--refresh", "--expect-no-changes"])).code, 0, "the change stays pending");
 
+            // The refused change stays pending: the refreshed box and the state still hold NEXTN, so the preview of the good
+            // drafter names the algorithm among the changed flags (from a recorded weak drafter, only its path would differ).
             service(config).speculative = dflash("/models/Qwen3.6-27B-DFlash");
             d.writeConfig(config);
-            const preview = await d.preview();
+            const preview = await d.preview("--refresh");
             expectExit(preview, 0, "preview of the DFLASH config");
             assert.match(
                 preview.output,
-                /held to the last good avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s \(code 1\.80 \/ 51\.2 tok\/s, long-context 1\.60 \/ 33\.0 tok\/s, prose 1\.71 \/ 48\.4 tok\/s\): accept length at most 10% below, throughput at most 10% below/,
+                /yes: [^"\n]*speculative-algorithm[^"\n]* changed; held to the last good avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s \(code 1\.80 \/ 51\.2 tok\/s, long-context 1\.60 \/ 33\.0 tok\/s, prose 1\.71 \/ 48\.4 tok\/s\): accept length at most 10% below, throughput at most 10% below/,
             );
-            // The preview says the drafter folder's digest; pinned to another, the drafter is refused naming both.
+            // The preview says the drafter folder's digest, the one to pin (a pin the box contradicts is refused naming both: below).
             const shown = /the drafter folder \/models\/Qwen3\.6-27B-DFlash has digest ([0-9a-f]{32}) \(service\.speculative\.draftModelDigest pins it\)/.exec(
                 preview.output,
             );
@@ -64,13 +67,6 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
                 service(config).speculative = { ...dflash("/models/Qwen3.6-27B-DFlash"), draftModelDigest: digest };
                 d.writeConfig(config);
             };
-            pin("0".repeat(32));
-            const wrong = await d.preview();
-            assert.notEqual(wrong.code, 0, wrong.output);
-            assert.match(
-                wrong.output,
-                new RegExp(`draftModelDigest is 0{32}, but the drafter folder /models/Qwen3\\.6-27B-DFlash on the box has digest ${shown[1]}`),
-            );
             pin(shown[1]!);
             const good = await d.up();
             expectExit(good, 0, "up with the lab's DFlash drafter, pinned");
@@ -83,9 +79,6 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             assert.equal(live.speculative_num_draft_tokens, 16);
             assert.deepEqual(await servingFiguresInState(d), DFLASH_FIGURES);
             assert.deepEqual((await d.outputs()).servingFigures, DFLASH_FIGURES, "the stack output");
-            const after = await d.run(["preview", "--refresh", "--expect-no-changes"]);
-            expectExit(after, 0, "no drift after the DFLASH deploy");
-            assert.match(after.output, /\[sglang-qwen\.service\] last good serving figures: avg accept length 3\.54 \(DFLASH\), 85\.9 tok\/s \(code 4\.92 /);
 
             // The drafter republished in place under the same folder: drift (exit 7), and up loads it again through the checks.
             await onBox(labDir, "container", "touch -d '2030-01-01 00:00' /models/Qwen3.6-27B-DFlash/model.safetensors.index.json");
@@ -109,7 +102,11 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             const again = await d.up();
             expectExit(again, 0, "up after the drafter changed in place, its new digest declared");
             assert.match(again.output, /rollout: the drafter folder \/models\/Qwen3\.6-27B-DFlash changed in place since the server loaded it/);
-            expectExit(await d.npmScript("drift", ["--stack", "lab", "--json"]), 0, "no drift once the server loaded the drafter as it is");
+            // No drift once the server loaded the drafter as it is, and nothing to change (the pinned DFLASH config as first deployed
+            // above, but for its pin: the check that once ran right after that deploy): the refresh carries the record, shown beside.
+            const clean = await d.run(["preview", "--refresh", "--expect-no-changes"]);
+            expectExit(clean, 0, "no drift once the server loaded the drafter as it is");
+            assert.match(clean.output, /\[sglang-qwen\.service\] last good serving figures: avg accept length 3\.54 \(DFLASH\), 85\.9 tok\/s \(code 4\.92 /);
 
             // Back to NEXTN as it was (a `git revert` of the switch), with the default limits: held to NEXTN's own figures, not DFLASH's.
             service(config).speculative = nextn;
@@ -117,13 +114,12 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             const ownFigures =
                 "its own earlier avg accept length 1\\.72 \\(NEXTN\\), 45\\.2 tok/s \\(code 1\\.80 / 51\\.2 tok/s, long-context 1\\.60 / 33\\.0 tok/s, prose 1\\.71 / 48\\.4 tok/s\\), " +
                 "verified \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC \\(a return to an earlier config\\)";
-            const revertPreview = await d.preview();
-            expectExit(revertPreview, 0, "preview of the revert to NEXTN");
-            assert.match(revertPreview.output, new RegExp(`held to ${ownFigures}: accept length at most 10% below, throughput at most 10% below`));
             // The same NEXTN config with its drafter accepting 15% less (the lab's collapse fault from ready on, NEXTN's starts only): refused against its own figures.
             setFaults({ acceptLengthAfterReady: { seconds: 0, acceptLength: 1.46 }, whenArgs: ["--speculative-algorithm", "NEXTN"] }, labDir);
             const worse = await d.up();
             assert.notEqual(worse.code, 0, worse.output);
+            // What the change is held to, in its diff as a preview shows it (the check passed: the rollout refused it).
+            assert.match(worse.output, new RegExp(`held to ${ownFigures}: accept length at most 10% below, throughput at most 10% below`));
             assert.match(
                 worse.output,
                 /avg accept length 1\.4\d \(NEXTN\) is 1[45]\.\d% below this config's own 1\.72 \(NEXTN\), verified \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \(a return to an earlier config\), more than readiness\.acceptLengthDropLimit \(10%\)/,
@@ -143,7 +139,12 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
             );
             assert.equal((await serverInfoOnBox(labDir, info, API_KEY)).speculative_algorithm, "EAGLE", "NEXTN (shown as EAGLE) serves again");
             assert.deepEqual(await servingFiguresInState(d), NEXTN_LAB_FIGURES);
-            expectExit(await d.run(["preview", "--refresh", "--expect-no-changes"]), 0, "no drift after the revert");
+            const afterRevert = await d.run(["preview", "--refresh", "--expect-no-changes"]);
+            expectExit(afterRevert, 0, "no drift after the revert");
+            assert.match(
+                afterRevert.output,
+                /\[sglang-qwen\.service\] last good serving figures: avg accept length 1\.72 \(NEXTN\), 45\.2 tok\/s \(code 1\.80 /,
+            );
         } finally {
             clearFaults(labDir);
             d.cleanup();
