@@ -56,8 +56,8 @@ if $quick && [ $# -eq 0 ]; then
   set -- "${pure[@]}"
 elif [ $# -eq 0 ]; then
   # Each file once: mocha's parallel mode runs a file as often as the arguments name it.
-  # The end-to-end files that took longest on a fresh clone (2026-12-03), longest first; then the others.
-  slow_e2e=(drafter-switch gateway sglang-box release-staging weights-switch drift deploy faults-healthy-window faults-interrupted serving-quality preview faults-box faults-start)
+  # The end-to-end files that took longest on a full run (2026-12-06), longest first; then the others.
+  slow_e2e=(weights-switch release-staging drafter-switch gateway serving-quality faults-box drift gpu-scoped-servers sglang-box faults-healthy-window two-boxes faults-interrupted drafter-in-place deploy faults-start)
   e2e=()
   for name in "${slow_e2e[@]}"; do e2e+=("tests/e2e/$name.test.ts"); done
   for f in tests/e2e/*.test.ts; do [[ " ${e2e[*]} " == *" $f "* ]] || e2e+=("$f"); done
