@@ -6,8 +6,11 @@
 // finds nothing the state does not already say, and a change that did not land
 // is still pending. A row whose change landed leaves that config serving, and
 // the next row starts from it (FaultMatrix.serving): no `up` back in between
-// (docs/testing.md "Engine runs"). docs/testing.md "Fault matrix" lists the
-// rows and what each leaves.
+// (docs/testing.md "Engine runs"). A refused row's change pending is shown by a
+// preview (expectChangePending) or, where the next row declares the same change,
+// by that row's `up` diff, which refreshes and diffs as a preview does before
+// it changes anything (expectChangeStillPending). docs/testing.md "Fault matrix"
+// lists the rows and what each leaves.
 import * as assert from "node:assert/strict";
 import { execFileSync } from "child_process";
 import * as fs from "fs";
@@ -77,6 +80,17 @@ export class FaultMatrix {
         expectExit(await this.d.preview("--expect-no-changes"), 7, "preview after the row (the change is still pending)");
     }
 
+    /**
+     * The change a refused row left is still pending, shown by the next `up`
+     * of the same change: with `refresh: always` that up reads the box and
+     * diffs it against the program before it changes anything, as a preview
+     * does; its diff shows the box still running `from` and `to` declared.
+     */
+    expectChangeStillPending(nextUp: EngineResult, from: number, to: number): void {
+        const line = new RegExp(`~ --mem-fraction-static\\s*: "${String(from).replace(".", "\\.")}" => "${String(to).replace(".", "\\.")}"`);
+        assert.match(nextUp.output, line, `the next up's diff does not show the pending change ${from} => ${to}:\n${nextUp.output.slice(-3000)}`);
+    }
+
     /** Declares --mem-fraction-static `value` (and readiness settings) with `faults` set for it, runs `body`, then declares what serves (`serving`) again. */
     async withChange(value: number, faults: Faults, body: () => Promise<void>, readinessOverrides: Record<string, unknown> = {}): Promise<void> {
         const saved = { ...this.readiness() };
@@ -97,13 +111,6 @@ export class FaultMatrix {
     /** A row's change landed: `value` serves, and stays declared for the next rows. */
     landed(value: number): void {
         this.serving = value;
-    }
-
-    /** Brings the box back to DECLARED after a row whose change landed. */
-    async backToDeclared(): Promise<void> {
-        expectExit(await this.d.up(), 0, "up back to the declared config");
-        await this.expectServing(DECLARED);
-        this.serving = DECLARED;
     }
 
     /** The --mem-fraction-static the state's service record holds (`pulumi stack export`). */
