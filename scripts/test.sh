@@ -21,6 +21,10 @@ fi
 scripts/setup.sh
 PATH="$(scripts/node.sh --bin-dir):$PATH"
 export PATH
+# node's compile cache for the test workers and the node processes they start,
+# where scripts/pulumi.sh keeps it for the engine's (test:quick: about 0.1
+# CPU-minutes less of about 3, 2026-12-06).
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node-compile-cache}"
 # The static checks (type-check, eslint, prettier --check) run beside the test files, which leave a core idle now
 # and then; a failing check prints its output as it ends, and fails the run.
 checks="$(mktemp -d)"
