@@ -45,6 +45,18 @@ function serversWithGateway(): Record<string, string> {
     return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, JSON.stringify(v)]));
 }
 
+/** The resources a kpro5 stack with one server declares (components and their dynamic resources), sorted. */
+const KPRO5_RESOURCE_TYPES = [
+    "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
+    "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
+    "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
+    "pulumi-nodejs:dynamic/sglang-serve:SglangService",
+    "sglang-serve:index:GpuHost",
+    "sglang-serve:index:LxcContainer",
+    "sglang-serve:index:ReadinessCheck",
+    "sglang-serve:index:SglangService",
+];
+
 describe("the stack program under mocks: servers behind a gateway", () => {
     it("declares each server with its gateway membership, and the gateway with every server as a worker", async () => {
         const mocks = new RecordingMocks();
@@ -106,16 +118,7 @@ describe("the stack program under mocks: one server as `service` or as `servers`
         };
         const asService = await declared({ ...rest, "sglang-serve:host": host, "sglang-serve:service": qwen });
         const asServers = await declared({ ...rest, "sglang-serve:host": host, "sglang-serve:servers": [qwen] });
-        assert.deepEqual(asService.resources.map((r) => r.type).sort(), [
-            "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
-            "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
-            "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
-            "pulumi-nodejs:dynamic/sglang-serve:SglangService",
-            "sglang-serve:index:GpuHost",
-            "sglang-serve:index:LxcContainer",
-            "sglang-serve:index:ReadinessCheck",
-            "sglang-serve:index:SglangService",
-        ]);
+        assert.deepEqual(asService.resources.map((r) => r.type).sort(), KPRO5_RESOURCE_TYPES);
         assert.deepEqual(asServers.resources, asService.resources);
         assert.deepEqual(asServers.outputs, asService.outputs);
     });
@@ -126,16 +129,7 @@ describe("the stack program under mocks", () => {
         const { mocks, program } = await loadProgram("kpro5");
         await promiseOf(program.liveServerArgs);
         const types = mocks.resources.map((r) => r.type);
-        assert.deepEqual(types.sort(), [
-            "pulumi-nodejs:dynamic/sglang-serve:GpuHost",
-            "pulumi-nodejs:dynamic/sglang-serve:LxcContainer",
-            "pulumi-nodejs:dynamic/sglang-serve:ReadinessCheck",
-            "pulumi-nodejs:dynamic/sglang-serve:SglangService",
-            "sglang-serve:index:GpuHost",
-            "sglang-serve:index:LxcContainer",
-            "sglang-serve:index:ReadinessCheck",
-            "sglang-serve:index:SglangService",
-        ]);
+        assert.deepEqual(types.sort(), KPRO5_RESOURCE_TYPES);
     });
 
     it("renders the unit with exactly the declared SGLang flags", async () => {
