@@ -282,10 +282,17 @@ def preload():
 
 
 def preload_more(names):
-    # Modules a case imported lazily: import them here so later cases start warm.
-    for name in sorted(names):
-        if name not in LAUNCHERS:
-            import_if_silent(name)
+    """Modules a case imported lazily, imported here so later cases start warm; whether any was.
+
+    Each name is tried once: one that was refused (it printed, or failed) is
+    left to the cases, as before, without importing it again here each time a
+    case names it."""
+    tried = preload_more.__dict__.setdefault("tried", set())
+    loaded = len(sys.modules)
+    for name in sorted(set(names) - tried - set(LAUNCHERS)):
+        tried.add(name)
+        import_if_silent(name)
+    return len(sys.modules) != loaded
 
 
 def clear_sglang_caches():
@@ -730,7 +737,8 @@ def main():
                 sys.exit(f"oracle.py: stdin line {lineno}: {exc}")
 
     # What SGLang cached while it was imported here is forgotten once, here, and again after each import of
-    # more of it: every case starts from empty caches (a scan of its modules in each case took an eighth of its time).
+    # more of it (only then: nothing here runs SGLang's code in between): every case starts from empty caches
+    # (a scan of its modules in each case took an eighth of its time).
     clear_sglang_caches()
     # Children share the parent's pages until they write them: keep the
     # collector from touching (and so copying) every imported object.
@@ -748,8 +756,8 @@ def main():
     while next_out < len(cases):
         while next_case < len(cases) and len(running) < jobs:
             if learned:
-                preload_more(learned)
-                clear_sglang_caches()
+                if preload_more(learned):
+                    clear_sglang_caches()
                 learned.clear()
             r, w = os.pipe()
             sys.stdout.flush()
