@@ -2,6 +2,8 @@ import * as assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { EngineEvent, OpMap } from "@pulumi/pulumi/automation";
+import { changeSummaryOf } from "../../core/drift/drift-report";
 import { labDown } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
@@ -9,15 +11,17 @@ import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
 const API_KEY = "e2e-engines-api-key-0123456789abcdef";
 
-/** The resource changes of an update, from `up --json`'s stream of engine events (its summary event, the last one). */
-function updateSummary(stdout: string): Record<string, number> {
-    const summaries = stdout
+/** The resource changes of an update, from `up --json`'s stream of engine events (changeSummaryOf: its last summary event). */
+function updateSummary(stdout: string): OpMap {
+    const events = stdout
         .split("\n")
         .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as { summaryEvent?: { resourceChanges: Record<string, number> } })
-        .filter((e) => e.summaryEvent);
-    assert.ok(summaries.length > 0, `no summary event in the up's output:\n${stdout.slice(-2000)}`);
-    return summaries[summaries.length - 1]!.summaryEvent!.resourceChanges;
+        .map((l) => JSON.parse(l) as EngineEvent);
+    assert.ok(
+        events.some((e) => e.summaryEvent),
+        `no summary event in the up's output:\n${stdout.slice(-2000)}`,
+    );
+    return changeSummaryOf(events);
 }
 
 /** The dynamic types before they took their components' names (components/dynamic-provider.ts aliases them). */
