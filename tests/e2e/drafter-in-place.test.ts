@@ -1,5 +1,6 @@
 import * as assert from "node:assert/strict";
 import { Deployment, expectExit } from "../../lab/deployment";
+import { DFLASH_BLOCK } from "../core/fixtures";
 import { labStackConfig } from "../../lab/stack";
 import { mainPid, onBox, service, useLab } from "./lab-box";
 
@@ -19,7 +20,7 @@ describe("a drafter changed in place on the lab box: drift, refused while pinned
     it("the DFLASH drafter's folder changed in place is drift naming both digests; pinned to the digest the server loaded, up refuses it before anything stops, naming both; the new digest declared, up rolls it out again and the next preview is clean, the record shown beside it", async () => {
         const { labDir, info } = lab;
         const config = labStackConfig(info, "pct-exec");
-        const dflash = { algorithm: "DFLASH", draftModelPath: DRAFTER, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 };
+        const dflash = { ...DFLASH_BLOCK, draftModelPath: DRAFTER };
         service(config).speculative = dflash;
         const d = await Deployment.create("lab", config);
         const pin = (digest: string) => {

@@ -2,6 +2,7 @@ import * as assert from "node:assert/strict";
 import { clearFaults, setFaults } from "../../lab/control";
 import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
+import { DFLASH_BLOCK } from "../core/fixtures";
 import { labFigures, NEXTN_LAB_FIGURES, onBox, serverInfoOnBox, service, servingFiguresInState, useLab } from "./lab-box";
 
 const API_KEY = "e2e-drafter-api-key-0123456789abcd";
@@ -26,7 +27,7 @@ describe("switching the drafter on the lab box: NEXTN to DFLASH, held to the las
         const config = labStackConfig(info, "pct-exec");
         const d = await Deployment.create("lab", config);
         const nextn = structuredClone(service(config).speculative);
-        const dflash = (draftModelPath: string) => ({ algorithm: "DFLASH", draftModelPath, numSteps: 1, eagleTopk: 1, numDraftTokens: 16 });
+        const dflash = (draftModelPath: string) => ({ ...DFLASH_BLOCK, draftModelPath });
         try {
             d.giveApiKey(API_KEY);
             expectExit(await d.up(), 0, "up of the field config (NEXTN, one step)");
