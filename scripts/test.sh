@@ -21,10 +21,11 @@ fi
 scripts/setup.sh
 PATH="$(scripts/node.sh --bin-dir):$PATH"
 export PATH
+cache_root="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}"
 # node's compile cache for the test workers and the node processes they start,
 # where scripts/pulumi.sh keeps it for the engine's (test:quick: about 0.1
 # CPU-minutes less of about 3, 2026-12-06).
-export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node-compile-cache}"
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$cache_root/node-compile-cache}"
 # The static checks (type-check, eslint, prettier --check) run beside the test files, which leave a core idle now
 # and then; a failing check prints its output as it ends, and fails the run.
 checks="$(mktemp -d)"
@@ -40,7 +41,7 @@ check() {
 # Their caches live outside the checkout, one per checkout path, keyed by each
 # file's content (and the tools' own config): a fresh clone of the same tree at
 # the same path checks only what changed (about 31 CPU-s cold, 2026-12-06).
-lint_cache="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/lint/$(printf %s "$PWD" | sha256sum | cut -c1-16)"
+lint_cache="$cache_root/lint/$(printf %s "$PWD" | sha256sum | cut -c1-16)"
 if ! $quick; then
   mkdir -p "$lint_cache"
   check typecheck npx tsc --noEmit -p tsconfig.json --incremental --tsBuildInfoFile "$lint_cache/tsc.tsbuildinfo" &
