@@ -12,6 +12,11 @@ and gets one stdout line, in order:
      check reads, from the release's source), "stdout", "stderr", "logs": [{level, logger, message}],
      "serverArgs", "serverInfo", "serverInfoSimulated", "launcher", "stubsTouched"}
 
+With --serve it keeps SGLang imported and takes batches until stdin ends: a
+header line {"cases": N, "jobs": J, "timeout": T}, then N case lines, answered
+with N result lines (oracle.ts keeps one such process per release and
+environment, so a process judging many configs imports each release once).
+
 SGLang is imported once in this process; every case runs in a forked child
 (fresh environment, SGLang's lru caches cleared, stdout/stderr captured), so
 nothing leaks from one case to the next. The verdicts are SGLang's: the
@@ -115,6 +120,8 @@ def parse_cli():
     p.add_argument("--deps", help="the shared deps site dir (default: the install.sh cache)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    p.add_argument("--serve", action="store_true",
+                   help="keep the release imported and run batches of cases until stdin ends (oracle.ts keeps one per release)")
     p.add_argument("--report", metavar="FILE",
                    help="after the run, write which distributions were imported and which stubbed names were used")
     return p.parse_args()
@@ -699,8 +706,17 @@ def _read_memfd(fd):
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def main():
-    cli = parse_cli()
+class Release:
+    """The release imported once in this process: its site, the base environment, what the cases taught it."""
+
+    def __init__(self, site, deps, base, prelude):
+        self.site, self.deps, self.base, self.prelude = site, deps, base, prelude
+        # Modules the cases imported beyond the preload: imported here before the next fork.
+        self.learned = set()
+        self.touched = set()
+
+
+def setup(cli):
     root = cache_root()
     site = cli.site or os.path.join(root, cli.version, "site")
     deps = cli.deps or os.path.join(root, "deps", "site")
@@ -728,14 +744,6 @@ def main():
     if sglang.version.__version__ != cli.version:
         sys.exit(f"oracle.py: {site} holds SGLang {sglang.version.__version__}, not {cli.version}")
 
-    cases = []
-    for lineno, line in enumerate(sys.stdin, 1):
-        if line.strip():
-            try:
-                cases.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                sys.exit(f"oracle.py: stdin line {lineno}: {exc}")
-
     # What SGLang cached while it was imported here is forgotten once, here, and again after each import of
     # more of it (only then: nothing here runs SGLang's code in between): every case starts from empty caches
     # (a scan of its modules in each case took an eighth of its time).
@@ -746,13 +754,18 @@ def main():
 
     gc.collect()
     gc.freeze()
-    out = sys.stdout
+    release = Release(site, deps, base, prelude)
+    release.touched.update(_sglang_lab_stub.touched())
+    return release
+
+
+def run_cases(release, cases, jobs, timeout, out):
+    """Each case in a child forked from this process, `jobs` at once; one result line each on `out`, in order."""
+    site, base, prelude, learned = release.site, release.base, release.prelude, release.learned
     results = [None] * len(cases)
     running = {}  # read fd -> (index, pid, started, chunks)
-    learned = set()
-    all_touched = set(_sglang_lab_stub.touched())
     next_case, next_out = 0, 0
-    jobs = max(1, cli.jobs)
+    jobs = max(1, jobs)
     while next_out < len(cases):
         while next_case < len(cases) and len(running) < jobs:
             if learned:
@@ -764,6 +777,8 @@ def main():
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
+                import gc
+
                 gc.disable()
                 os.close(r)
                 oracle_stderr = os.dup(2)
@@ -791,7 +806,7 @@ def main():
                 if chunk:
                     chunks.append(chunk)
                     continue
-            elif now - started < cli.timeout:
+            elif now - started < timeout:
                 continue
             else:
                 os.kill(pid, signal.SIGKILL)
@@ -801,21 +816,62 @@ def main():
             try:
                 res = json.loads(b"".join(chunks))
             except json.JSONDecodeError:
-                reason = f"timed out after {cli.timeout:g} s" if now - started >= cli.timeout else \
+                reason = f"timed out after {timeout:g} s" if now - started >= timeout else \
                     f"the case's process ended without a result (wait status {status})"
                 res = {"status": "exception", "exitCode": 1, "exceptionType": "OracleError", "message": reason,
                        "stdout": "", "stderr": "", "logs": [], "serverArgs": None, "serverInfo": None}
             learned.update(res.pop("_modules", []))
-            all_touched.update(res.get("stubsTouched") or [])
+            release.touched.update(res.get("stubsTouched") or [])
             results[index] = res
         while next_out < len(cases) and results[next_out] is not None:
             out.write(json.dumps(results[next_out]) + "\n")
             results[next_out] = True
             next_out += 1
         out.flush()
+
+
+def read_case(line, where):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        sys.exit(f"oracle.py: {where}: {exc}")
+
+
+def serve(release, cli, inp, out):
+    """--serve: batches until stdin ends, each a header line {"cases": N, "jobs": J, "timeout": T} and N case lines
+    (jobs and timeout, when left out: --jobs and --timeout)."""
+    lineno = 0
+    while True:
+        header = inp.readline()
+        lineno += 1
+        if not header:
+            return
+        if not header.strip():
+            continue
+        batch = read_case(header, f"stdin line {lineno} (a batch header)")
+        cases = []
+        for _ in range(int(batch["cases"])):
+            line = inp.readline()
+            lineno += 1
+            if not line:
+                sys.exit(f"oracle.py: stdin ended inside a batch of {batch['cases']} cases")
+            cases.append(read_case(line, f"stdin line {lineno}"))
+        run_cases(release, cases, int(batch.get("jobs", cli.jobs)), float(batch.get("timeout", cli.timeout)), out)
+
+
+def main():
+    cli = parse_cli()
+    release = setup(cli)
+    if cli.serve:
+        serve(release, cli, sys.stdin, sys.stdout)
+        return
+    cases = [read_case(line, f"stdin line {lineno}") for lineno, line in enumerate(sys.stdin, 1) if line.strip()]
+    run_cases(release, cases, cli.jobs, cli.timeout, sys.stdout)
     if cli.report:
-        preload_more(learned)
-        write_report(cli.report, site, deps, all_touched | set(_sglang_lab_stub.touched()))
+        preload_more(release.learned)
+        import _sglang_lab_stub
+
+        write_report(cli.report, release.site, release.deps, release.touched | set(_sglang_lab_stub.touched()))
 
 
 def write_report(path, site, deps, touched):

@@ -1,11 +1,13 @@
 // The real SGLang releases as the judge of a command line (the preview's
 // verdict, providers/sglang-server/verdict.ts) and as the tests' oracle: a typed
-// front for install.sh and oracle.py (see README.md). One Python process per runOracle call; cases go
-// in as JSON lines on stdin, results come back one line each, in order.
+// front for install.sh and oracle.py (see README.md). One kept Python process
+// per release (oracle-process.ts); each runOracle call's cases go in as JSON
+// lines on its stdin, results come back one line each, in order.
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { OracleProcess } from "./oracle-process";
 import { checkSite, SITE_KEY_FILE, siteProblem } from "./site-check";
 
 export type OracleEntry = "sglang-serve" | "launch-server";
@@ -213,22 +215,47 @@ function parseResult(line: string, index: number): OracleResult {
     return value as OracleResult;
 }
 
-/** Runs each case through the real release `version` (one of sglangVersions()). */
+/**
+ * The variables oracle.py's process reads from the environment it is started
+ * in (cache_root, base_env: GPU_DEFAULTS are the SGLANG_LAB_ ones); it runs
+ * the release under an environment of its own made from these alone. Calls
+ * whose environments are alike in these can share a process.
+ */
+const ORACLE_READS = /^(HOME|TMPDIR|XDG_CACHE_HOME|SGLANG_SERVE_CACHE|SGLANG_LAB_.*)$/;
+
+/**
+ * The `oracle.py --serve` processes running now, by what they were started
+ * with: this process's, whoever calls (each is a run of a pure function of its
+ * key and the cases, so sharing one changes only what it costs).
+ */
+const running = new Map<string, OracleProcess>();
+
+/**
+ * Runs each case through the real release `version` (one of sglangVersions()).
+ * A call made while another runs the same release (the same interpreter, the
+ * sites as checked, what oracle.py reads of `opts.env`) is sent to that
+ * process (oracle-process.ts): calls made together import the release once.
+ */
 export async function runOracle(version: string, cases: readonly OracleCase[], opts: OracleOptions = {}): Promise<OracleResult[]> {
-    const args = [path.join(releaseDir(), "oracle.py"), "--version", version];
-    if (opts.jobs !== undefined) args.push("--jobs", String(opts.jobs));
-    if (opts.caseTimeoutSeconds !== undefined) args.push("--timeout", String(opts.caseTimeoutSeconds));
     // Never run a site that fails its RECORD check: ensureInstalled rebuilds it.
+    const checked: string[] = [];
     for (const site of [path.join(releaseCacheRoot(), version, "site"), path.join(releaseCacheRoot(), "deps", "site")]) {
         const check = checkSite(site);
         if (!check.ok) throw new Error(`oracle.py --version ${version} not run: ${siteProblem(site, check)}; ensureInstalled(["${version}"]) rebuilds it`);
+        checked.push(check.checked);
     }
-    const input = cases.map((c) => JSON.stringify(c)).join("\n") + "\n";
-    const r = await run(python(), args, input, opts.env);
-    if (r.code !== 0) throw new Error(`oracle.py --version ${version} failed (exit ${r.code ?? r.signal}):\n${r.stderr}`);
-    const lines = r.stdout.split("\n").filter((l) => l !== "");
-    if (lines.length !== cases.length) {
-        throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases:\n${r.stderr}`);
+    const env = opts.env ?? process.env;
+    const reads = Object.entries(env)
+        .filter(([k]) => ORACLE_READS.test(k))
+        .sort(([a], [b]) => a.localeCompare(b));
+    const key = JSON.stringify([python(), version, checked, reads]);
+    let oracle = running.get(key);
+    if (!oracle?.accepting) {
+        oracle = new OracleProcess(`oracle.py --version ${version}`, python(), [path.join(releaseDir(), "oracle.py"), "--version", version, "--serve"], env);
+        running.set(key, oracle);
     }
+    const lines = await oracle.run({ cases: cases.map((c) => JSON.stringify(c)), jobs: opts.jobs, timeoutSeconds: opts.caseTimeoutSeconds });
+    if (running.get(key) === oracle && !oracle.accepting) running.delete(key);
+    if (lines.length !== cases.length) throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases`);
     return lines.map(parseResult);
 }

@@ -14,7 +14,8 @@ import { createHash } from "crypto";
 import * as fs from "fs";
 import * as path from "path";
 
-export type SiteCheck = { ok: true } | { ok: false; problems: string[] };
+/** ok: the site as checked, named by its real path and stat signature (any change to any entry changes it). */
+export type SiteCheck = { ok: true; checked: string } | { ok: false; problems: string[] };
 
 /** install.sh's own file in each site: the key of what it installed. */
 export const SITE_KEY_FILE = ".sglang-serve-key";
@@ -189,7 +190,8 @@ export function checkSite(dir: string): SiteCheck {
     } catch {
         last = undefined;
     }
-    if (last === signature) return { ok: true };
+    const checked = `${root}\0${signature}`;
+    if (last === signature) return { ok: true, checked };
     const problems = checkContent(root, entries);
     if (problems.length > 0) {
         try {
@@ -206,7 +208,7 @@ export function checkSite(dir: string): SiteCheck {
     } catch {
         // A cache this user may read but not write: checked in full at each use.
     }
-    return { ok: true };
+    return { ok: true, checked };
 }
 
 /** One line for a failed check: the site and its first problems. */

@@ -53,10 +53,15 @@ if args[:2] == ["-m", "pip"]:
         with open(os.path.join(target, info, "RECORD"), "w") as out:
             out.write("\\n".join(lines + [f"{info}/RECORD,,"]) + "\\n")
     sys.exit(0)
-for line in sys.stdin:  # oracle.py --version V: one result per case
-    if line.strip():
-        print(json.dumps({"status": "ok", "exitCode": 0, "exceptionType": None, "message": None, "stdout": "", "stderr": "", "logs": [],
-                          "serverArgs": {}, "serverInfo": None, "serverInfoSimulated": None, "launcher": "http", "stubsTouched": []}))
+for line in sys.stdin:  # oracle.py --version V --serve: a batch header, then one result per case
+    case = json.loads(line) if line.strip() else {}
+    if "argv" not in case:
+        continue
+    if case["argv"] == ["--probe-exit"]:
+        sys.exit("probe: asked to exit")
+    print(json.dumps({"status": "ok", "exitCode": 0, "exceptionType": None, "message": None, "stdout": "", "stderr": "", "logs": [],
+                      "serverArgs": {}, "serverInfo": None, "serverInfoSimulated": None, "launcher": "http", "stubsTouched": [],
+                      "probePid": os.getpid(), "probeArgv": case["argv"]}), flush=True)
 `;
 
 interface Dump {
@@ -174,5 +179,35 @@ describe("the preview's verdict runs the release's code and pip without the runn
             ),
             logged.join("\n"),
         );
+    });
+    it("calls made together share one run of the release's code, each answered in order; a call after them runs it again; one that dies fails its calls with its stderr", async () => {
+        await ensureInstalled(["0.5.11"]);
+        const before = ran().filter(isOracle).length;
+        const ask = (...names: string[]) =>
+            runOracle(
+                "0.5.11",
+                names.map((n) => ({ argv: [n], entry: "sglang-serve" as const })),
+            );
+        type Probed = { probePid: number; probeArgv: string[] };
+        const together = (await Promise.all([ask("a", "b"), ask("c"), ask("d", "e", "f")])) as unknown as Probed[][];
+        assert.deepEqual(
+            together.map((batch) => batch.map((r) => r.probeArgv[0])),
+            [["a", "b"], ["c"], ["d", "e", "f"]],
+        );
+        assert.equal(new Set(together.flat().map((r) => r.probePid)).size, 1, "one process answered them all");
+        assert.equal(ran().filter(isOracle).length, before + 1);
+
+        const [later] = (await ask("g")) as unknown as Probed[];
+        assert.notEqual(later!.probePid, together[0]![0]!.probePid, "a call after the others were answered runs the release again");
+
+        const [dying, alongside] = await Promise.allSettled([ask("h", "--probe-exit"), ask("i")]);
+        for (const r of [dying, alongside]) {
+            assert.equal(r!.status, "rejected");
+            assert.match(
+                String((r as PromiseRejectedResult).reason),
+                /oracle\.py --version 0\.5\.11 failed \(exit 1\) after 1 result\(s\) of the batch:\nprobe: asked to exit/,
+            );
+        }
+        assert.equal((await ask("j"))[0]!.status, "ok", "the next call runs a new process");
     });
 });

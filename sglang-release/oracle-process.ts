@@ -1,0 +1,118 @@
+// One `oracle.py --serve` process: the release imported once, each batch of
+// cases answered by children it forks (oracle.py). runOracle (oracle.ts) sends
+// every call that arrives while one runs (for the same release and
+// environment) to it, so calls made together (the checks of several servers in
+// one preview, a test's requests) pay the release's import once instead of
+// once a call.
+//
+// It lives while it has batches: when the last one queued is answered, its
+// stdin is closed and that batch's caller gets its results once the process
+// has exited (and been reaped by this one, so its CPU is counted as this
+// process's children's). A call after that starts a new process.
+import { ChildProcessWithoutNullStreams, spawn } from "child_process";
+
+/** What the process's stderr last said, kept for an error (its last 64 KiB). */
+const STDERR_KEPT = 64 * 1024;
+
+export interface Batch {
+    /** JSON lines, one a case. */
+    cases: readonly string[];
+    /** Cases run at once; left out: oracle.py's --jobs (the CPU count). */
+    jobs?: number;
+    /** Per case; left out: oracle.py's --timeout (120 s). */
+    timeoutSeconds?: number;
+}
+
+export class OracleProcess {
+    private readonly child: ChildProcessWithoutNullStreams;
+    private readonly lines: string[] = [];
+    private partial = "";
+    private stderr = "";
+    /** Why the process is gone (set once it has ended). */
+    private gone?: string;
+    private readonly exited: Promise<void>;
+    private waiting?: { count: number; resolve: (lines: string[]) => void; reject: (e: Error) => void };
+    /** Batches are answered one after another: the next is sent when the last is answered. */
+    private queue: Promise<unknown> = Promise.resolve();
+    private queued = 0;
+    /** False once the last batch is answered and stdin closed: a new call needs a new process. */
+    accepting = true;
+
+    /** @param describe names the process in errors (`oracle.py --version 0.5.11`) */
+    constructor(
+        private readonly describe: string,
+        command: string,
+        args: readonly string[],
+        env: NodeJS.ProcessEnv,
+    ) {
+        this.child = spawn(command, [...args], { stdio: ["pipe", "pipe", "pipe"], env });
+        this.child.stdout.setEncoding("utf8").on("data", (d: string) => this.received(d));
+        this.child.stderr.setEncoding("utf8").on("data", (d: string) => (this.stderr = (this.stderr + d).slice(-STDERR_KEPT)));
+        this.exited = new Promise<void>((resolve) => {
+            this.child.on("error", (e) => (this.ended(`could not start: ${e.message}`), resolve()));
+            this.child.on("close", (code, signal) => (this.ended(code === 0 ? "" : `exit ${code ?? signal}`), resolve()));
+        });
+        // A process that ended before reading its input is reported by its end, not as EPIPE.
+        this.child.stdin.on("error", () => undefined);
+    }
+
+    /** The batch's result lines, in order; rejects naming the process and its stderr if it ends first, or fails at its end. */
+    async run(batch: Batch): Promise<string[]> {
+        this.queued++;
+        const answered = this.queue.then(() => this.send(batch));
+        this.queue = answered.catch(() => undefined);
+        const lines = await answered.catch((e: Error) => e);
+        if (--this.queued === 0) await this.close();
+        if (lines instanceof Error) throw lines;
+        // The last batch's process failing at its end (a non-zero exit after the results) fails that batch too.
+        if (this.gone) throw this.failure();
+        return lines;
+    }
+
+    private send(batch: Batch): Promise<string[]> {
+        if (this.gone !== undefined) return Promise.reject(this.failure());
+        if (batch.cases.length === 0) return Promise.resolve([]);
+        return new Promise<string[]>((resolve, reject) => {
+            this.waiting = { count: batch.cases.length, resolve, reject };
+            const header = JSON.stringify({ cases: batch.cases.length, jobs: batch.jobs, timeout: batch.timeoutSeconds });
+            this.child.stdin.write(`${header}\n${batch.cases.join("\n")}\n`);
+            this.deliver();
+        });
+    }
+
+    private async close(): Promise<void> {
+        this.accepting = false;
+        this.child.stdin.end();
+        await this.exited;
+    }
+
+    private received(data: string): void {
+        const parts = (this.partial + data).split("\n");
+        this.partial = parts.pop()!;
+        this.lines.push(...parts.filter((l) => l !== ""));
+        this.deliver();
+    }
+
+    private deliver(): void {
+        const w = this.waiting;
+        if (!w || this.lines.length < w.count) return;
+        this.waiting = undefined;
+        w.resolve(this.lines.splice(0, w.count));
+    }
+
+    /** `why`: empty for a clean exit (stdin closed, exit 0). */
+    private ended(why: string): void {
+        if (this.gone !== undefined) return;
+        this.accepting = false;
+        this.gone = why;
+        const w = this.waiting;
+        this.waiting = undefined;
+        w?.reject(this.failure());
+    }
+
+    private failure(): Error {
+        const why = this.gone || "ended";
+        const answered = this.lines.length > 0 ? ` after ${this.lines.length} result(s) of the batch` : "";
+        return new Error(`${this.describe} failed (${why})${answered}:\n${this.stderr}`);
+    }
+}
