@@ -5,11 +5,21 @@
 // one preview, a test's requests) pay the release's import once instead of
 // once a call.
 //
-// It lives while it has batches: when the last one queued is answered, its
-// stdin is closed and that batch's caller gets its results once the process
-// has exited (and been reaped by this one, so its CPU is counted as this
-// process's children's). A call after that starts a new process.
+// It lives while it has batches, and for a while after the last (the batch's
+// lingerMs): a call in that time is sent to it too (the next step of a test,
+// the next test file in the same worker). Then its stdin is closed and it
+// exits; a call after that starts a new process. While it has no batch it
+// never keeps this process alive (its handles are unreferenced), and it ends
+// when its stdin does, so it never outlives this process. One that exits
+// while this process runs is reaped by it (its CPU is this process's
+// children's); one whose parent exits first is reaped by init.
 import { ChildProcessWithoutNullStreams, spawn } from "child_process";
+
+/** A child process or one of its pipes: whether it keeps this process alive. */
+interface Ref {
+    ref(): void;
+    unref(): void;
+}
 
 /** What the process's stderr last said, kept for an error (its last 64 KiB). */
 const STDERR_KEPT = 64 * 1024;
@@ -21,6 +31,8 @@ export interface Batch {
     jobs?: number;
     /** Per case; left out: oracle.py's --timeout (120 s). */
     timeoutSeconds?: number;
+    /** How long the process waits for another batch after this one, if none is queued. */
+    lingerMs: number;
 }
 
 export class OracleProcess {
@@ -30,12 +42,12 @@ export class OracleProcess {
     private stderr = "";
     /** Why the process is gone (set once it has ended). */
     private gone?: string;
-    private readonly exited: Promise<void>;
     private waiting?: { count: number; resolve: (lines: string[]) => void; reject: (e: Error) => void };
     /** Batches are answered one after another: the next is sent when the last is answered. */
     private queue: Promise<unknown> = Promise.resolve();
     private queued = 0;
-    /** False once the last batch is answered and stdin closed: a new call needs a new process. */
+    private lingering?: NodeJS.Timeout;
+    /** False once its stdin is closed (or it ended): a new call needs a new process. */
     accepting = true;
 
     /** @param describe names the process in errors (`oracle.py --version 0.5.11`) */
@@ -48,25 +60,23 @@ export class OracleProcess {
         this.child = spawn(command, [...args], { stdio: ["pipe", "pipe", "pipe"], env });
         this.child.stdout.setEncoding("utf8").on("data", (d: string) => this.received(d));
         this.child.stderr.setEncoding("utf8").on("data", (d: string) => (this.stderr = (this.stderr + d).slice(-STDERR_KEPT)));
-        this.exited = new Promise<void>((resolve) => {
-            this.child.on("error", (e) => (this.ended(`could not start: ${e.message}`), resolve()));
-            this.child.on("close", (code, signal) => (this.ended(code === 0 ? "" : `exit ${code ?? signal}`), resolve()));
-        });
+        this.child.on("error", (e) => this.ended(`could not start: ${e.message}`));
+        this.child.on("close", (code, signal) => this.ended(code === 0 ? "" : `exit ${code ?? signal}`));
         // A process that ended before reading its input is reported by its end, not as EPIPE.
         this.child.stdin.on("error", () => undefined);
     }
 
-    /** The batch's result lines, in order; rejects naming the process and its stderr if it ends first, or fails at its end. */
+    /** The batch's result lines, in order; rejects naming the process and its stderr if it ends first. */
     async run(batch: Batch): Promise<string[]> {
-        this.queued++;
+        if (this.queued++ === 0) this.hold(true);
+        clearTimeout(this.lingering);
         const answered = this.queue.then(() => this.send(batch));
         this.queue = answered.catch(() => undefined);
-        const lines = await answered.catch((e: Error) => e);
-        if (--this.queued === 0) await this.close();
-        if (lines instanceof Error) throw lines;
-        // The last batch's process failing at its end (a non-zero exit after the results) fails that batch too.
-        if (this.gone) throw this.failure();
-        return lines;
+        try {
+            return await answered;
+        } finally {
+            if (--this.queued === 0) this.linger(batch.lingerMs);
+        }
     }
 
     private send(batch: Batch): Promise<string[]> {
@@ -80,10 +90,24 @@ export class OracleProcess {
         });
     }
 
-    private async close(): Promise<void> {
-        this.accepting = false;
-        this.child.stdin.end();
-        await this.exited;
+    /** No batch queued: close stdin after `ms` unless one comes; meanwhile this process may exit. */
+    private linger(ms: number): void {
+        this.hold(false);
+        if (this.gone !== undefined) return;
+        const close = () => {
+            this.accepting = false;
+            this.child.stdin.end();
+        };
+        if (ms <= 0) close();
+        else this.lingering = setTimeout(close, ms).unref();
+    }
+
+    /** Keeps this process alive while a batch is queued, and only then. */
+    private hold(busy: boolean): void {
+        for (const handle of [this.child, this.child.stdin, this.child.stdout, this.child.stderr] as unknown as Ref[]) {
+            if (busy) handle.ref();
+            else handle.unref();
+        }
     }
 
     private received(data: string): void {
@@ -104,6 +128,7 @@ export class OracleProcess {
     private ended(why: string): void {
         if (this.gone !== undefined) return;
         this.accepting = false;
+        clearTimeout(this.lingering);
         this.gone = why;
         const w = this.waiting;
         this.waiting = undefined;

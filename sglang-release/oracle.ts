@@ -68,6 +68,8 @@ export interface OracleOptions {
     caseTimeoutSeconds?: number;
     /** The environment oracle.py runs in (default: this process's); each case still gets a fresh one of its own. */
     env?: NodeJS.ProcessEnv;
+    /** How long the release's process waits for the next call after this one (default ORACLE_LINGER_MS). */
+    lingerMs?: number;
 }
 
 /** sglang-release/ in the checkout, also when this file runs compiled from dist/lab/<build>/. */
@@ -224,6 +226,13 @@ function parseResult(line: string, index: number): OracleResult {
 const ORACLE_READS = /^(HOME|TMPDIR|XDG_CACHE_HOME|SGLANG_SERVE_CACHE|SGLANG_LAB_.*)$/;
 
 /**
+ * How long a release's process waits for the next call: the next step of a
+ * test, the next test file in the same worker, the next check of a preview.
+ * It holds the release imported (a few hundred MB) meanwhile.
+ */
+export const ORACLE_LINGER_MS = 60_000;
+
+/**
  * The `oracle.py --serve` processes running now, by what they were started
  * with: this process's, whoever calls (each is a run of a pure function of its
  * key and the cases, so sharing one changes only what it costs).
@@ -232,9 +241,10 @@ const running = new Map<string, OracleProcess>();
 
 /**
  * Runs each case through the real release `version` (one of sglangVersions()).
- * A call made while another runs the same release (the same interpreter, the
- * sites as checked, what oracle.py reads of `opts.env`) is sent to that
- * process (oracle-process.ts): calls made together import the release once.
+ * A call made while a process runs the same release (the same interpreter, the
+ * sites as checked, what oracle.py reads of `opts.env`), or waits for the next
+ * call, is sent to that process (oracle-process.ts): the release is imported
+ * once for all of them.
  */
 export async function runOracle(version: string, cases: readonly OracleCase[], opts: OracleOptions = {}): Promise<OracleResult[]> {
     // Never run a site that fails its RECORD check: ensureInstalled rebuilds it.
@@ -254,8 +264,12 @@ export async function runOracle(version: string, cases: readonly OracleCase[], o
         oracle = new OracleProcess(`oracle.py --version ${version}`, python(), [path.join(releaseDir(), "oracle.py"), "--version", version, "--serve"], env);
         running.set(key, oracle);
     }
-    const lines = await oracle.run({ cases: cases.map((c) => JSON.stringify(c)), jobs: opts.jobs, timeoutSeconds: opts.caseTimeoutSeconds });
-    if (running.get(key) === oracle && !oracle.accepting) running.delete(key);
+    const lines = await oracle.run({
+        cases: cases.map((c) => JSON.stringify(c)),
+        jobs: opts.jobs,
+        timeoutSeconds: opts.caseTimeoutSeconds,
+        lingerMs: opts.lingerMs ?? ORACLE_LINGER_MS,
+    });
     if (lines.length !== cases.length) throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases`);
     return lines.map(parseResult);
 }

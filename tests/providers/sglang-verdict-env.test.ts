@@ -8,7 +8,7 @@ import { VerdictRequest, verdictRequest } from "../../core/sglang/verdict";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { releaseVerdict } from "../../providers/sglang-server/verdict";
-import { ensureInstalled, releaseCacheRoot, runOracle } from "../../sglang-release/oracle";
+import { ensureInstalled, OracleOptions, releaseCacheRoot, runOracle } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
 // Issue 34 finding 1: the preview's verdict runs the declared release's code
@@ -180,27 +180,32 @@ describe("the preview's verdict runs the release's code and pip without the runn
             logged.join("\n"),
         );
     });
-    it("calls made together share one run of the release's code, each answered in order; a call after them runs it again; one that dies fails its calls with its stderr", async () => {
+    it("calls made together, or while the release's process waits for the next, share one run of its code, each answered in order; a call after it closed runs it again; one that dies fails its calls with its stderr", async () => {
         await ensureInstalled(["0.5.11"]);
         const before = ran().filter(isOracle).length;
-        const ask = (...names: string[]) =>
-            runOracle(
+        type Probed = { probePid: number; probeArgv: string[] };
+        const ask = async (names: string[], opts: OracleOptions = {}) =>
+            (await runOracle(
                 "0.5.11",
                 names.map((n) => ({ argv: [n], entry: "sglang-serve" as const })),
-            );
-        type Probed = { probePid: number; probeArgv: string[] };
-        const together = (await Promise.all([ask("a", "b"), ask("c"), ask("d", "e", "f")])) as unknown as Probed[][];
+                opts,
+            )) as unknown as Probed[];
+        const together = await Promise.all([ask(["a", "b"]), ask(["c"]), ask(["d", "e", "f"])]);
         assert.deepEqual(
             together.map((batch) => batch.map((r) => r.probeArgv[0])),
             [["a", "b"], ["c"], ["d", "e", "f"]],
         );
-        assert.equal(new Set(together.flat().map((r) => r.probePid)).size, 1, "one process answered them all");
-        assert.equal(ran().filter(isOracle).length, before + 1);
+        const pid = together[0]![0]!.probePid;
+        assert.deepEqual(new Set(together.flat().map((r) => r.probePid)), new Set([pid]), "one process answered them all");
 
-        const [later] = (await ask("g")) as unknown as Probed[];
-        assert.notEqual(later!.probePid, together[0]![0]!.probePid, "a call after the others were answered runs the release again");
+        // The next call comes after the others were answered, within the linger: the same process; it closes right after this one.
+        const [next] = await ask(["g"], { lingerMs: 0 });
+        assert.equal(next!.probePid, pid);
+        const [later] = await ask(["h"]);
+        assert.notEqual(later!.probePid, pid, "a call after the process closed runs the release again");
+        assert.equal(ran().filter(isOracle).length, before + 2);
 
-        const [dying, alongside] = await Promise.allSettled([ask("h", "--probe-exit"), ask("i")]);
+        const [dying, alongside] = await Promise.allSettled([ask(["i", "--probe-exit"]), ask(["j"])]);
         for (const r of [dying, alongside]) {
             assert.equal(r!.status, "rejected");
             assert.match(
@@ -208,6 +213,6 @@ describe("the preview's verdict runs the release's code and pip without the runn
                 /oracle\.py --version 0\.5\.11 failed \(exit 1\) after 1 result\(s\) of the batch:\nprobe: asked to exit/,
             );
         }
-        assert.equal((await ask("j"))[0]!.status, "ok", "the next call runs a new process");
+        assert.equal((await ask(["k"]))[0]!.probeArgv[0], "k", "the next call runs a new process");
     });
 });
