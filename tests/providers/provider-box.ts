@@ -148,15 +148,23 @@ exec ${PYTHON} -S "$FAKE_DIR/pct.py" "$@"
 // systemd for the units in /etc/systemd/system of the box: state in
 // systemd.json, starts as $FAKE_DIR/starts says (one behaviour a line, "ready"
 // when it runs out), the journal in $FAKE_DIR/journal (fake-box.ts's
-// journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps.
+// journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps. The state is
+// read without the json module (its import, with re's, was about half the
+// CPU of a `systemctl show`, the call the providers make most): what
+// json.dump writes here (objects, strings, integers, true and false) is
+// Python's literal syntax too, with true and false named.
 const SYSTEMCTL = `#!${PYTHON} -S
-import json, os, sys
+import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
     f.write("systemctl " + " ".join(sys.argv[1:]) + "\\n")
 STATE = os.path.join(D, "systemd.json")
-state = json.load(open(STATE)) if os.path.exists(STATE) else {"next_pid": 4242, "units": {}}
+def load(p):
+    with open(p) as f:
+        return eval(f.read(), {"__builtins__": {}, "true": True, "false": False})
+state = load(STATE) if os.path.exists(STATE) else {"next_pid": 4242, "units": {}}
 def save():
+    import json
     with open(STATE + ".tmp", "w") as f:
         json.dump(state, f)
     os.rename(STATE + ".tmp", STATE)
@@ -220,6 +228,7 @@ elif verb == "start":
     env_file = os.path.join(D, "root/etc/sglang", n[len("sglang-"):-len(".service")] + ".env")
     config_file = env_file[: -len(".env")] + ".yaml"
     # What the process runs: the unit, the environment file and SGLang's config file as they are at its start.
+    import json
     json.dump({"unit": read(unit_file(n)), "env": read(env_file), "config": read(config_file)}, open(os.path.join(D, "process.json"), "w"))
     if how == "ready":
         u.update(active="active", sub="running", pid=state["next_pid"])
