@@ -16,7 +16,6 @@
 // had at its start (a unit changed but not restarted still reports the old
 // args), the API key from the EnvironmentFile it had then.
 
-import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
@@ -33,13 +32,7 @@ import { SshPool } from "../../remote/ssh-pool";
 import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";
 import { FakeBox } from "../remote/fake-box";
-
-/** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call), and its major.minor. */
-const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], {
-    encoding: "utf8",
-})
-    .trim()
-    .split("\n") as [string, string];
+import { HOST_PYTHON, HOST_PYTHON_VERSION, venvPython } from "../host-python";
 
 /** The box's paths that live in its directory; everything else is this machine's. */
 const BOX_PATHS = [
@@ -142,7 +135,7 @@ if [ "$1" = exec ] && [ "$3" = -- ] && [ $# -gt 3 ] && [ -f "$FAKE_DIR/root/etc/
     exec "$@"
   fi
 fi
-exec ${PYTHON} -S "$FAKE_DIR/pct.py" "$@"
+exec ${HOST_PYTHON} -S "$FAKE_DIR/pct.py" "$@"
 `;
 
 // systemd for the units in /etc/systemd/system of the box: state in
@@ -153,7 +146,7 @@ exec ${PYTHON} -S "$FAKE_DIR/pct.py" "$@"
 // CPU of a `systemctl show`, the call the providers make most): what
 // json.dump writes here (objects, strings, integers, true and false) is
 // Python's literal syntax too, with true and false named.
-const SYSTEMCTL = `#!${PYTHON} -S
+const SYSTEMCTL = `#!${HOST_PYTHON} -S
 import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -286,7 +279,7 @@ else:
 // "corrupt": {path: text served instead}}}): the files, the marker, the
 // manifest (written last, only when every file matched), the log, the result
 // and the exit status, as weights/sglang-serve-weights.py writes them.
-const SYSTEMD_RUN = `#!${PYTHON} -S
+const SYSTEMD_RUN = `#!${HOST_PYTHON} -S
 import hashlib, json, os, sys, time
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -418,12 +411,8 @@ export class ProviderBox {
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
         fs.writeFileSync(this.fake.file("pct.py"), PCT_PY);
         this.fake.env.FAKE_SERVER_PID = String(process.pid);
-        // The box's python3 (the /server_info read, the box-facts launcher) is this machine's, found without a
-        // version manager's shim, laid out as a venv without the system site-packages (pyvenv.cfg beside bin/):
-        // its site is a box's nearly empty one, not this machine's, whose .pth files (a CA bundle's certifi) took
-        // about 45 ms of CPU at every start.
-        fs.symlinkSync(PYTHON, this.fake.file("bin/python3"));
-        fs.writeFileSync(this.fake.file("pyvenv.cfg"), `home = ${path.dirname(PYTHON)}\ninclude-system-site-packages = false\nversion = ${PYTHON_VERSION}\n`);
+        // The box's python3 (the /server_info read, the box-facts launcher): tests/host-python.ts.
+        venvPython(this.fake.dir);
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
         fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
         fs.writeFileSync(this.fake.file("gpus"), "0, GPU-0, 3\n1, GPU-1, 3\n");
@@ -549,12 +538,10 @@ export class ProviderBox {
     installSglang(version: string | null): void {
         // A venv as `python -m venv` lays it out: python finds its site-packages from pyvenv.cfg, even isolated (-I).
         const venv = this.root("opt/sglang/venv");
-        const site = path.join(venv, `lib/python${PYTHON_VERSION}/site-packages`);
+        const site = path.join(venv, `lib/python${HOST_PYTHON_VERSION}/site-packages`);
         fs.rmSync(venv, { recursive: true, force: true });
         fs.mkdirSync(site, { recursive: true });
-        fs.mkdirSync(path.join(venv, "bin"));
-        fs.symlinkSync(PYTHON, path.join(venv, "bin/python3"));
-        fs.writeFileSync(path.join(venv, "pyvenv.cfg"), `home = ${path.dirname(PYTHON)}\ninclude-system-site-packages = false\nversion = ${PYTHON_VERSION}\n`);
+        venvPython(venv);
         if (version !== null) {
             fs.mkdirSync(path.join(site, `sglang-${version}.dist-info`));
             fs.writeFileSync(path.join(site, `sglang-${version}.dist-info`, "METADATA"), `Metadata-Version: 2.1\nName: sglang\nVersion: ${version}\n`);
