@@ -55,7 +55,8 @@ const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/
 // /etc/pve/lxc/<vmid>.conf; `pct set` writes options into the current
 // section (no [pve:pending] handling); `exec` runs its command here. In
 // Python (pct.py beside bin/), but for PCT_EXEC's plain exec.
-const PCT_PY = `import os, sys
+const PCT_PY = `#!${HOST_PYTHON} -S
+import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
     f.write("pct " + " ".join(sys.argv[1:]) + "\\n")
@@ -135,7 +136,7 @@ if [ "$1" = exec ] && [ "$3" = -- ] && [ $# -gt 3 ] && [ -f "$FAKE_DIR/root/etc/
     exec "$@"
   fi
 fi
-exec ${HOST_PYTHON} -S "$FAKE_DIR/pct.py" "$@"
+exec "$FAKE_DIR/pct.py" "$@"
 `;
 
 // systemd for the units in /etc/systemd/system of the box: state in
@@ -409,7 +410,7 @@ export class ProviderBox {
             pveversion: PVEVERSION,
         };
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
-        fs.writeFileSync(this.fake.file("pct.py"), PCT_PY);
+        fs.writeFileSync(this.fake.file("pct.py"), PCT_PY, { mode: 0o755 });
         this.fake.env.FAKE_SERVER_PID = String(process.pid);
         // The box's python3 (the /server_info read, the box-facts launcher): tests/host-python.ts.
         venvPython(this.fake.dir);
