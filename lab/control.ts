@@ -9,6 +9,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { buildStandIns, writeShim } from "./lab-build";
 import { pctExecShell } from "./pve/pct-exec-shell";
+import { pveversionShell } from "./pve/pveversion-shell";
 import { computeCapabilityOf } from "./gpu/compute-capability";
 import { GpuSpec, LabInfo, labPaths, MachineName, readLabInfoFrom, repoDir, defaultLabDir, writeJsonAtomic, LabPids, readJson } from "./lab-info";
 import { machineMounts, machineSpec, RELEASES_IN_HOST, ROOTFS_IN_HOST, sshdSpec, under } from "./layout";
@@ -282,8 +283,8 @@ export async function labUp(opts: LabUpOptions = {}): Promise<LabInfo> {
     // The stand-ins: on the host through /usr/local/sbin (first on root's PATH); in the container nvidia-smi
     // there, run by the host's node bound into the container. SGLang itself runs from the venvs (below).
     const js = (name: string) => path.join(distDir, "bin", `${name}.js`);
-    for (const n of ["pct", "nvidia-smi", "pveversion"])
-        writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir, n === "pct" ? pctExecShell(info) : "");
+    const before: Record<string, string> = { pct: pctExecShell(info), "nvidia-smi": "", pveversion: pveversionShell(info.proxmoxVersion) };
+    for (const n of ["pct", "nvidia-smi", "pveversion"]) writeShim(path.join(L.shims, "host", n), info.nodePath, js(n), labDir, before[n]);
     const ct = containerView(info);
     const ctJs = (name: string) => path.join(ct.distDir, "bin", `${name}.js`);
     writeShim(path.join(L.shims, "container", "nvidia-smi"), ct.nodePath, ctJs("nvidia-smi"), ct.labDir);
@@ -464,13 +465,22 @@ export async function labListening(labDir = defaultLabDir()): Promise<{ host: bo
     return { host: await canConnect(info.host.address, info.host.sshPort), container: await canConnect(info.container.address, info.container.sshPort) };
 }
 
-/** The ssh command line the lab's own tools use: the lab key, the lab's known_hosts, host keys checked. */
+/**
+ * The ssh command line the lab's own tools use: the lab key, the lab's
+ * known_hosts, host keys checked. Key exchange by curve25519 alone: OpenSSH
+ * 9.2's default, sntrup761x25519, costs the client about 70 ms of CPU per
+ * connection (its sntrup761 key generation) against about 8 ms, and a test run
+ * opens hundreds of these (the lab tests' probes, the e2e files' checks on the
+ * boxes). The stack's own SSH (remote/ssh-pool.ts) never offered sntrup761.
+ */
 export function sshArgv(info: LabInfo, machine: MachineName, command: string): string[] {
     const m = machine === "host" ? info.host : info.container;
     return [
         "/usr/bin/ssh",
         "-F",
         "/dev/null",
+        "-o",
+        "KexAlgorithms=curve25519-sha256",
         "-o",
         "StrictHostKeyChecking=yes",
         "-o",

@@ -16,7 +16,6 @@
 // had at its start (a unit changed but not restarted still reports the old
 // args), the API key from the EnvironmentFile it had then.
 
-import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as http from "http";
 import * as net from "net";
@@ -33,13 +32,7 @@ import { SshPool } from "../../remote/ssh-pool";
 import { ExecOptions, ExecResult, SshTarget } from "../../remote/ssh-target";
 import { fieldConfig } from "../core/fixtures";
 import { FakeBox } from "../remote/fake-box";
-
-/** The interpreter for the fake tools written in Python (absolute: no pyenv shim per call), and its major.minor. */
-const [PYTHON, PYTHON_VERSION] = execFileSync("python3", ["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"], {
-    encoding: "utf8",
-})
-    .trim()
-    .split("\n") as [string, string];
+import { HOST_PYTHON, HOST_PYTHON_VERSION, venvPython } from "../host-python";
 
 /** The box's paths that live in its directory; everything else is this machine's. */
 const BOX_PATHS = [
@@ -60,8 +53,9 @@ const BOX_PATH = new RegExp(`(^|[\\s'"=;(])(${BOX_PATHS.map((p) => p.replace(/[/
 
 // pct as pve-container answers the calls the providers make. The config is
 // /etc/pve/lxc/<vmid>.conf; `pct set` writes options into the current
-// section (no [pve:pending] handling); `exec` runs its command here.
-const PCT = `#!${PYTHON} -S
+// section (no [pve:pending] handling); `exec` runs its command here. In
+// Python (pct.py beside bin/), but for PCT_EXEC's plain exec.
+const PCT_PY = `#!${HOST_PYTHON} -S
 import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -125,18 +119,46 @@ else:
     fail("fake pct: %s not faked" % verb, 2)
 `;
 
+// `pct exec <vmid> -- <command...>` of a running container whose command is
+// there, in sh: every command the providers send to the box (kpro5's
+// topology) goes through it, and a Python start before each (about 12 ms of
+// CPU) was most of a command's cost. It records the call as pct.py does and
+// execs the command; every other shape (another verb, a missing config, a
+// stopped container, a command not found) is pct.py's, which prints PVE's and
+// lxc-attach's words.
+const PCT_EXEC = `#!/bin/sh
+if [ "$1" = exec ] && [ "$3" = -- ] && [ $# -gt 3 ] && [ -f "$FAKE_DIR/root/etc/pve/lxc/$2.conf" ] && command -v "$4" > /dev/null; then
+  status=running
+  [ -f "$FAKE_DIR/ct-$2.status" ] && read -r status < "$FAKE_DIR/ct-$2.status"
+  if [ "$status" = running ]; then
+    printf '%s\\n' "pct $*" >> "$FAKE_DIR/calls"
+    shift 3
+    exec "$@"
+  fi
+fi
+exec "$FAKE_DIR/pct.py" "$@"
+`;
+
 // systemd for the units in /etc/systemd/system of the box: state in
 // systemd.json, starts as $FAKE_DIR/starts says (one behaviour a line, "ready"
 // when it runs out), the journal in $FAKE_DIR/journal (fake-box.ts's
-// journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps.
-const SYSTEMCTL = `#!${PYTHON} -S
-import json, os, sys
+// journalctl reads it), GPU memory in $FAKE_DIR/gpus and apps. The state is
+// read without the json module (its import, with re's, was about half the
+// CPU of a `systemctl show`, the call the providers make most): what
+// json.dump writes here (objects, strings, integers, true and false) is
+// Python's literal syntax too, with true and false named.
+const SYSTEMCTL = `#!${HOST_PYTHON} -S
+import os, sys
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
     f.write("systemctl " + " ".join(sys.argv[1:]) + "\\n")
 STATE = os.path.join(D, "systemd.json")
-state = json.load(open(STATE)) if os.path.exists(STATE) else {"next_pid": 4242, "units": {}}
+def load(p):
+    with open(p) as f:
+        return eval(f.read(), {"__builtins__": {}, "true": True, "false": False})
+state = load(STATE) if os.path.exists(STATE) else {"next_pid": 4242, "units": {}}
 def save():
+    import json
     with open(STATE + ".tmp", "w") as f:
         json.dump(state, f)
     os.rename(STATE + ".tmp", STATE)
@@ -200,6 +222,7 @@ elif verb == "start":
     env_file = os.path.join(D, "root/etc/sglang", n[len("sglang-"):-len(".service")] + ".env")
     config_file = env_file[: -len(".env")] + ".yaml"
     # What the process runs: the unit, the environment file and SGLang's config file as they are at its start.
+    import json
     json.dump({"unit": read(unit_file(n)), "env": read(env_file), "config": read(config_file)}, open(os.path.join(D, "process.json"), "w"))
     if how == "ready":
         u.update(active="active", sub="running", pid=state["next_pid"])
@@ -257,7 +280,7 @@ else:
 // "corrupt": {path: text served instead}}}): the files, the marker, the
 // manifest (written last, only when every file matched), the log, the result
 // and the exit status, as weights/sglang-serve-weights.py writes them.
-const SYSTEMD_RUN = `#!${PYTHON} -S
+const SYSTEMD_RUN = `#!${HOST_PYTHON} -S
 import hashlib, json, os, sys, time
 D = os.environ["FAKE_DIR"]
 with open(os.path.join(D, "calls"), "a") as f:
@@ -379,11 +402,18 @@ export class ProviderBox {
         this.run = this.newRun();
         for (const dir of ["etc/pve/lxc", "etc/systemd/system", "run/lock/lxc", "proc"]) fs.mkdirSync(this.root(dir), { recursive: true });
         fs.writeFileSync(this.root("proc/devices"), PROC_DEVICES);
-        const tools: Record<string, string> = { pct: PCT, systemctl: SYSTEMCTL, "systemd-run": SYSTEMD_RUN, "nvidia-smi": NVIDIA_SMI, pveversion: PVEVERSION };
+        const tools: Record<string, string> = {
+            pct: PCT_EXEC,
+            systemctl: SYSTEMCTL,
+            "systemd-run": SYSTEMD_RUN,
+            "nvidia-smi": NVIDIA_SMI,
+            pveversion: PVEVERSION,
+        };
         for (const [name, text] of Object.entries(tools)) fs.writeFileSync(this.fake.file(`bin/${name}`), text, { mode: 0o755 });
+        fs.writeFileSync(this.fake.file("pct.py"), PCT_PY, { mode: 0o755 });
         this.fake.env.FAKE_SERVER_PID = String(process.pid);
-        // The box's python3 (the /server_info read) is this machine's, found without a version manager's shim.
-        fs.symlinkSync(PYTHON, this.fake.file("bin/python3"));
+        // The box's python3 (the /server_info read, the box-facts launcher): tests/host-python.ts.
+        venvPython(this.fake.dir);
         fs.writeFileSync(this.fake.file("gpu-facts"), TWO_A6000);
         fs.writeFileSync(this.fake.file("pveversion"), "pve-manager/8.3.2/3e76eec21c4a14a7 (running kernel: 6.8.12-4-pve)\n");
         fs.writeFileSync(this.fake.file("gpus"), "0, GPU-0, 3\n1, GPU-1, 3\n");
@@ -509,12 +539,10 @@ export class ProviderBox {
     installSglang(version: string | null): void {
         // A venv as `python -m venv` lays it out: python finds its site-packages from pyvenv.cfg, even isolated (-I).
         const venv = this.root("opt/sglang/venv");
-        const site = path.join(venv, `lib/python${PYTHON_VERSION}/site-packages`);
+        const site = path.join(venv, `lib/python${HOST_PYTHON_VERSION}/site-packages`);
         fs.rmSync(venv, { recursive: true, force: true });
         fs.mkdirSync(site, { recursive: true });
-        fs.mkdirSync(path.join(venv, "bin"));
-        fs.symlinkSync(PYTHON, path.join(venv, "bin/python3"));
-        fs.writeFileSync(path.join(venv, "pyvenv.cfg"), `home = ${path.dirname(PYTHON)}\ninclude-system-site-packages = false\nversion = ${PYTHON_VERSION}\n`);
+        venvPython(venv);
         if (version !== null) {
             fs.mkdirSync(path.join(site, `sglang-${version}.dist-info`));
             fs.writeFileSync(path.join(site, `sglang-${version}.dist-info`, "METADATA"), `Metadata-Version: 2.1\nName: sglang\nVersion: ${version}\n`);

@@ -21,6 +21,7 @@ import { readServerInfoOnBox } from "../../providers/server-info-on-box";
 import type { RemoteRunner } from "../../remote/remote-host";
 import { fieldService } from "../core/fixtures";
 import { checkBatch, FIELD_MODEL, FIELD_PYTHON, GATE, GATE_SOURCE, PINS, readerCommands } from "./read-gate-fixture";
+import { venvPython } from "../host-python";
 
 const PCT = ["--vmid", "129", ...PINS];
 const DIRECT = ["--direct", ...PINS];
@@ -324,8 +325,13 @@ function printableAscii(text: string): boolean {
     return [...text].every((c) => c >= " " && c <= "~");
 }
 
+/** `python3` for the commands run here (the server-info program, the box-facts launcher the gate runs): tests/host-python.ts. */
+const pythonDir = fs.mkdtempSync(path.join(os.tmpdir(), "sglang-serve-read-gate-python-"));
+const PYTHON_BIN = venvPython(pythonDir);
+after(() => fs.rmSync(pythonDir, { recursive: true, force: true }));
+
 function runGate(args: string[], command: string | undefined, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-    const e: NodeJS.ProcessEnv = { PATH: process.env.PATH, ...env };
+    const e: NodeJS.ProcessEnv = { PATH: `${PYTHON_BIN}:${process.env.PATH}`, ...env };
     if (command !== undefined) e.SSH_ORIGINAL_COMMAND = command;
     return runProcess(GATE, args, e);
 }
@@ -446,7 +452,7 @@ describe("read-only gate: the server-info program", function () {
 
     async function readInfo(files: { unit: string; env: string }, env: NodeJS.ProcessEnv = {}) {
         const [cmd, ...args] = serverInfoReadArgv({ unitPath: files.unit, environmentFilePath: files.env, timeoutSeconds: 5 });
-        const r = await runProcess(cmd!, args, { PATH: `${path.join(dir, "bin")}:${process.env.PATH}`, FAKE_MAIN_PID: String(mainPid), ...env });
+        const r = await runProcess(cmd!, args, { PATH: `${path.join(dir, "bin")}:${PYTHON_BIN}:${process.env.PATH}`, FAKE_MAIN_PID: String(mainPid), ...env });
         assert.equal(r.code, 0, r.stderr);
         return { stdout: r.stdout, result: parseServerInfoReadOutput(r.stdout) };
     }
