@@ -14,10 +14,12 @@ import { onBox, UNIT } from "./lab-box";
  *
  * The stop is the old server's own record of the signal (the simulator's
  * `stopped` event: the first after the staging began), not the journal's
- * `Stopping` line: journald under a full run's load is a second clock to
- * trust, and a line it lost made a later stop look like this one (a failure
- * of release-staging under load, 2026-12-06, listing the restart's own polls).
- * A crash of the old server is no `stopped` event, so its polls still fail.
+ * `Stopping` line: journald under a full run's load is one more thing to
+ * trust, and a line missing from it would make a later stop look like this
+ * one (most likely what failed release-staging once under load, 2026-12-06:
+ * its failed polls looked like the restart's own window; that output did not
+ * show the journal, so a failure now names it). A crash of the old server is
+ * no `stopped` event, so its polls still fail.
  */
 export async function assertServedWhileStaging(
     labDir: string,
