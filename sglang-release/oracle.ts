@@ -1,8 +1,9 @@
 // The real SGLang releases as the judge of a command line (the preview's
 // verdict, providers/sglang-server/verdict.ts) and as the tests' oracle: a typed
-// front for install.sh and oracle.py (see README.md). One kept Python process
-// per release (oracle-process.ts); each runOracle call's cases go in as JSON
-// lines on its stdin, results come back one line each, in order.
+// front for install.sh and oracle.py (see README.md). A release's Python
+// process serves the calls made while it runs or waits for the next
+// (oracle-process.ts); each call's cases go in as JSON lines on its stdin,
+// results come back one line each, in order.
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
