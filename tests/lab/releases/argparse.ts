@@ -1,9 +1,9 @@
 import * as assert from "node:assert/strict";
 import fc from "fast-check";
-import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../core/sglang/argparse";
-import { OWNED_FLAGS } from "../../core/sglang/settings";
-import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
-import { fixtureModelPath } from "../../lab/sglang/fixtures";
+import { ArgparseOption, argparseTable, ArgparseTable, judgeExtraArgs } from "../../../core/sglang/argparse";
+import { OWNED_FLAGS } from "../../../core/sglang/settings";
+import { ensureInstalled, runOracle, sglangVersions } from "../../../sglang-release/oracle";
+import { fixtureModelPath } from "../../../lab/sglang/fixtures";
 
 // core/sglang/argparse.ts replays argparse over each release's table of
 // options; here the real releases (their wheels, hardware stubbed) judge the

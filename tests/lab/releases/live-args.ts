@@ -2,11 +2,11 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { validateStackConfig } from "../../core/config/config";
-import { argvFieldsOf, liveArgsDrift, normalizeServerInfo, renderArgv } from "../../core/sglang/args";
-import { ensureInstalled, type OracleCase, type OracleResult, runOracle } from "../../sglang-release/oracle";
-import { fixtureModelPath } from "../../lab/sglang/fixtures";
-import { FieldRaw, withField } from "../core/fixtures";
+import { validateStackConfig } from "../../../core/config/config";
+import { argvFieldsOf, liveArgsDrift, normalizeServerInfo, renderArgv } from "../../../core/sglang/args";
+import { ensureInstalled, type OracleCase, type OracleResult, runOracle } from "../../../sglang-release/oracle";
+import { fixtureModelPath } from "../../../lab/sglang/fixtures";
+import { FieldRaw, withField } from "../../core/fixtures";
 
 type Edit = (r: FieldRaw) => void;
 

@@ -2,9 +2,9 @@ import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { boxFactsCommand, parseBoxFacts } from "../../core/box/box-facts";
-import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
-import { fixtureModelPath } from "../../lab/sglang/fixtures";
+import { boxFactsCommand, parseBoxFacts } from "../../../core/box/box-facts";
+import { ensureInstalled, runOracle, sglangVersions } from "../../../sglang-release/oracle";
+import { fixtureModelPath } from "../../../lab/sglang/fixtures";
 
 // Issue 18: a `--context-length` above the model's is refused at preview from
 // the box's config.json (core/box/box-facts.ts derives the length). Here the

@@ -1,8 +1,8 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ensureInstalled, OracleCase, OracleResult, releaseDir, runOracle, sglangVersions } from "../../sglang-release/oracle";
-import { fixtureModelPath } from "../../lab/sglang/fixtures";
+import { ensureInstalled, OracleCase, OracleResult, releaseDir, runOracle, sglangVersions } from "../../../sglang-release/oracle";
+import { fixtureModelPath } from "../../../lab/sglang/fixtures";
 
 // The real SGLang releases (sglang-release), run as the oracle: every verdict
 // below is SGLang's own code deciding, with only the hardware stubbed.

@@ -2,12 +2,12 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { renderServerConfigFile } from "../../core/unit/systemd-unit";
-import { renderArgv, resolveLauncher } from "../../core/sglang/args";
-import { ServiceSchema } from "../../core/config/schema";
-import { ensureInstalled, runOracle, sglangVersions } from "../../sglang-release/oracle";
-import { fixtureModelPath } from "../../lab/sglang/fixtures";
-import { fieldConfig } from "../core/fixtures";
+import { renderServerConfigFile } from "../../../core/unit/systemd-unit";
+import { renderArgv, resolveLauncher } from "../../../core/sglang/args";
+import { ServiceSchema } from "../../../core/config/schema";
+import { ensureInstalled, runOracle, sglangVersions } from "../../../sglang-release/oracle";
+import { fixtureModelPath } from "../../../lab/sglang/fixtures";
+import { fieldConfig } from "../../core/fixtures";
 
 // Issue 19, finding 4: the unit passes the API key as SGLang's own `--config`
 // file, never on the command line. Every supported release's real

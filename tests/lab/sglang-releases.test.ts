@@ -1,0 +1,17 @@
+// The stack held to the real SGLang releases through the oracle
+// (sglang-release/oracle.ts), one concern a module in tests/lab/releases/:
+// the oracle itself, extraArgs through each release's argparse, the API key
+// in SGLang's --config file, the context length the box facts derive, and
+// declared against live server args.
+//
+// They are one test file so that they run in one mocha worker, one after
+// another: a release's `oracle.py --serve` process (its SGLang import, about
+// 3.5 CPU-s) is shared by every call made within its linger, so the four
+// releases are imported about once each instead of once per module and
+// release (17 imports in separate files, 2026-12-06). Each module still runs
+// on its own: `npx mocha tests/lab/releases/argparse.ts`.
+import "./releases/oracle";
+import "./releases/argparse";
+import "./releases/config-file";
+import "./releases/context-length";
+import "./releases/live-args";
