@@ -53,8 +53,8 @@ fi
 # servers, deadlines and healthy windows, so many more workers than cores keep
 # the cores busy; 10 took 15 min against 6's 17.5 on 2 cores, 2026-12-02). Each lab and end-to-end file brings
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
-# run side by side. The longest files are handed out first: the differential
-# test against the real releases, the end-to-end deploys with the real engine,
+# run side by side. The longest files are handed out first: the checks
+# against the real releases (the differential test among them), the end-to-end deploys with the real engine,
 # then the rest of the lab, then the fast pure suites.
 pure=("tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts")
 if $quick && [ $# -eq 0 ]; then
@@ -66,10 +66,10 @@ elif [ $# -eq 0 ]; then
   e2e=()
   for name in "${slow_e2e[@]}"; do e2e+=("tests/e2e/$name.test.ts"); done
   for f in tests/e2e/*.test.ts; do [[ " ${e2e[*]} " == *" $f "* ]] || e2e+=("$f"); done
-  differential=tests/lab/sglang-differential.test.ts
+  releases=tests/lab/sglang-releases.test.ts
   lab=()
-  for f in tests/lab/*.test.ts; do [ "$f" = "$differential" ] || lab+=("$f"); done
-  set -- "$differential" "${e2e[@]}" "${lab[@]}" "${pure[@]}"
+  for f in tests/lab/*.test.ts; do [ "$f" = "$releases" ] || lab+=("$f"); done
+  set -- "$releases" "${e2e[@]}" "${lab[@]}" "${pure[@]}"
 fi
 status=0
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@" || status=$?

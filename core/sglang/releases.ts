@@ -2,7 +2,7 @@
  * What each SGLang release does with the settings the stack owns, as facts
  * read from the release's own source (python/sglang/srt/server_args.py,
  * srt/environ.py at the tag) and checked against the release itself by the
- * differential test (tests/lab/sglang-differential.test.ts runs the real
+ * differential test (tests/lab/releases/differential.ts runs the real
  * wheels' ServerArgs). Line numbers are 0.5.11's server_args.py.
  */
 import { compareVersions, parseVersion } from "./rules";

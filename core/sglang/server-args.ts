@@ -4,7 +4,7 @@
  * is about) or runs them (the values it will run, and what it logs on the
  * way). A transcription of the release's own code paths, in their order,
  * for these settings only; the differential test holds it to the real
- * releases (tests/lab/sglang-differential.test.ts).
+ * releases (tests/lab/releases/differential.ts).
  *
  * The paths, in ServerArgs.__post_init__ order (0.5.11 line numbers):
  *   argparse choices (5367, 5742)

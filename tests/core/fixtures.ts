@@ -260,7 +260,7 @@ export interface SglangRow {
 /**
  * The rows of the issue's table, and extra_buffer removed (field failure 1):
  * kpro5's server with one edit, judged as SGLang 0.5.11 judges them
- * (tests/lab/sglang-differential.test.ts holds the rules to the release).
+ * (tests/lab/releases/differential.ts holds the rules to the release).
  * With no host contacted the program's config validation judges them
  * (core/sglang/config-rules.ts, the transcribed ServerArgs rules: the
  * SglangService's check has no box facts yet, so SGLang's own verdict waits

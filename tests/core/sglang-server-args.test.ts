@@ -11,7 +11,7 @@ const input = (over: Partial<ServerArgsInput>): ServerArgsInput => ({
     ...over,
 });
 
-// The branches the differential test (tests/lab/sglang-differential.test.ts) cannot reach with a
+// The branches the differential test (tests/lab/releases/differential.ts) cannot reach with a
 // re-labelled Qwen config.json, and the release table's own fallbacks.
 describe("SGLang's ServerArgs, transcribed: the branches outside the differential test", () => {
     for (const architecture of ["KimiLinearForCausalLM", "BailingMoeV2_5ForCausalLM"]) {

@@ -1,15 +1,18 @@
 // The stack held to the real SGLang releases through the oracle
 // (sglang-release/oracle.ts), one concern a module in tests/lab/releases/:
-// the oracle itself, extraArgs through each release's argparse, the API key
-// in SGLang's --config file, the context length the box facts derive, and
-// declared against live server args.
+// the differential test of the stack's rules, the oracle itself, extraArgs
+// through each release's argparse, the API key in SGLang's --config file, the
+// context length the box facts derive, and declared against live server args.
 //
 // They are one test file so that they run in one mocha worker, one after
 // another: a release's `oracle.py --serve` process (its SGLang import, about
 // 3.5 CPU-s) is shared by every call made within its linger, so the four
 // releases are imported about once each instead of once per module and
-// release (17 imports in separate files, 2026-12-06). Each module still runs
-// on its own: `npx mocha tests/lab/releases/argparse.ts`.
+// release (20 imports as six files; 83 CPU-s instead of 118, 2026-12-06).
+// Each module still runs on its own: `npx mocha tests/lab/releases/argparse.ts`;
+// `npm run differential` runs the differential module with 1,000 configs a
+// release.
+import "./releases/differential";
 import "./releases/oracle";
 import "./releases/argparse";
 import "./releases/config-file";

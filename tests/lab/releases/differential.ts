@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
-import { ensureInstalled, sglangVersions } from "../../sglang-release/oracle";
-import { boxOf, type DifferentialResult, runDifferential, startFailure } from "./sglang-differential";
+import { ensureInstalled, sglangVersions } from "../../../sglang-release/oracle";
+import { boxOf, type DifferentialResult, runDifferential, startFailure } from "../sglang-differential";
 
 /**
  * Configs per release: `npm test` runs a fixed-seed sample of 250 (the first
