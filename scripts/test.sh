@@ -54,8 +54,10 @@ fi
 # the cores busy; 10 took 15 min against 6's 17.5 on 2 cores, 2026-12-02). Each lab and end-to-end file brings
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
 # run side by side. The longest files are handed out first: the checks
-# against the real releases (the differential test among them), the end-to-end deploys with the real engine,
-# then the rest of the lab, then the fast pure suites.
+# against the real releases (the differential test among them), the end-to-end
+# deploys with the real engine, then the longest of the others (a file handed
+# out last that runs a minute leaves a core idle while it ends), then the rest
+# of the lab, then the fast pure suites.
 pure=("tests/core/**/*.test.ts" "tests/remote/**/*.test.ts" "tests/providers/**/*.test.ts" "tests/components/**/*.test.ts" "tests/bench/**/*.test.ts")
 if $quick && [ $# -eq 0 ]; then
   set -- "${pure[@]}"
@@ -66,10 +68,13 @@ elif [ $# -eq 0 ]; then
   e2e=()
   for name in "${slow_e2e[@]}"; do e2e+=("tests/e2e/$name.test.ts"); done
   for f in tests/e2e/*.test.ts; do [[ " ${e2e[*]} " == *" $f "* ]] || e2e+=("$f"); done
-  releases=tests/lab/sglang-releases.test.ts
-  lab=()
-  for f in tests/lab/*.test.ts; do [ "$f" = "$releases" ] || lab+=("$f"); done
-  set -- "$releases" "${e2e[@]}" "${lab[@]}" "${pure[@]}"
+  # The other files that took longest on a full run (2026-12-06), longest first.
+  slow_rest=(providers/sglang-service providers/sglang-weights lab/sglang lab/start-cache lab/sglang-verdict lab/weights-staging lab/hf-mirror core/box-facts remote/read-gate)
+  shopt -s globstar
+  files=(tests/lab/sglang-releases.test.ts "${e2e[@]}")
+  for name in "${slow_rest[@]}"; do files+=("tests/$name.test.ts"); done
+  for f in tests/lab/*.test.ts ${pure[*]}; do [[ " ${files[*]} " == *" $f "* ]] || files+=("$f"); done
+  set -- "${files[@]}"
 fi
 status=0
 npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@" || status=$?
