@@ -11,7 +11,6 @@ import type { BoxesInput, ServersInput } from "./rule-input";
 import { applyRules } from "./rules";
 import {
     BoxConfig,
-    CONFIG_NAMESPACE,
     ContainerConfig,
     GatewayConfig,
     HostConfig,
@@ -21,6 +20,7 @@ import {
     StackConfig,
     StackConfigSchema,
 } from "./schema";
+import { CONFIG_NAMESPACE } from "./namespace";
 import { isRecord } from "../is-record";
 import { type ResolvedRevision, unpinnedRevisions } from "../weights/revision-pins";
 

@@ -4,7 +4,7 @@
  * server's sections are filed under the keys they are declared at.
  */
 import type { ConfigIssue } from "./issues";
-import { CONFIG_NAMESPACE } from "./schema";
+import { CONFIG_NAMESPACE } from "./namespace";
 
 export class Findings {
     readonly issues: ConfigIssue[] = [];

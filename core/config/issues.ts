@@ -5,7 +5,8 @@
  * printed.
  */
 import { z } from "zod";
-import { CONFIG_NAMESPACE, pulumiKey, SECRET_CONFIG_KEYS, SECRET_CONFIG_LEAVES, StackConfigSchema } from "./schema";
+import { CONFIG_NAMESPACE, pulumiKey } from "./namespace";
+import { SECRET_CONFIG_KEYS, SECRET_CONFIG_LEAVES, StackConfigSchema } from "./schema";
 
 export interface ConfigIssue {
     /** Dotted path inside the stack config, e.g. `service.speculative.numDraftTokens`. */

@@ -8,7 +8,8 @@
  * core/gateway/config-rules.ts, core/readiness/config-rules.ts,
  * core/weights/config-rules.ts (pinned sources of weights).
  */
-import { pulumiKey, ServiceConfig } from "./schema";
+import { pulumiKey } from "./namespace";
+import type { ServiceConfig } from "./schema";
 import { unitName } from "../unit/unit-paths";
 import { gatewayRule } from "../gateway/config-rules";
 import { topologyRule, containerGpusRule, gpuCountRule, memoryRule } from "../box/config-rules";

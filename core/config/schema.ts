@@ -33,13 +33,6 @@ import { FILE_PATTERN, HF_REPO_ID, hubEndpointProblem, REVISION_TEXT } from "../
 import { DEFAULT_MODELS_ROOT } from "../weights/weights-layout";
 import { folderShapeProblems, modelsRoot, servedFolder } from "../weights/model-folders";
 
-export const CONFIG_NAMESPACE = "sglang-serve";
-
-/** The Pulumi config key for a path inside the stack config: `sglang-serve:service.port`. */
-export function pulumiKey(path: string): string {
-    return `${CONFIG_NAMESPACE}:${path}`;
-}
-
 const GpuSpecSchema = z.strictObject({
     count: fromNumericString(z.int().min(1).max(64)),
     name: z.string().regex(GPU_NAME, { error: "must be the GPU name as nvidia-smi prints it (letters, digits, spaces, ._()+-)" }).optional(),

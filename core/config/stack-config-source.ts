@@ -6,7 +6,7 @@
  * program. It gives the raw sections core/config/config.ts validates; secrets are
  * read for presence only (to refuse them), never their values.
  */
-import { CONFIG_NAMESPACE } from "./schema";
+import { CONFIG_NAMESPACE } from "./namespace";
 import { isRecord } from "../is-record";
 
 /** A config value by its key without the namespace (`host`), as the source holds it: text, a parsed object, or a secret's marker. */

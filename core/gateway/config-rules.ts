@@ -1,6 +1,7 @@
 /** The config rules about the gateway: on a box of the stack, its own name and ports there, in front of servers of the stack that agree on the API key. */
 import { isLoopback } from "../config/values";
-import { pulumiKey, ServiceConfig } from "../config/schema";
+import { pulumiKey } from "../config/namespace";
+import type { ServiceConfig } from "../config/schema";
 import { DEFAULT_LISTEN_HOST } from "../sglang/rules";
 import { Findings } from "../config/findings";
 import { BoxInput, BoxesInput, RuleInput, boxOfServer } from "../config/rule-input";

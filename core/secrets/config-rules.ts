@@ -5,7 +5,8 @@
  * authenticate.
  */
 import { API_KEY_SET_HELP, ENV_NAME, isLoopback } from "../config/values";
-import { pulumiKey, ServiceConfig } from "../config/schema";
+import { pulumiKey } from "../config/namespace";
+import type { ServiceConfig } from "../config/schema";
 import { forbiddenCharacter } from "../sglang/extra-args";
 import { GPU_SCOPE_ENV } from "../unit/systemd-unit";
 import { credentialValueRule, secretNameRule } from "./secret-like";

@@ -4,7 +4,8 @@
  * preview), extraArgs through the declared release's argparse, and
  * SGLANG_ENABLE_SPEC_V2 per release.
  */
-import { pulumiKey, ServiceConfig } from "../config/schema";
+import { pulumiKey } from "../config/namespace";
+import type { ServiceConfig } from "../config/schema";
 import { ExtraFlag, extraFlagInteger, extraFlags, repeatedExtraFlags, shownExtraFlag } from "./extra-args";
 import { SGLANG_RELEASES, sglangRelease } from "./releases";
 import { OWNED_FLAGS } from "./settings";

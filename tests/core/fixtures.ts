@@ -9,7 +9,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import * as yaml from "js-yaml";
-import { CONFIG_NAMESPACE, ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config/schema";
+import { CONFIG_NAMESPACE } from "../../core/config/namespace";
+import { ServiceConfig, ServiceSchema, SpeculativeConfig } from "../../core/config/schema";
 import { isRecord } from "../../core/is-record";
 import { OWNED_FLAGS } from "../../core/sglang/settings";
 
