@@ -6,7 +6,7 @@
 // engine run that reads or changes a dynamic resource, and once more by each
 // `up`/`preview` to check the default provider's config), which load these
 // before any project file. A plain `pulumi` run without it works the same,
-// only slower.
+// only slower (and with the source positions of source-map-support, below).
 //
 // - The TypeScript compiler (the plugin, through `typescript-shim.js`): the
 //   SDK parses function bodies with it to serialize closures, and this
@@ -34,6 +34,19 @@
 // 1.02 before these four, 0.85 after; the plugin 0.87 and 0.25 (its second
 // start) before, 0.80 and 0.18 after; the whole `up` 2.90 before, 2.58 after.
 //
+// And one module is replaced, not deferred: source-map-support, which the
+// program and the plugin install first thing (`source-map-support/register`)
+// to map stack frames through source maps. Its stand-in is never used, so it
+// is never loaded, and node's own source maps, which tsx turns on
+// (ts-hook.cjs), map the frames instead. source-map-support does not see
+// tsx's maps: it put every resource's source position (the state's
+// `sourcePosition`, which the SDK reads from a stack trace) in the transpiled
+// code (`components/gpu-host.ts#2,1376`), where node's maps give the line of
+// the TypeScript (`#53,23`; tests/e2e/engine-smoke-set.ts holds it). Mapping
+// every debuggable promise's stack through it was about 0.18 CPU-s of a
+// preview of the lab's stack (2.51 with it, 2.33 without, 6 previews each,
+// 2026-12-06).
+//
 // How: `Module._load` answers those requests, from those files only, with a
 // stand-in that requires the real module the first time it is used, so a
 // caller that does use it gets the real thing. The module is resolved first,
@@ -54,6 +67,8 @@ const path = require("node:path");
 const pulumiFile = (f) => path.join("@pulumi", "pulumi", f);
 const tracing = pulumiFile(path.join("cmd", "run", "tracing.js"));
 const DEFERRED = [
+    { request: "source-map-support/register", from: pulumiFile(path.join("cmd", "run", "index.js")), shape: "namespace" },
+    { request: "source-map-support/register", from: pulumiFile(path.join("cmd", "dynamic-provider", "index.js")), shape: "namespace" },
     { request: "typescript", from: pulumiFile("typescript-shim.js"), shape: "namespace" },
     { request: "./automation", from: pulumiFile("index.js"), shape: "namespace" },
     { request: "normalize-package-data", from: pulumiFile(path.join("runtime", "closure", "codePaths.js")), shape: "function" },

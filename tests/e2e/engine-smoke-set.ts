@@ -9,6 +9,13 @@ import { Deployment, expectExit } from "../../lab/deployment";
 import { labStackConfig } from "../../lab/stack";
 import { mainPid, onBox, startLab, UNIT } from "./lab-box";
 
+/** A resource of `pulumi stack export`, as far as this file reads it. */
+interface StateResource {
+    urn: string;
+    type: string;
+    sourcePosition?: string;
+}
+
 const API_KEY = "e2e-engines-api-key-0123456789abcdef";
 
 /** The resource changes of an update, from `up --json`'s stream of engine events (changeSummaryOf: its last summary event). */
@@ -111,7 +118,8 @@ export function describeSmokeSet(engine: "pinned" | "next", net: number): void {
             const summary = updateSummary(up.stdout);
             assert.deepEqual(Object.keys(summary), ["same"], JSON.stringify(summary));
             assert.equal(summary.same, 9, "the stack, four components and their four dynamic resources");
-            const types = (JSON.parse((await d.run(["stack", "export"])).stdout) as { deployment: { resources: { type: string }[] } }).deployment.resources
+            const resources = (JSON.parse((await d.run(["stack", "export"])).stdout) as { deployment: { resources: StateResource[] } }).deployment.resources;
+            const types = resources
                 .map((r) => r.type)
                 .filter((t) => t.startsWith("pulumi-nodejs:dynamic/"))
                 .sort();
@@ -119,6 +127,19 @@ export function describeSmokeSet(engine: "pinned" | "next", net: number): void {
                 types,
                 ["GpuHost", "LxcContainer", "ReadinessCheck", "SglangService"].map((t) => `pulumi-nodejs:dynamic/sglang-serve:${t}`),
             );
+            // Each resource's source position (the SDK's, from a stack trace) is the line of the TypeScript that
+            // constructs it: node's source maps of tsx's output (scripts/sdk-lazy-requires.cjs), not the transpiled code.
+            // Relative to the project copy's root, whose files are this checkout's; the stack's own position is the SDK's (node_modules/).
+            const positions = resources.flatMap((r) =>
+                r.sourcePosition && !r.sourcePosition.includes("/node_modules/") ? [{ urn: r.urn, position: r.sourcePosition }] : [],
+            );
+            assert.equal(positions.length, 8, `the four components and their dynamic resources have source positions: ${JSON.stringify(positions)}`);
+            for (const { urn, position } of positions) {
+                const m = /^project:\/\/\/(.+\.ts)#(\d+),(\d+)$/.exec(position);
+                assert.ok(m, `${urn}: ${position} is a position in the project's TypeScript`);
+                const line = fs.readFileSync(path.resolve(d.dir, m[1]!), "utf8").split("\n")[Number(m[2]) - 1] ?? "";
+                assert.match(line.slice(Number(m[3]) - 1), /^(new \w+|super)\(/, `${urn}: ${position} is the line that constructs it: ${JSON.stringify(line)}`);
+            }
             assert.equal(await mainPid(labDir), before);
         });
 
