@@ -6,6 +6,8 @@ import { loadThroughGateway } from "../../lab/gateway-load";
 import { httpGetJson, httpPostJson } from "../../remote/probe";
 import { mainPid, onBox, useLab } from "./lab-box";
 
+/** Each client's pause between its requests (lab/gateway-load.ts: two clients, about 40 requests a second). */
+const LOAD_PAUSE_MS = 50;
 const API_KEY = "e2e-gateway-api-key-0123456789abc";
 const ADMIN_KEY = "e2e-gateway-admin-key-0123456789ab";
 /**
@@ -139,7 +141,7 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
         const pids = await mainPids();
         const starts = launches();
         d.writeConfig(scenario.config(everyServer({ maxRunningRequests: 32 })));
-        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY);
+        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY, { pauseMs: LOAD_PAUSE_MS });
         const watch = watchWorkers();
         let up;
         try {
@@ -180,7 +182,7 @@ describe("SGLang's gateway (smg) in front of three servers over two boxes", func
         const pids = await mainPids();
         setFaults({ crashAfterSeconds: 1, whenArgs: ["--max-running-requests", "24"] }, lab.labDir);
         d.writeConfig(scenario.config(everyServer({ maxRunningRequests: 24 })));
-        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY);
+        const load = loadThroughGateway(gatewayUrl, scenario.chat, API_KEY, { pauseMs: LOAD_PAUSE_MS });
         let up;
         try {
             up = await d.up();
