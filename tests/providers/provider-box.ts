@@ -422,9 +422,14 @@ export class ProviderBox {
         this.write(`${MODEL}/model.safetensors.index.json`, JSON.stringify({ metadata: { total_size: 53_790_000_000 }, weight_map: {} }));
     }
 
-    /** A box, and a run whose pool runs the providers' commands in it. */
-    static async open(): Promise<ProviderBox> {
-        const server = await FakeSglang.listen();
+    /**
+     * A box, and a run whose pool runs the providers' commands in it. The
+     * fake server listens `at` (default: a port of 127.0.0.1 the
+     * system picks); the declared service's host and port are its
+     * (declaredService).
+     */
+    static async open(at: FakeServerAddress = { host: "127.0.0.1", port: 0 }): Promise<ProviderBox> {
+        const server = await FakeSglang.listen(at);
         const box = new ProviderBox(server);
         server.box = box;
         deployWith(API_KEY);
@@ -617,6 +622,12 @@ export interface ServerBehaviour {
  * unit is active, the API key from its EnvironmentFile enforced on every path
  * but /health, /server_info from its ExecStart.
  */
+/** Where the fake server listens: port 0 lets the system pick one. */
+export interface FakeServerAddress {
+    host: string;
+    port: number;
+}
+
 export class FakeSglang {
     box: ProviderBox | undefined;
     behaviour: ServerBehaviour = { chat: "The capital of France is Paris.", info: "args", generate: { verifyCount: 35, e2eLatency: 1.6 } };
@@ -624,15 +635,19 @@ export class FakeSglang {
 
     private constructor(
         private readonly srv: http.Server,
+        readonly host: string,
         readonly port: number,
     ) {}
 
-    static async listen(): Promise<FakeSglang> {
+    static async listen(at: FakeServerAddress): Promise<FakeSglang> {
         // eslint-disable-next-line prefer-const -- assigned after the server that closes over it exists
         let fake: FakeSglang | undefined;
         const srv = http.createServer((req, res) => fake!.handle(req, res));
-        await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
-        fake = new FakeSglang(srv, (srv.address() as net.AddressInfo).port);
+        await new Promise<void>((resolve, reject) => {
+            srv.once("error", reject);
+            srv.listen(at.port, at.host, resolve);
+        });
+        fake = new FakeSglang(srv, at.host, (srv.address() as net.AddressInfo).port);
         return fake;
     }
 
@@ -757,8 +772,8 @@ export const SELF: UnitOwner = { project: "sglang-serve", stack: "lab" };
 export function declaredService(box: ProviderBox, edit: (raw: Record<string, unknown>) => void = () => undefined): ServiceConfig {
     const raw: Record<string, unknown> = {
         ...structuredClone(fieldConfig().service),
-        listenHost: "127.0.0.1",
-        endpointHost: "127.0.0.1",
+        listenHost: box.server.host,
+        endpointHost: box.server.host,
         port: box.server.port,
     };
     edit(raw);

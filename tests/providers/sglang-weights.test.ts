@@ -34,13 +34,24 @@ const drafterFiles = (tag: string) => ({ "model.safetensors": `drafter weights $
 /** A revision's files on the test's Hub. */
 const files = (tag: string) => ({ "config.json": JSON.stringify({ architectures: ["Qwen3ForCausalLM"], tag }), "model.safetensors": `weights ${tag}` });
 
+/**
+ * The fake server at an address of this file's own and the field's port: the
+ * declared service's unit, and so the key of each verdict its checks ask
+ * SGLang for (providers/sglang-server/verdict.ts), are the same in every run,
+ * and a later run reads them from the verdict cache. On a port the system
+ * picked, each run asked the release again (three verdicts, one import of
+ * it: about 3 CPU-s of the file's 11, and three more verdict files in the
+ * cache; 2026-12-06).
+ */
+const SERVER = { host: "127.0.240.1", port: 30000 };
+
 describe("SglangService provider: weights from a declared source, against the fake box", function () {
     this.timeout(60_000);
     let box: ProviderBox;
     let provider: ReturnType<typeof sglangServiceProvider>;
 
     beforeEach(async () => {
-        box = await ProviderBox.open();
+        box = await ProviderBox.open(SERVER);
         provider = sglangServiceProvider(box.run);
         box.write("etc/pve/lxc/129.conf", CONTAINER_CONF, 0o640);
         // The stack's huggingface_hub venv, staged by an earlier up.
