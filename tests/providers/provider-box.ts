@@ -617,17 +617,17 @@ export interface ServerBehaviour {
     generate: { verifyCount: number; e2eLatency: number };
 }
 
-/**
- * SGLang's HTTP API as the started process would answer: health while the
- * unit is active, the API key from its EnvironmentFile enforced on every path
- * but /health, /server_info from its ExecStart.
- */
 /** Where the fake server listens: port 0 lets the system pick one. */
 export interface FakeServerAddress {
     host: string;
     port: number;
 }
 
+/**
+ * SGLang's HTTP API as the started process would answer: health while the
+ * unit is active, the API key from its EnvironmentFile enforced on every path
+ * but /health, /server_info from its ExecStart.
+ */
 export class FakeSglang {
     box: ProviderBox | undefined;
     behaviour: ServerBehaviour = { chat: "The capital of France is Paris.", info: "args", generate: { verifyCount: 35, e2eLatency: 1.6 } };
