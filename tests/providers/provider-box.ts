@@ -645,7 +645,11 @@ export class FakeSglang {
         const srv = http.createServer((req, res) => fake!.handle(req, res));
         await new Promise<void>((resolve, reject) => {
             srv.once("error", reject);
-            srv.listen(at.port, at.host, resolve);
+            srv.listen(at.port, at.host, () => {
+                // Listening: a later error is the server's own again, not a failed listen.
+                srv.off("error", reject);
+                resolve();
+            });
         });
         fake = new FakeSglang(srv, at.host, (srv.address() as net.AddressInfo).port);
         return fake;
