@@ -9,13 +9,14 @@ import { clearMirrorFaults, corruptBlob, CORRUPT_BYTES, setMirrorFaults } from "
 import { filesAt, gitBlobId, isLfsPath, LAB_DRAFTER, LAB_MODEL, LabRepo, labRepos } from "../../lab/hf-mirror/lab-repos";
 import { accessLog, ensureHfMirrorInstalled, hfMirrorVenvs, RunningMirror, startMirror, writeMirrorRepos } from "../../lab/hf-mirror/mirror";
 import { smallDiskArgv } from "../../lab/hf-mirror/small-disk";
+import { labTestOctet } from "./lab-fixture";
 
 // The lab's Hugging Face mirror (olah offline behind its front, lab/hf-mirror)
 // serving the lab's repositories on loopback, and the real huggingface_hub
 // (1.33.0, the container's) downloading through it with HF_ENDPOINT. The
 // expected bytes come from lab-repos.ts, the repositories' definition; the
 // expected checksums are computed here from those bytes.
-const address = `127.${1 + Number(process.env.MOCHA_WORKER_ID ?? 0)}.140.1`;
+const address = `127.${labTestOctet(__filename)}.140.1`;
 const SHARD_1 = "model-00001-of-00002.safetensors";
 const SHARD_2 = "model-00002-of-00002.safetensors";
 

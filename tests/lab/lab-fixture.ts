@@ -12,15 +12,48 @@ import { RemoteHost } from "../../remote/remote-host";
 import { SshPool } from "../../remote/ssh-pool";
 
 /**
- * A parallel mocha worker's own second octet (MOCHA_WORKER_ID counts from 0):
- * every other lab on this machine uses 127.0.x.x.
+ * A lab test file's own second octet: its place among tests/lab's test files
+ * (1-based, in name order). Every other lab on this machine uses 127.0.x.x, so
+ * files that other mocha workers run at the same time never share an address,
+ * and a file's addresses are the same in every run: the lab's start cache
+ * (lab/sglang/sglang_lab_start_cache.py) and the preview's verdict cache key
+ * on command lines and endpoints that hold them, so an address that moved
+ * with the mocha worker missed both whenever a file landed on another worker.
  */
-const workerOctet = 1 + Number(process.env.MOCHA_WORKER_ID ?? 0);
+export function labTestOctet(file: string): number {
+    const place = path.dirname(path.resolve(file)) === __dirname ? labTestFiles().indexOf(path.basename(file)) : -1;
+    if (place < 0) throw new Error(`${file}: not a test file in ${__dirname}; the lab fixture gives addresses to those only`);
+    return 1 + place;
+}
 
-export const ADDRESSES = {
-    host: process.env.SGLANG_LAB_TEST_HOST ?? `127.${workerOctet}.102.5`,
-    container: process.env.SGLANG_LAB_TEST_CONTAINER ?? `127.${workerOctet}.101.29`,
-};
+function labTestFiles(): string[] {
+    return fs
+        .readdirSync(__dirname)
+        .filter((f) => f.endsWith(".test.ts"))
+        .sort();
+}
+
+let testFile: string | undefined;
+
+/**
+ * The files whose tests run now (tests/root-hooks.ts, before them): in mocha's
+ * parallel mode, one; in a serial run, all of them, and they share one lab
+ * (the root hook stops it after the last), which takes the addresses of the
+ * first of them in tests/lab.
+ */
+export function useTestFiles(files: readonly string[]): void {
+    testFile = files.find((f) => path.dirname(path.resolve(f)) === __dirname && labTestFiles().includes(path.basename(f)));
+}
+
+/** The current lab test file's lab addresses (SGLANG_LAB_TEST_HOST and SGLANG_LAB_TEST_CONTAINER override them). */
+export function labAddresses(): { host: string; container: string } {
+    if (!testFile) throw new Error(`lab fixture: no test file of ${__dirname} is running; its labs are for those files' tests`);
+    const octet = labTestOctet(testFile);
+    return {
+        host: process.env.SGLANG_LAB_TEST_HOST ?? `127.${octet}.102.5`,
+        container: process.env.SGLANG_LAB_TEST_CONTAINER ?? `127.${octet}.101.29`,
+    };
+}
 
 let labDir: string | undefined;
 let started: Promise<LabInfo> | undefined;
@@ -32,17 +65,19 @@ export function testLabDir(): string {
 
 /** The file's lab (brought up once; the first caller's hook needs a long timeout). */
 export function lab(): Promise<LabInfo> {
-    started ??= labUp({
-        labDir: testLabDir(),
-        hostAddress: ADDRESSES.host,
-        containerAddress: ADDRESSES.container,
-        startupSeconds: 1.5,
-        gpuReleaseDelaySeconds: 1,
-    });
+    if (!started) {
+        const addresses = labAddresses();
+        started = labUp({
+            labDir: testLabDir(),
+            hostAddress: addresses.host,
+            containerAddress: addresses.container,
+            startupSeconds: 1.5,
+            gpuReleaseDelaySeconds: 1,
+        });
+    }
     return started;
 }
 
-/** Stops the lab if this file started one (tests/root-hooks.ts, after each file's tests). */
 /** The stack's own RemoteHost for the lab's container 129: SSH to the lab's host (its pinned key), then `pct exec`. */
 export function labContainerRemote(info: LabInfo, pool: SshPool): RemoteHost {
     return new RemoteHost({
@@ -59,6 +94,7 @@ export function labContainerRemote(info: LabInfo, pool: SshPool): RemoteHost {
     });
 }
 
+/** Stops the lab if this file started one (tests/root-hooks.ts, after each file's tests). */
 export async function stopTestLab(): Promise<void> {
     const [dir, running] = [labDir, started];
     labDir = undefined;

@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { LabInfo, labStatus, sshArgv } from "../../lab/control";
 import { under } from "../../lab/layout";
-import { ADDRESSES, exec, lab, ok, testLabDir } from "./lab-fixture";
+import { exec, labAddresses, lab, ok, testLabDir } from "./lab-fixture";
 
 describe("lab machines", function () {
     let info: LabInfo;
@@ -19,8 +19,8 @@ describe("lab machines", function () {
         assert.equal(status.up, true);
         assert.equal(status.container?.running, true);
         const onDisk = JSON.parse(fs.readFileSync(path.join(testLabDir(), "lab.json"), "utf8")) as LabInfo;
-        assert.equal(onDisk.host.address, ADDRESSES.host);
-        assert.equal(onDisk.container.address, ADDRESSES.container);
+        assert.equal(onDisk.host.address, labAddresses().host);
+        assert.equal(onDisk.container.address, labAddresses().container);
         assert.match(onDisk.host.hostKey, /^ssh-ed25519 AAAA[0-9A-Za-z+/=]+$/);
         assert.match(onDisk.container.hostKey, /^ssh-ed25519 AAAA[0-9A-Za-z+/=]+$/);
         assert.notEqual(onDisk.host.hostKey, onDisk.container.hostKey);

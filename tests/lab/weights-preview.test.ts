@@ -10,6 +10,7 @@ import { configFactsOf } from "../../providers/sglang-server/source-config";
 import type { ServiceProps } from "../../providers/sglang-server/props";
 import { readConfigJson } from "../../remote/weights-revision";
 import { declaredService, ProviderBox, serviceInputs } from "../providers/provider-box";
+import { labTestOctet } from "./lab-fixture";
 
 // The preview of weights from a source (issue 33 items 1 and 5) against the
 // lab's real Hugging Face mirror (olah offline behind its front, on
@@ -18,7 +19,7 @@ import { declaredService, ProviderBox, serviceInputs } from "../providers/provid
 // cannot be reached still refuses it, saying why; a pinned revision's
 // config.json is read from the mirror as the preview's verdict reads it. The
 // box is the provider tests' fake box: nothing here downloads.
-const address = `127.${1 + Number(process.env.MOCHA_WORKER_ID ?? 0)}.142.1`;
+const address = `127.${labTestOctet(__filename)}.142.1`;
 
 const repoById = (id: string): LabRepo => labRepos().find((r) => r.id === id)!;
 

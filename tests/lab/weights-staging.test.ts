@@ -28,10 +28,9 @@ import { SshPool } from "../../remote/ssh-pool";
 import { checkStagedWeights, pruneWeights, stageWeights, WeightsStagingFailed, WeightsStageOptions } from "../../remote/weights-staging";
 import { resolveRevision, readRevisionFiles } from "../../remote/weights-revision";
 import { fieldConfig } from "../core/fixtures";
-import { lab, labContainerRemote, ok, LAB_WAIT_MS } from "./lab-fixture";
+import { lab, labContainerRemote, labTestOctet, ok, LAB_WAIT_MS } from "./lab-fixture";
 
-const workerOctet = 1 + Number(process.env.MOCHA_WORKER_ID ?? 0);
-const MIRROR_ADDRESS = `127.${workerOctet}.141.1`;
+const MIRROR_ADDRESS = `127.${labTestOctet(__filename)}.141.1`;
 /** Where the stack's huggingface_hub venv is staged in the container. */
 const HUB_ROOT = "/opt/sglang-serve-hub";
 const ROOT = "/models/hub";
