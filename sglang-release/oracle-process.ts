@@ -31,7 +31,7 @@ export interface Batch {
     jobs?: number;
     /** Per case; left out: oracle.py's --timeout (120 s). */
     timeoutSeconds?: number;
-    /** How long the process waits for another batch after this one, if none is queued. */
+    /** How long the process waits for another batch after this one, if none is queued (Infinity: until endIfIdle, or this process's end). */
     lingerMs: number;
 }
 
@@ -47,6 +47,8 @@ export class OracleProcess {
     private queue: Promise<unknown> = Promise.resolve();
     private queued = 0;
     private lingering?: NodeJS.Timeout;
+    /** Set by endIfIdle while a batch runs: stdin is closed once the last is answered. */
+    private ending = false;
     /** False once its stdin is closed (or it ended): a new call needs a new process. */
     accepting = true;
 
@@ -90,16 +92,24 @@ export class OracleProcess {
         });
     }
 
+    /** Closes stdin now if no batch is queued, else once the last is answered: the process then ends. */
+    endIfIdle(): void {
+        if (this.queued > 0) this.ending = true;
+        else if (this.gone === undefined && this.accepting) this.close();
+    }
+
     /** No batch queued: close stdin after `ms` unless one comes; meanwhile this process may exit. */
     private linger(ms: number): void {
         this.hold(false);
         if (this.gone !== undefined) return;
-        const close = () => {
-            this.accepting = false;
-            this.child.stdin.end();
-        };
-        if (ms <= 0) close();
-        else this.lingering = setTimeout(close, ms).unref();
+        if (ms <= 0 || this.ending) this.close();
+        else if (ms !== Infinity) this.lingering = setTimeout(() => this.close(), ms).unref();
+    }
+
+    private close(): void {
+        clearTimeout(this.lingering);
+        this.accepting = false;
+        this.child.stdin.end();
     }
 
     /** Keeps this process alive while a batch is queued, and only then. */

@@ -69,7 +69,7 @@ export interface OracleOptions {
     caseTimeoutSeconds?: number;
     /** The environment oracle.py runs in (default: this process's); each case still gets a fresh one of its own. */
     env?: NodeJS.ProcessEnv;
-    /** How long the release's process waits for the next call after this one (default ORACLE_LINGER_MS). */
+    /** How long the release's process waits for the next call after this one (default ORACLE_LINGER_MS; inside keepOracles, until the scope ends). */
     lingerMs?: number;
 }
 
@@ -240,6 +240,32 @@ export const ORACLE_LINGER_MS = 60_000;
  */
 const running = new Map<string, OracleProcess>();
 
+/** Open keepOracles scopes: while there is one, a release's process waits for its next call until the scope ends. */
+let keeping = 0;
+
+/**
+ * Keeps each release's process waiting for its next call, however long that
+ * takes, until the returned function is called; that function ends the ones
+ * that wait (and the busy ones once their calls are answered). For a test
+ * file whose calls to the same release are minutes apart under a full run's
+ * load (tests/lab/sglang-releases.test.ts): after ORACLE_LINGER_MS each call
+ * would import the release again. The processes never keep this process
+ * alive, and end with it.
+ */
+export function keepOracles(): () => void {
+    keeping++;
+    let ended = false;
+    return () => {
+        if (ended) return;
+        ended = true;
+        if (--keeping > 0) return;
+        for (const [key, oracle] of running) {
+            oracle.endIfIdle();
+            running.delete(key);
+        }
+    };
+}
+
 /**
  * Runs each case through the real release `version` (one of sglangVersions()).
  * A call made while a process runs the same release (the same interpreter, the
@@ -269,7 +295,7 @@ export async function runOracle(version: string, cases: readonly OracleCase[], o
         cases: cases.map((c) => JSON.stringify(c)),
         jobs: opts.jobs,
         timeoutSeconds: opts.caseTimeoutSeconds,
-        lingerMs: opts.lingerMs ?? ORACLE_LINGER_MS,
+        lingerMs: keeping > 0 ? Infinity : (opts.lingerMs ?? ORACLE_LINGER_MS),
     });
     if (lines.length !== cases.length) throw new Error(`oracle.py --version ${version}: ${lines.length} results for ${cases.length} cases`);
     return lines.map(parseResult);

@@ -8,7 +8,7 @@ import { VerdictRequest, verdictRequest } from "../../core/sglang/verdict";
 import { renderUnit } from "../../core/unit/systemd-unit";
 import { fixtureModelPath } from "../../lab/sglang/fixtures";
 import { releaseVerdict } from "../../providers/sglang-server/verdict";
-import { ensureInstalled, OracleOptions, releaseCacheRoot, runOracle } from "../../sglang-release/oracle";
+import { ensureInstalled, keepOracles, OracleOptions, releaseCacheRoot, runOracle } from "../../sglang-release/oracle";
 import { fieldConfig } from "../core/fixtures";
 
 // Issue 34 finding 1: the preview's verdict runs the declared release's code
@@ -214,5 +214,28 @@ describe("the preview's verdict runs the release's code and pip without the runn
             );
         }
         assert.equal((await ask(["k"]))[0]!.probeArgv[0], "k", "the next call runs a new process");
+    });
+
+    it("inside keepOracles a release's process waits for the next call past any linger; the scope's end closes it, once a call in flight is answered", async () => {
+        await ensureInstalled(["0.5.11"]);
+        const ask = async (name: string, opts: OracleOptions = {}) =>
+            ((await runOracle("0.5.11", [{ argv: [name], entry: "sglang-serve" }], opts)) as unknown as { probePid: number }[])[0]!.probePid;
+        const release = keepOracles();
+        const pid = await ask("a", { lingerMs: 0 });
+        assert.equal(await ask("b", { lingerMs: 0 }), pid, "a linger of 0 inside the scope still waits for the next call");
+        // The scope ends while a call is in flight: that call is answered by the same process, which then closes.
+        const inFlight = ask("c");
+        release();
+        assert.equal(await inFlight, pid);
+        const after = await ask("d", { lingerMs: 0 });
+        assert.notEqual(after, pid, "a call after the scope ended runs the release again");
+
+        // An idle process is closed by the scope's end at once; ending a scope twice changes nothing.
+        const again = keepOracles();
+        const kept = await ask("e");
+        assert.notEqual(kept, after, "the call before closed its process (linger 0)");
+        again();
+        again();
+        assert.notEqual(await ask("f", { lingerMs: 0 }), kept);
     });
 });
