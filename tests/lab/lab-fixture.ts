@@ -16,14 +16,13 @@ import { SshPool } from "../../remote/ssh-pool";
  * (1-based, in name order). Every other lab on this machine uses 127.0.x.x, so
  * files that other mocha workers run at the same time never share an address,
  * and a file's addresses are the same in every run: the lab's start cache
- * (lab/sglang/sglang_lab_start_cache.py) and the preview's verdict cache key
- * on command lines and endpoints that hold them, so an address that moved
- * with the mocha worker missed both whenever a file landed on another worker.
+ * (lab/sglang/sglang_lab_start_cache.py) keys a start on its command line,
+ * which holds the address, so an address that moved with the mocha worker
+ * (as it did) missed the cache whenever a file landed on another worker.
  */
 export function labTestOctet(file: string): number {
-    const place = path.dirname(path.resolve(file)) === __dirname ? labTestFiles().indexOf(path.basename(file)) : -1;
-    if (place < 0) throw new Error(`${file}: not a test file in ${__dirname}; the lab fixture gives addresses to those only`);
-    return 1 + place;
+    if (!isLabTestFile(file)) throw new Error(`${file}: not a test file in ${__dirname}; the lab fixture gives addresses to those only`);
+    return 1 + labTestFiles().indexOf(path.basename(file));
 }
 
 function labTestFiles(): string[] {
@@ -31,6 +30,10 @@ function labTestFiles(): string[] {
         .readdirSync(__dirname)
         .filter((f) => f.endsWith(".test.ts"))
         .sort();
+}
+
+function isLabTestFile(file: string): boolean {
+    return path.dirname(path.resolve(file)) === __dirname && labTestFiles().includes(path.basename(file));
 }
 
 let testFile: string | undefined;
@@ -42,7 +45,7 @@ let testFile: string | undefined;
  * first of them in tests/lab.
  */
 export function useTestFiles(files: readonly string[]): void {
-    testFile = files.find((f) => path.dirname(path.resolve(f)) === __dirname && labTestFiles().includes(path.basename(f)));
+    testFile = files.find(isLabTestFile);
 }
 
 /** The current lab test file's lab addresses (SGLANG_LAB_TEST_HOST and SGLANG_LAB_TEST_CONTAINER override them). */
