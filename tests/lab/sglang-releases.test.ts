@@ -11,7 +11,7 @@
 // release (20 imports as six files; 83 CPU-s instead of 118, 2026-12-06).
 // Under a full run's load the calls to one release are minutes apart, past
 // the processes' linger, so the file keeps them (keepOracles) until its end:
-// a full run imported the releases 13 times in this file with the linger
+// a full run imported the releases 15 times in this file with the linger
 // alone (2026-12-06).
 // Each module still runs on its own: `npx mocha tests/lab/releases/argparse.ts`;
 // `npm run differential` runs the differential module with 1,000 configs a

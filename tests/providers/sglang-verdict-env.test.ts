@@ -220,22 +220,38 @@ describe("the preview's verdict runs the release's code and pip without the runn
         await ensureInstalled(["0.5.11"]);
         const ask = async (name: string, opts: OracleOptions = {}) =>
             ((await runOracle("0.5.11", [{ argv: [name], entry: "sglang-serve" }], opts)) as unknown as { probePid: number }[])[0]!.probePid;
-        const release = keepOracles();
+        /** Whether process `pid` is gone within 30 s (a liveness deadline: it ends when its stdin does). */
+        const ended = async (pid: number): Promise<boolean> => {
+            for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+                try {
+                    process.kill(pid, 0);
+                } catch {
+                    return true;
+                }
+            }
+            return false;
+        };
+        const endScope = keepOracles();
         const pid = await ask("a", { lingerMs: 0 });
         assert.equal(await ask("b", { lingerMs: 0 }), pid, "a linger of 0 inside the scope still waits for the next call");
         // The scope ends while a call is in flight: that call is answered by the same process, which then closes.
         const inFlight = ask("c");
-        release();
+        endScope();
         assert.equal(await inFlight, pid);
+        assert.ok(await ended(pid), `the process (pid ${pid}) ends once the call in flight is answered`);
         const after = await ask("d", { lingerMs: 0 });
         assert.notEqual(after, pid, "a call after the scope ended runs the release again");
 
-        // An idle process is closed by the scope's end at once; ending a scope twice changes nothing.
-        const again = keepOracles();
-        const kept = await ask("e");
+        // Nested scopes: the processes wait until the last one ends, and ending one twice does not end the other.
+        const outer = keepOracles();
+        const inner = keepOracles();
+        const kept = await ask("e", { lingerMs: 0 });
         assert.notEqual(kept, after, "the call before closed its process (linger 0)");
-        again();
-        again();
-        assert.notEqual(await ask("f", { lingerMs: 0 }), kept);
+        inner();
+        inner();
+        assert.equal(await ask("f", { lingerMs: 0 }), kept, "the outer scope still keeps the process");
+        outer();
+        assert.ok(await ended(kept), `the idle process (pid ${kept}) ends at the last scope's end`);
+        assert.notEqual(await ask("g", { lingerMs: 0 }), kept, "the last scope's end closed the idle process");
     });
 });
