@@ -249,8 +249,9 @@ let keeping = 0;
  * that wait (and the busy ones once their calls are answered). For a test
  * file whose calls to the same release are minutes apart under a full run's
  * load (tests/lab/sglang-releases.test.ts): after ORACLE_LINGER_MS each call
- * would import the release again. The processes never keep this process
- * alive, and end with it.
+ * would import the release again. A call sent before the scope opened keeps
+ * its own linger. The processes never keep this process alive, and end with
+ * it.
  */
 export function keepOracles(): () => void {
     keeping++;

@@ -21,19 +21,19 @@ import { SshPool } from "../../remote/ssh-pool";
  * (as it did) missed the cache whenever a file landed on another worker.
  */
 export function labTestOctet(file: string): number {
-    if (!isLabTestFile(file)) throw new Error(`${file}: not a test file in ${__dirname}; the lab fixture gives addresses to those only`);
-    return 1 + labTestFiles().indexOf(path.basename(file));
+    const place = labTestPlace(file);
+    if (place < 0) throw new Error(`${file}: not a test file in ${__dirname}; the lab fixture gives addresses to those only`);
+    return 1 + place;
 }
 
-function labTestFiles(): string[] {
-    return fs
+/** `file`'s place among tests/lab's test files in name order (from 0), or -1 for any other file. */
+function labTestPlace(file: string): number {
+    if (path.dirname(path.resolve(file)) !== __dirname) return -1;
+    const files = fs
         .readdirSync(__dirname)
         .filter((f) => f.endsWith(".test.ts"))
         .sort();
-}
-
-function isLabTestFile(file: string): boolean {
-    return path.dirname(path.resolve(file)) === __dirname && labTestFiles().includes(path.basename(file));
+    return files.indexOf(path.basename(file));
 }
 
 let testFile: string | undefined;
@@ -45,7 +45,7 @@ let testFile: string | undefined;
  * first of them in tests/lab.
  */
 export function useTestFiles(files: readonly string[]): void {
-    testFile = files.find(isLabTestFile);
+    testFile = files.find((f) => labTestPlace(f) >= 0);
 }
 
 /** The current lab test file's lab addresses (SGLANG_LAB_TEST_HOST and SGLANG_LAB_TEST_CONTAINER override them). */
