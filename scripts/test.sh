@@ -26,6 +26,14 @@ cache_root="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}"
 # where scripts/pulumi.sh keeps it for the engine's (test:quick: about 0.1
 # CPU-minutes less of about 3, 2026-12-06).
 export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$cache_root/node-compile-cache}"
+# One V8 platform thread (--v8-pool-size; node's default is 4) in every node process of the run: the
+# test workers, the engine's (scripts/pulumi.sh sets the same for its own runs), the lab's stand-ins.
+# The run keeps both cores busy from start to end, so V8's background compiling and collecting only
+# competes with the run's own work.
+case " ${NODE_OPTIONS:-} " in
+  *" --v8-pool-size="*) ;;
+  *) export NODE_OPTIONS="--v8-pool-size=1${NODE_OPTIONS:+ $NODE_OPTIONS}" ;;
+esac
 # The static checks (type-check, eslint, prettier --check) run beside the test files, which leave a core idle now
 # and then; a failing check prints its output as it ends, and fails the run.
 checks="$(mktemp -d)"
