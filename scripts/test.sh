@@ -57,9 +57,14 @@ if ! $quick; then
   check prettier npx prettier --check --cache --cache-strategy content --cache-location "$lint_cache/prettier" . &
 fi
 # Every test file in its own mocha worker, SGLANG_SERVE_TEST_JOBS at a time
-# (default 10: the end-to-end files spend much of their time waiting on
-# servers, deadlines and healthy windows, so many more workers than cores keep
-# the cores busy; 10 took 15 min against 6's 17.5 on 2 cores, 2026-12-02). Each lab and end-to-end file brings
+# (default 7: the end-to-end files spend much of their time waiting on
+# servers, deadlines and healthy windows, so more workers than cores keep the
+# cores busy; beyond that, the runs with more workers cost more CPU in every
+# part, the Go CLI's fixed work too (docs/testing.md). Fresh-clone runs on 2 cores,
+# 2026-12-06, CPU-minutes by process accounting: 10 workers 16.6 to 19.6 in nine
+# runs (wall 10 min 24 s to 12 min 10 s); 7 workers 15.1, 15.8 and 17.4 (9 min
+# 28 s to 10 min 47 s), both cores busy throughout; 5 workers 15.9 (9 min 58 s,
+# the cores idle 7% of the time); 6 workers 16.1 (10 min 14 s)). Each lab and end-to-end file brings
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
 # run side by side. The longest files are handed out first: the checks
 # against the real releases (the differential test among them), the end-to-end
@@ -85,7 +90,7 @@ elif [ $# -eq 0 ]; then
   set -- "${files[@]}"
 fi
 status=0
-npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-10}" "$@" || status=$?
+npx mocha --parallel --jobs "${SGLANG_SERVE_TEST_JOBS:-7}" "$@" || status=$?
 wait
 if [ -e "$checks/failed" ]; then exit 1; fi
 exit "$status"

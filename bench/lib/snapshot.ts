@@ -7,9 +7,9 @@ import type { StackConfigFile } from "../../lab/stack";
 
 const repo = path.resolve(__dirname, "..", "..");
 
-/** What an engine run uses from the work tree: the project (as a deployment has it), the wrapper scripts, the engine's build inputs. */
+/** What an engine run uses from the work tree: the project (as a deployment has it), the wrapper scripts, the engine's and Node.js's build inputs (scripts/engine.sh, scripts/node.sh). */
 const FILES = [...PROJECT_FILES, ".pulumi-version"];
-const DIRS = [...PROJECT_DIRS, "scripts", "tools/engine"];
+const DIRS = [...PROJECT_DIRS, "scripts", "tools/engine", "tools/node"];
 /** The measuring program (the floor): always from the work tree, whatever is measured. */
 const BENCH_DIRS = ["bench/floor"];
 
