@@ -38,8 +38,9 @@ if [ -f "$here/scripts/sdk-lazy-requires.cjs" ]; then
 fi
 # One V8 platform thread (--v8-pool-size; node's default is 4) in the engine's node processes, unless
 # NODE_OPTIONS already sets a pool (scripts/test.sh sets the same for a test run). The program and the
-# plugin are short processes bound by their start-up (compiling and loading modules); with 4 threads,
-# V8 compiles and collects beside them on cores that are busy anyway. Measured 2026-12-06 (Node
+# plugin are short processes bound by their start-up (compiling and loading modules); V8's background
+# threads compile and collect beside them, which costs more CPU in all, and on a busy machine (a test
+# run keeps both of 2 cores busy) only competes with them. Measured 2026-12-06 (Node
 # 24.22.3; loading the providers as a plugin does, CPU-s, mean of 10, twice): 0.47 and 0.42 with 4,
 # 0.42 and 0.39 with 1, wall time 0.34/0.30 s and 0.30/0.27 s; loading the SDK: no difference.
 case " ${NODE_OPTIONS:-} " in
