@@ -62,9 +62,9 @@ fi
 # cores busy; beyond that, the runs with more workers cost more CPU in every
 # part, the Go CLI's fixed work too (docs/testing.md). Fresh-clone runs on 2 cores,
 # 2026-12-06, CPU-minutes by process accounting: 10 workers 16.6 to 19.6 in nine
-# runs (wall 10 min 24 s to 12 min 10 s); 7 workers 15.1, 15.8 and 17.4 (9 min
-# 28 s to 10 min 47 s), both cores busy throughout; 5 workers 15.9 (9 min 58 s,
-# the cores idle 7% of the time); 6 workers 16.1 (10 min 14 s)). Each lab and end-to-end file brings
+# runs (wall 10 min 24 s to 12 min 10 s); 7 workers 15.1 to 17.4 in six runs (9 min
+# 28 s to 10 min 47 s), both cores busy throughout; 5 workers 15.6 and 15.9 (9 min 58 s
+# and 10 min 13 s, the cores idle 6 to 7% of the time); 6 workers 16.1 (10 min 14 s)). Each lab and end-to-end file brings
 # up a lab of its own (own loopback addresses, own simulated GPUs), so files
 # run side by side. The longest files are handed out first: the checks
 # against the real releases (the differential test among them), the end-to-end
