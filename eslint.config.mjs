@@ -45,9 +45,12 @@ export default tseslint.config(
         rules: { "no-restricted-imports": ["error", { patterns: [layerPattern(["components"], "providers/ are under the components")] }] },
     },
     {
-        // ts-hook.cjs: plain CommonJS, loaded by node before any TypeScript.
+        // ts-hook.cjs and providers/plugin-bundle.cjs: plain CommonJS, loaded by node before any TypeScript.
         files: ["**/*.cjs"],
-        languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "readonly" } },
+        languageOptions: {
+            sourceType: "commonjs",
+            globals: { require: "readonly", module: "readonly", process: "readonly", __dirname: "readonly", __filename: "readonly" },
+        },
         rules: { "@typescript-eslint/no-require-imports": "off" },
     },
 );

@@ -6,11 +6,38 @@
 // which made loading @pulumi/pulumi cost about 0.75 CPU-s more per process,
 // once per engine run. What tsx adds for .ts stays: the transpile (cached by
 // content), its resolver, source-mapped stack traces.
+//
+// In the SDK's dynamic-provider plugin, providers/*.ts load from one bundle
+// of them, checked against the checkout's files at each load
+// (providers/plugin-bundle.cjs); tsx is registered there only if another .ts
+// file is loaded.
 "use strict";
 const Module = require("node:module");
+const path = require("node:path");
 
-if (!Module._extensions[".ts"]) {
-    const nodeJs = Module._extensions[".js"];
-    require("tsx/cjs");
-    Module._extensions[".js"] = nodeJs;
+function registerTsx() {
+    if (!Module._extensions[".ts"]) {
+        const nodeJs = Module._extensions[".js"];
+        require("tsx/cjs");
+        Module._extensions[".js"] = nodeJs;
+    }
+    return Module._extensions[".ts"];
+}
+
+const main = require.main?.filename ?? "";
+if (main.endsWith(path.join("@pulumi", "pulumi", "cmd", "dynamic-provider", "index.js"))) {
+    if (!Module._extensions[".ts"]) {
+        let tsx;
+        require("./providers/plugin-bundle.cjs").install(() => {
+            if (!tsx) {
+                const bundled = Module._extensions[".ts"];
+                delete Module._extensions[".ts"];
+                tsx = registerTsx();
+                Module._extensions[".ts"] = bundled;
+            }
+            return tsx;
+        });
+    }
+} else {
+    registerTsx();
 }
