@@ -17,9 +17,11 @@ export type ProviderKind = "gpu-host" | "lxc-container" | "sglang-service" | "re
  * the official `pulumi-resource-pulumi-nodejs` launcher in the project
  * directory) loads it with `requireFromString(text).handler()`. Every method
  * loads the implementation, `providers/<kind>.ts` in the project, from its
- * TypeScript source through the project's ts-hook.cjs (tsx, as the program
- * runs under it: Pulumi.yaml `nodeargs`), so what runs is what the checkout holds now, on
- * `refresh` and `destroy` too, never a copy frozen in state or an old build.
+ * TypeScript source through the project's ts-hook.cjs (which, in this
+ * plugin, serves providers/*.ts from one bundle checked against the
+ * checkout's files at each load: providers/plugin-bundle.cjs), so what runs
+ * is what the checkout holds now, on `refresh` and `destroy` too, never a
+ * copy frozen in state or an old build.
  *
  * It captures nothing (no sockets, clients, schemas or config objects), and
  * is written out as text instead of being produced by Pulumi's closure
