@@ -142,7 +142,7 @@ function load() {
     const entries = entryNames();
     let text = keptBundle(file, entries);
     if (text === undefined) {
-        require("node:child_process").execFileSync(process.execPath, [__filename, "--build", file], { stdio: ["ignore", "ignore", "inherit"] });
+        require("node:child_process").execFileSync(process.execPath, [__filename, "--build", file], { stdio: ["ignore", "ignore", "pipe"] });
         text = keptBundle(file, entries);
         if (text === undefined) throw new Error(`providers/plugin-bundle.cjs: the bundle built at ${file} does not match the providers' files`);
     }
@@ -158,12 +158,21 @@ function load() {
  * Makes providers/<name>.ts load from the bundle in this process (one module
  * instance of each project file for all of them); any other .ts file loads
  * through `otherTs` (tsx's handler, registered by ts-hook.cjs when needed).
+ * Where no bundle can be had (a cache that cannot be written, a file esbuild
+ * refuses), every file loads through `otherTs`, as without the bundle: a
+ * refused file fails there with tsx's own message.
  */
 function install(otherTs) {
     let exportsByName;
     Module._extensions[".ts"] = function (module, filename) {
-        if (path.dirname(filename) !== providersDir) return otherTs()(module, filename);
-        exportsByName ??= load();
+        if (exportsByName === undefined && path.dirname(filename) === providersDir) {
+            try {
+                exportsByName = load();
+            } catch {
+                exportsByName = null;
+            }
+        }
+        if (!exportsByName || path.dirname(filename) !== providersDir) return otherTs()(module, filename);
         module.exports = exportsByName[path.basename(filename, ".ts")];
     };
 }

@@ -14,8 +14,8 @@ const repo = path.resolve(__dirname, "..", "..");
 const sdkPluginEntry = path.join(repo, "node_modules", "@pulumi", "pulumi", "cmd", "dynamic-provider", "index.js");
 
 /** Runs `script` (CommonJS) in node with the cache at `cache`; its stdout, parsed as JSON. */
-function runNode(script: string, cache: string, args: string[] = []): unknown {
-    const out = execFileSync(process.execPath, ["-e", script, ...args], {
+function runNode(script: string, cache: string): unknown {
+    const out = execFileSync(process.execPath, ["-e", script], {
         cwd: repo,
         env: { ...process.env, SGLANG_SERVE_CACHE: cache },
         encoding: "utf8",
@@ -70,29 +70,29 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
         assert.equal(fs.readdirSync(path.join(cache, "providers-bundle")).length, 1, "one bundle kept for the providers folder");
     });
 
-    it("runs what the checkout holds now: a change to a file a provider imports, and a new providers file, are in the next load", () => {
+    it("runs what the checkout holds now: a change to a file a provider imports, and a new providers file, are in the next load; a module reading __dirname gets its own", () => {
         const cache = tmp("sglang-serve-bundle-cache-");
         const project = editableProject();
         made.push(project);
-        const plain = `globalThis.planted = "none";
+        const loadAndReport = `globalThis.planted = "none";
             const b = require(${JSON.stringify(path.join(project, "providers", "plugin-bundle.cjs"))}).load();
             console.log(JSON.stringify({ planted: globalThis.planted, names: Object.keys(b).sort(), own: b["zz-new"] }));`;
-        const first = runNode(plain, cache) as Loaded;
+        const first = runNode(loadAndReport, cache) as Loaded;
         assert.equal(first.planted, "none");
         // core/is-record.ts is imported by the providers, not one of them.
         fs.appendFileSync(path.join(project, "core", "is-record.ts"), '\n(globalThis as { planted?: string }).planted = "edited";\n');
-        const second = runNode(plain, cache) as Loaded;
+        const second = runNode(loadAndReport, cache) as Loaded;
         assert.equal(second.planted, "edited", "the edit to core/is-record.ts is what runs");
         // A module that reads __dirname and __filename is given its own, not the bundle's (remote/weights-staging.ts reads the box-side program beside it).
         fs.writeFileSync(path.join(project, "core", "zz-where.ts"), "export const dir = __dirname;\nexport const file = __filename;\n");
         fs.writeFileSync(path.join(project, "providers", "zz-new.ts"), 'export { dir, file } from "../core/zz-where";\n');
-        const third = runNode(plain, cache) as Loaded;
+        const third = runNode(loadAndReport, cache) as Loaded;
         assert.deepEqual(third.names, [...first.names, "zz-new"].sort());
         assert.deepEqual(third.own, { dir: path.join(project, "core"), file: path.join(project, "core", "zz-where.ts") });
     });
 
-    it("is what the SDK's plugin loads through ts-hook.cjs, with no tsx and no project module of its own", () => {
-        const cache = tmp("sglang-serve-bundle-cache-");
+    /** What the SDK's plugin entry, run as the engine runs it in a project copy, gets for providers/context.ts and sglang-service.ts through ts-hook.cjs. */
+    function pluginLoads(cache: string): Record<string, unknown> {
         const copy = projectCopy("sglang-serve-bundle-copy-");
         made.push(copy);
         const preload = path.join(tmp("sglang-serve-bundle-preload-"), "after-main.cjs");
@@ -100,16 +100,20 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
         fs.writeFileSync(
             preload,
             `setTimeout(() => {
-                require(${JSON.stringify(path.join(copy, "ts-hook.cjs"))});
-                const context = require(${JSON.stringify(path.join(copy, "providers", "context.ts"))});
-                const service = require(${JSON.stringify(path.join(copy, "providers", "sglang-service.ts"))});
-                const loaded = Object.keys(require.cache);
-                console.log(JSON.stringify({
-                    configure: typeof context.configureProviders,
-                    provider: typeof service.provider,
-                    tsx: loaded.filter((f) => f.includes("/node_modules/tsx/")).length,
-                    projectModules: loaded.filter((f) => f.endsWith(".ts")).length,
-                }));
+                try {
+                    require(${JSON.stringify(path.join(copy, "ts-hook.cjs"))});
+                    const context = require(${JSON.stringify(path.join(copy, "providers", "context.ts"))});
+                    const service = require(${JSON.stringify(path.join(copy, "providers", "sglang-service.ts"))});
+                    const loaded = Object.keys(require.cache);
+                    console.log(JSON.stringify({
+                        configure: typeof context.configureProviders,
+                        provider: typeof service.provider,
+                        tsx: loaded.some((f) => f.includes("/node_modules/tsx/")),
+                        projectModules: loaded.filter((f) => f.endsWith(".ts")).length,
+                    }));
+                } catch (e) {
+                    console.log(JSON.stringify({ error: e.message }));
+                }
                 process.exit(0);
             }, 100);`,
         );
@@ -119,8 +123,22 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
             encoding: "utf8",
             timeout: 120_000,
         });
-        const got = JSON.parse(out.trim().split("\n").pop()!) as Record<string, unknown>;
-        assert.deepEqual(got, { configure: "function", provider: "object", tsx: 0, projectModules: 2 });
+        return JSON.parse(out.trim().split("\n").pop()!) as Record<string, unknown>;
+    }
+
+    it("is what the SDK's plugin loads through ts-hook.cjs, with no tsx and no project module of its own", () => {
+        const cache = tmp("sglang-serve-bundle-cache-");
+        assert.deepEqual(pluginLoads(cache), { configure: "function", provider: "object", tsx: false, projectModules: 2 });
         assert.equal(fs.readdirSync(path.join(cache, "providers-bundle")).length, 1);
+    });
+
+    it("leaves the plugin on tsx where no bundle can be kept (the cache is not a folder), and the providers still load", () => {
+        const notAFolder = path.join(tmp("sglang-serve-bundle-cache-"), "a-file");
+        fs.writeFileSync(notAFolder, "");
+        const got = pluginLoads(notAFolder);
+        assert.equal(got.configure, "function");
+        assert.equal(got.provider, "object");
+        assert.equal(got.tsx, true);
+        assert.ok((got.projectModules as number) > 2, `each project file its own module through tsx (${String(got.projectModules)})`);
     });
 });
