@@ -49,7 +49,7 @@ function entryNames() {
         .sort();
 }
 
-/** Where this providers folder's bundle is kept: <project cache>/providers-bundle/<folder's digest>.js. */
+/** Where this providers folder's bundle is kept: <project cache>/providers-bundle/<folder's digest>.js (one per checkout). */
 function bundleFile() {
     const cache = process.env.SGLANG_SERVE_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "sglang-serve");
     return path.join(cache, "providers-bundle", `${sha256(providersDir).slice(0, 16)}.js`);
@@ -134,6 +134,16 @@ async function build(file) {
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, text);
     fs.renameSync(tmp, file);
+    // Other checkouts' bundles (and builds cut short) not written for a week: a checkout still there builds its own again.
+    const dir = path.dirname(file);
+    for (const name of fs.readdirSync(dir)) {
+        const other = path.join(dir, name);
+        try {
+            if (other !== file && Date.now() - fs.statSync(other).mtimeMs > 7 * 86_400_000) fs.rmSync(other, { force: true });
+        } catch {
+            // removed by another build meanwhile
+        }
+    }
 }
 
 /** providers/*.ts's exports by name, from the bundle (built first when the files changed). */

@@ -48,8 +48,14 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
     };
     after(() => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
-    it("gives each providers/*.ts the exports tsx gives it", () => {
+    it("gives each providers/*.ts the exports tsx gives it; another checkout's bundle is dropped after a week unwritten", () => {
         const cache = tmp("sglang-serve-bundle-cache-");
+        const kept = path.join(cache, "providers-bundle");
+        fs.mkdirSync(kept);
+        const weekOld = new Date(Date.now() - 8 * 86_400_000);
+        fs.writeFileSync(path.join(kept, "0000000000000000.js"), "");
+        fs.utimesSync(path.join(kept, "0000000000000000.js"), weekOld, weekOld);
+        fs.writeFileSync(path.join(kept, "1111111111111111.js"), "");
         const got = runNode(
             `const b = require(${JSON.stringify(path.join(repo, "providers", "plugin-bundle.cjs"))}).load();
             const out = { names: {}, tsx: {} };
@@ -67,7 +73,9 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
         assert.deepEqual(Object.keys(got.names).sort(), onDisk);
         assert.deepEqual(got.names, got.tsx);
         assert.ok(got.names["sglang-service"]!.includes("provider"), "sglang-service exports its provider");
-        assert.equal(fs.readdirSync(path.join(cache, "providers-bundle")).length, 1, "one bundle kept for the providers folder");
+        const bundles = fs.readdirSync(kept);
+        assert.equal(bundles.length, 2, `this folder's bundle and the recent one (${bundles.join(", ")})`);
+        assert.ok(bundles.includes("1111111111111111.js") && !bundles.includes("0000000000000000.js"));
     });
 
     it("runs what the checkout holds now: a change to a file a provider imports, and a new providers file, are in the next load; a module reading __dirname gets its own", () => {
