@@ -6,15 +6,16 @@
 // engine run) loads providers/context.ts and providers/<kind>.ts through the
 // project's ts-hook.cjs (components/dynamic-provider.ts). Through tsx that is
 // tsx itself and about 120 modules, each resolved, read and looked up in
-// tsx's transform cache: 0.25 to 0.37 CPU-s. From this bundle, 0.08 to 0.11,
+// tsx's transform cache: 0.24 to 0.37 CPU-s. From this bundle, 0.08 to 0.11,
 // the check below included (measured 2026-12-07, Node 24.22.3, node's
-// compile cache warm, 6 runs each). ts-hook.cjs installs it in that plugin
+// compile cache warm, 12 runs each). ts-hook.cjs installs it in that plugin
 // only: the test workers and scripts keep tsx, module for module, so the
 // module a test holds is the one the code under test uses.
 //
 // What runs is what the checkout holds now, as through tsx: the bundle is
 // kept per providers folder, with the sha256 of every file esbuild read to
-// build it (tsconfig.json too) and the list of providers/*.ts. Every load
+// build it (and tsconfig.json, esbuild's package.json and this file) and the
+// list of providers/*.ts. Every load
 // reads them all again and builds anew on any difference (in a child
 // process: esbuild's plugins are asynchronous and require is not). The
 // bundle runs as a module of the providers folder: its packages (the SDK,
@@ -127,7 +128,9 @@ async function build(file) {
         logLevel: "error",
         plugins: [ownDirname],
     });
-    const inputs = { "tsconfig.json": digestOf("tsconfig.json") };
+    // Besides what esbuild read: how it was built (this file, esbuild's version) and tsconfig.json.
+    const builtWith = ["providers/plugin-bundle.cjs", path.relative(root, require.resolve("esbuild/package.json")), "tsconfig.json"];
+    const inputs = Object.fromEntries(builtWith.map((f) => [f, digestOf(f)]));
     for (const input of Object.keys(result.metafile.inputs)) if (input !== ENTRY) inputs[input] = digestOf(input);
     const text = `${HEADER}${JSON.stringify({ entries, inputs })}\n${result.outputFiles[0].text}`;
     fs.mkdirSync(path.dirname(file), { recursive: true });

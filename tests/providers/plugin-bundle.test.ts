@@ -1,5 +1,6 @@
 import * as assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -97,6 +98,21 @@ describe("the providers' bundle for the dynamic-provider plugin (providers/plugi
         const third = runNode(loadAndReport, cache) as Loaded;
         assert.deepEqual(third.names, [...first.names, "zz-new"].sort());
         assert.deepEqual(third.own, { dir: path.join(project, "core"), file: path.join(project, "core", "zz-where.ts") });
+        // A change to how the bundle is built (this loader) builds it anew too.
+        const [bundleFile] = fs.readdirSync(path.join(cache, "providers-bundle")).map((f) => path.join(cache, "providers-bundle", f));
+        const builtFrom = () =>
+            (
+                JSON.parse(
+                    fs
+                        .readFileSync(bundleFile!, "utf8")
+                        .split("\n")[0]!
+                        .replace(/^[^{]*/, ""),
+                ) as { inputs: Record<string, string> }
+            ).inputs;
+        const loader = path.join(project, "providers", "plugin-bundle.cjs");
+        fs.appendFileSync(loader, "// changed\n");
+        runNode(loadAndReport, cache);
+        assert.equal(builtFrom()["providers/plugin-bundle.cjs"], createHash("sha256").update(fs.readFileSync(loader)).digest("hex"));
     });
 
     /** What the SDK's plugin entry, run as the engine runs it in a project copy, gets for providers/context.ts and sglang-service.ts through ts-hook.cjs. */
