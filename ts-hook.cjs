@@ -15,29 +15,27 @@
 const Module = require("node:module");
 const path = require("node:path");
 
+/** Registers tsx's require hook (its .ts handler and resolver), keeping node's own loader for .js; returns tsx's .ts handler. */
 function registerTsx() {
-    if (!Module._extensions[".ts"]) {
-        const nodeJs = Module._extensions[".js"];
-        require("tsx/cjs");
-        Module._extensions[".js"] = nodeJs;
-    }
+    const nodeJs = Module._extensions[".js"];
+    require("tsx/cjs");
+    Module._extensions[".js"] = nodeJs;
     return Module._extensions[".ts"];
 }
 
 const main = require.main?.filename ?? "";
-if (main.endsWith(path.join("@pulumi", "pulumi", "cmd", "dynamic-provider", "index.js"))) {
-    if (!Module._extensions[".ts"]) {
-        let tsx;
-        require("./providers/plugin-bundle.cjs").install(() => {
-            if (!tsx) {
-                const bundled = Module._extensions[".ts"];
-                delete Module._extensions[".ts"];
-                tsx = registerTsx();
-                Module._extensions[".ts"] = bundled;
-            }
-            return tsx;
-        });
-    }
+if (Module._extensions[".ts"]) {
+    // Registered already: this file was required before in this process.
+} else if (main.endsWith(path.join("@pulumi", "pulumi", "cmd", "dynamic-provider", "index.js"))) {
+    let tsx;
+    require("./providers/plugin-bundle.cjs").install(() => {
+        if (!tsx) {
+            const bundled = Module._extensions[".ts"];
+            tsx = registerTsx();
+            Module._extensions[".ts"] = bundled;
+        }
+        return tsx;
+    });
 } else {
     registerTsx();
 }
