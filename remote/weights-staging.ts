@@ -212,7 +212,14 @@ async function followOrClear(
     if (look.exitStatus === undefined)
         say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
     const stopped = await remote.run(["systemctl", "stop", unit]);
-    if (stopped.code !== 0) fail(`systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)})`);
+    if (stopped.code !== 0) {
+        // A staging that wrote its exit status may end, and its transient unit be unloaded, between the look and the stop
+        // (systemctl then exits 5, "not loaded"): gone is what the stop was for.
+        const again = parseWeightsPoll((await remote.run(weightsPollArgv(plan, unitName))).stdout);
+        if (["active", "activating"].includes(again.unitState)) {
+            fail(`systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)})`);
+        }
+    }
     return false;
 }
 

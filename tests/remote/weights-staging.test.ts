@@ -52,6 +52,9 @@ const snap = (at: number, filesDone: number, bytesDone: number, phase = "downloa
 class WeightsBox implements RemoteRunner {
     readonly calls: Array<{ argv: string[]; stdin?: string }> = [];
     staged = false;
+    /** What `systemctl stop` answers, and the look at the unit after a stop that failed. */
+    stop: ExecResult = ok();
+    afterStop: ExecResult = poll({ state: "inactive" });
     constructor(
         private readonly polls: ExecResult[],
         private readonly running: ExecResult = poll({ state: "inactive" }),
@@ -66,8 +69,9 @@ class WeightsBox implements RemoteRunner {
             const m = manifest();
             return ok(`${JSON.stringify(m)}\n\n---sglang-serve-manifest---\n5 1796528797.0960169630 model.safetensors\0`);
         }
-        if (argv[0] === "systemctl") return ok();
+        if (argv[0] === "systemctl") return argv[1] === "stop" ? this.stop : ok();
         if (argv[2] === WEIGHTS_POLL_SCRIPT) {
+            if (!this.started() && this.calls.some((c) => c.argv[1] === "stop")) return this.afterStop;
             // What is left running from before is looked at before the stack's own staging starts; only the first look follows one.
             if (!this.started() && this.calls.filter((c) => c.argv[2] === WEIGHTS_POLL_SCRIPT).length === 1) return this.running;
             const next = this.polls.shift() ?? poll({ state: "inactive" });
@@ -234,6 +238,33 @@ describe("staging weights on the box (remote/weights-staging.ts)", () => {
         assert.equal(result!.fetched, true);
         assert.ok(box.calls.some((c) => c.argv.join(" ") === "systemctl stop sglang-qwen-weights-drafter.service"));
         assert.equal(box.started(), true);
+    });
+
+    it("takes a staging that ended between the look and the stop (systemctl: not loaded) as stopped, and starts its own", async () => {
+        const box = new WeightsBox(
+            [poll({ exit: 0, result: { exitStatus: 0 }, state: "inactive" })],
+            poll({ exit: 0, result: { exitStatus: 0 }, state: "active" }),
+        );
+        box.stop = {
+            code: 5,
+            stdout: "",
+            stderr: "Failed to stop sglang-qwen-weights-drafter.service: Unit sglang-qwen-weights-drafter.service not loaded.\n",
+        };
+        const { error, result } = await staged(box);
+        assert.equal(error, undefined);
+        assert.equal(result!.fetched, true);
+        assert.equal(box.started(), true);
+    });
+
+    it("refuses to start its own while a staging it could not stop still runs, naming the unit and systemctl's answer", async () => {
+        const other = "/models/org--drafter/ffffffffffffffffffffffffffffffffffffffff";
+        const box = new WeightsBox([], poll({ target: other, state: "active" }));
+        box.stop = { code: 1, stdout: "", stderr: "Failed to stop sglang-qwen-weights-drafter.service: Access denied\n" };
+        box.afterStop = poll({ target: other, state: "active" });
+        const { error } = await staged(box);
+        assert.ok(error instanceof WeightsStagingFailed);
+        assert.match(error.message, /systemctl stop sglang-qwen-weights-drafter\.service exited 1 \(Failed to stop .*: Access denied\)/);
+        assert.equal(box.started(), false);
     });
 
     it("does nothing for a revision already staged whose files agree with its manifest", async () => {
