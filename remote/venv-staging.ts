@@ -22,6 +22,7 @@ import {
     stageUnitName,
     VenvPlan,
 } from "../core/venv/venv-layout";
+import { transientUnitRuns } from "../core/unit/transient-unit";
 import type { RemoteRunner } from "./remote-host";
 
 export interface StageOptions {
@@ -77,7 +78,7 @@ export async function stageVenv(remote: RemoteRunner, plan: VenvPlan, unitName: 
             if (poll.exitStatus === 0) break;
             await fail(`the install exited ${poll.exitStatus} after ${elapsed} s`, poll.lines, poll.exitStatus !== STAGE_NOT_OURS_EXIT);
         }
-        if (poll.unitState !== "active" && poll.unitState !== "activating") {
+        if (!transientUnitRuns(poll.unitState)) {
             await fail(
                 `the install ended without an exit status after ${elapsed} s (unit ${stageUnitName(unitName)} is ${poll.unitState || "gone"}; ` +
                     `service.venv.installTimeoutSeconds is ${plan.installTimeoutSeconds})`,

@@ -36,9 +36,11 @@ import {
     WEIGHTS_EXIT,
     weightsPollArgv,
     WeightsPlan,
+    WeightsPoll,
     WeightsResult,
 } from "../core/weights/staging";
 import { weightsProgramPath, weightsUnitName } from "../core/weights/weights-layout";
+import { transientUnitRuns } from "../core/unit/transient-unit";
 import { writeFileScript } from "../core/write-file-script";
 import type { RemoteRunner } from "./remote-host";
 
@@ -152,7 +154,7 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
         let progress = INITIAL_PROGRESS;
         for (;;) {
             await sleep(o.pollIntervalMs ?? 1000);
-            const poll = parseWeightsPoll((await remote.run(weightsPollArgv(plan, o.unitName))).stdout);
+            const poll = await lookAtStaging(remote, plan, o.unitName);
             for (const line of poll.lines.slice(shown)) if (!line.startsWith("    ")) o.say(`${tag} ${plan.role}: ${line.replace(/^sglang-serve: /, "")}`);
             shown = Math.max(shown, poll.lines.length);
             if (poll.progress) {
@@ -168,7 +170,7 @@ export async function stageWeights(remote: RemoteRunner, plan: WeightsPlan, o: W
                 if (poll.exitStatus === WEIGHTS_EXIT.ok) break;
                 failed(plan, poll.exitStatus, result, poll.lines, o.prunable ?? [], fail);
             }
-            if (poll.unitState !== "active" && poll.unitState !== "activating") {
+            if (!transientUnitRuns(poll.unitState)) {
                 fail(
                     `the staging ended without an exit status after ${Math.round((now() - started) / 1000)} s (unit ${unit} is ${poll.unitState || "gone"}; ` +
                         `service.weights.downloadTimeoutSeconds is ${plan.downloadTimeoutSeconds}); the next up resumes it (complete files are kept)`,
@@ -206,21 +208,23 @@ async function followOrClear(
     fail: (why: string) => never,
 ): Promise<boolean> {
     const unit = weightsUnitName(unitName, plan.role);
-    const look = parseWeightsPoll((await remote.run(weightsPollArgv(plan, unitName))).stdout);
-    if (!["active", "activating"].includes(look.unitState)) return false;
+    const look = await lookAtStaging(remote, plan, unitName);
+    if (!transientUnitRuns(look.unitState)) return false;
     if (look.target === plan.dir && look.exitStatus === undefined) return true;
     if (look.exitStatus === undefined)
         say(`a staging of ${look.target ?? "another folder"} is running (${unit}), not of ${plan.dir}: stopping it (its complete files are kept)`);
     const stopped = await remote.run(["systemctl", "stop", unit]);
-    if (stopped.code !== 0) {
-        // A staging that wrote its exit status may end, and its transient unit be unloaded, between the look and the stop
-        // (systemctl then exits 5, "not loaded"): gone is what the stop was for.
-        const again = parseWeightsPoll((await remote.run(weightsPollArgv(plan, unitName))).stdout);
-        if (["active", "activating"].includes(again.unitState)) {
-            fail(`systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)})`);
-        }
+    // A staging that wrote its exit status may end, and its transient unit be unloaded, between the look and the stop
+    // (systemctl then exits 5, "not loaded"): gone is what the stop was for.
+    if (stopped.code !== 0 && transientUnitRuns((await lookAtStaging(remote, plan, unitName)).unitState)) {
+        fail(`systemctl stop ${unit} exited ${stopped.code} (${stopped.stderr.trim().slice(0, 200)})`);
     }
     return false;
+}
+
+/** The staging unit of this server and role as the box shows it now: its state, the program's progress, log and exit status. */
+async function lookAtStaging(remote: RemoteRunner, plan: WeightsPlan, unitName: string): Promise<WeightsPoll> {
+    return parseWeightsPoll((await remote.run(weightsPollArgv(plan, unitName))).stdout);
 }
 
 /** The refusal for each exit status of the program. */
