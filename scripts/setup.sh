@@ -31,6 +31,8 @@ export PATH
 # never writes into them. Another filesystem than the cache's gets a copy. Measured 2026-12-07 (18,000
 # files, 203 MB): npm ci 11 to 14 CPU-s, the links 0.3 to 1.9, a copy 1 to 8 (all of it the kernel's). The newest three
 # lockfiles' sets are kept.
+# link_tree FROM TO: TO as hard links to FROM's files, or a copy where they are on different filesystems.
+link_tree() { cp -al "$1" "$2" 2>/dev/null || { rm -rf "$2" && cp -a "$1" "$2"; }; }
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   kept_root="${SGLANG_SERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sglang-serve}/node-modules"
   key="$({ cat package-lock.json; node -p 'process.version + " " + process.platform + " " + process.arch'; } | sha256sum | cut -c1-16)"
@@ -38,14 +40,14 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   rm -rf node_modules
   if [ -f "$kept/complete" ]; then
     echo "setup: node_modules from the cache ($kept)" >&2
-    cp -al "$kept/node_modules" node_modules 2>/dev/null || { rm -rf node_modules && cp -a "$kept/node_modules" node_modules; }
+    link_tree "$kept/node_modules" node_modules
     touch "$kept" node_modules/.package-lock.json
   else
     echo "setup: npm ci" >&2
     npm ci --no-audit --no-fund
     mkdir -p "$kept_root"
     staging="$(mktemp -d "$kept_root/.staging.XXXXXX")"
-    cp -al node_modules "$staging/node_modules" 2>/dev/null || { rm -rf "$staging/node_modules" && cp -a node_modules "$staging/node_modules"; }
+    link_tree node_modules "$staging/node_modules"
     touch "$staging/complete"
     rm -rf "$kept"
     mv -T "$staging" "$kept" 2>/dev/null || rm -rf "$staging"
